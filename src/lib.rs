@@ -1,0 +1,1 @@
+//! yoctoclaw: a personal AI assistant in one small binary.
