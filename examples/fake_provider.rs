@@ -8,7 +8,9 @@ use fake_http::{FakeServer, Response, openai_text};
 use std::io::Write;
 
 fn main() {
-    let reply = std::env::args().nth(1).unwrap_or_else(|| "pong".to_string());
+    let reply = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "pong".to_string());
     let server = FakeServer::start(move |req| {
         if req.method == "POST" && req.path.ends_with("/chat/completions") {
             Response::json(200, &openai_text(&reply))

@@ -1,0 +1,4 @@
+//! The security layer: credential scrubbing and workspace confinement.
+
+pub mod confine;
+pub mod scrub;
