@@ -264,13 +264,14 @@ impl Agent {
     }
 
     fn record_usage(&self, session: &str, reply: &ChatReply) {
-        if let (Some(u), Some(p)) = (reply.usage, self.providers.first()) {
-            if let Err(e) = self
-                .db
-                .record_usage(session, &p.label(), &p.cfg.model, u, now_secs())
-            {
-                log::warn!("cannot record token usage: {e}");
-            }
+        let (Some(u), Some(p)) = (reply.usage, self.providers.first()) else {
+            return;
+        };
+        if let Err(e) = self
+            .db
+            .record_usage(session, &p.label(), &p.cfg.model, u, now_secs())
+        {
+            log::warn!("cannot record token usage: {e}");
         }
     }
 }

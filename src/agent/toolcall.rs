@@ -112,10 +112,10 @@ fn next_block(s: &str) -> Option<(usize, Block)> {
             from = at + 1;
         }
     }
-    if let Some(i) = s.find("```json") {
-        if best.as_ref().is_none_or(|(b, _)| i < *b) {
-            best = Some((i, Block::Fence));
-        }
+    if let Some(i) = s.find("```json")
+        && best.as_ref().is_none_or(|(b, _)| i < *b)
+    {
+        best = Some((i, Block::Fence));
     }
     best
 }
