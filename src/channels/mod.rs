@@ -1,0 +1,3 @@
+//! Chat channels: how the agent reaches its owner.
+
+pub mod telegram;
