@@ -1,0 +1,3 @@
+//! The Telegram Bot API channel.
+
+pub mod format;
