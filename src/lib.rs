@@ -1,1 +1,3 @@
 //! yoctoclaw: a personal AI assistant in one small binary.
+
+pub mod scheduler;
