@@ -343,7 +343,7 @@ pub fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, 
         let configured =
             crate::logging::parse_level(&cfg.log_level).unwrap_or(log::LevelFilter::Info);
         if quiet {
-            configured.min(log::LevelFilter::Warn)
+            configured.min(log::LevelFilter::Error)
         } else {
             configured
         }

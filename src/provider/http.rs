@@ -29,7 +29,22 @@ pub fn agent(timeout_secs: u64) -> ureq::Agent {
         .max_idle_connections_per_host(1)
         .user_agent(concat!("yoctoclaw/", env!("CARGO_PKG_VERSION")))
         .build();
-    config.into()
+    with_config(config)
+}
+
+/// An agent with our connector chain: proxy CONNECT, TCP, then TLS with the build-time
+/// clock floor (`provider::tls`).
+pub fn with_config(config: ureq::config::Config) -> ureq::Agent {
+    use ureq::unversioned::transport::{ConnectProxyConnector, Connector, TcpConnector};
+    let connector =
+        ().chain(ConnectProxyConnector::default())
+            .chain(TcpConnector::default())
+            .chain(super::tls::FloorClockTls);
+    ureq::Agent::with_parts(
+        config,
+        connector,
+        ureq::unversioned::resolver::DefaultResolver::default(),
+    )
 }
 
 /// A transport failure (no HTTP status to look at).
@@ -90,6 +105,14 @@ pub fn map_error(e: ureq::Error) -> HttpError {
         E::HostNotFound => HttpError::Unreachable("host not found".into()),
         E::ConnectionFailed => HttpError::Unreachable("connection failed".into()),
         E::BodyExceedsLimit(_) => HttpError::TooLarge,
+        E::Io(io) if io.get_ref().is_some_and(|e| e.is::<rustls::Error>()) => {
+            let detail = io
+                .get_ref()
+                .and_then(|e| e.downcast_ref::<rustls::Error>())
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            HttpError::Unreachable(format!("TLS: {detail}"))
+        }
         E::Io(io) => match io.kind() {
             std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => HttpError::Timeout,
             std::io::ErrorKind::InvalidData => HttpError::Malformed("body is not UTF-8".into()),

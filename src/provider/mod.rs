@@ -12,6 +12,7 @@
 
 pub mod http;
 pub mod openai;
+pub mod tls;
 
 use crate::config::{Env, ProviderConfig, ProviderKind};
 use std::fmt;
