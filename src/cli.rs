@@ -412,14 +412,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
                         println!("{reply}");
                         return Ok(());
                     }
-                    let reply = smol::block_on(agent.run_turn(
-                        &session,
-                        crate::channels::ChannelKind::Terminal,
-                        &m,
-                    ))
-                    .map_err(runtime)?;
-                    println!("{reply}");
-                    Ok(())
+                    smol::block_on(crate::channels::terminal::one_turn(&agent, &session, &m))
+                        .map_err(runtime)
+
                 }
                 None => {
                     smol::block_on(crate::channels::terminal::interactive(&agent, &session));
