@@ -414,7 +414,6 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
                     }
                     smol::block_on(crate::channels::terminal::one_turn(&agent, &session, &m))
                         .map_err(runtime)
-
                 }
                 None => {
                     smol::block_on(crate::channels::terminal::interactive(&agent, &session));

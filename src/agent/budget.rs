@@ -26,7 +26,11 @@ pub struct BudgetExceeded {
 impl fmt::Display for BudgetExceeded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (name, when, key) = match self.period {
-            Period::Day => ("daily", "today; it resets at 00:00 UTC", "budget.daily_tokens"),
+            Period::Day => (
+                "daily",
+                "today; it resets at 00:00 UTC",
+                "budget.daily_tokens",
+            ),
             Period::Month => (
                 "monthly",
                 "this month; it resets on the 1st (UTC)",

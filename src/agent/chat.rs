@@ -124,7 +124,7 @@ impl Agent {
                 }
                 match self
                     .backoff
-                    .next_delay(attempt, &error, first.elapsed(), jitter.next())
+                    .next_delay(attempt, &error, first.elapsed(), jitter.next_u64())
                 {
                     Some(delay) => {
                         log::warn!(
@@ -244,9 +244,18 @@ mod tests {
             error: ProviderError::Timeout { host: "h".into() },
         };
         let t = failures_text(&[a, b]);
-        assert!(t.starts_with("every provider failed (the primary and 1 fallback)"), "{t}");
-        assert!(t.contains("openai:m: the provider failed (HTTP 500: boom)"), "{t}");
-        assert!(t.contains("anthropic:c: the provider at h did not answer"), "{t}");
+        assert!(
+            t.starts_with("every provider failed (the primary and 1 fallback)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("openai:m: the provider failed (HTTP 500: boom)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("anthropic:c: the provider at h did not answer"),
+            "{t}"
+        );
         assert!(failures_text(&[]).contains("no provider"));
         assert_eq!(secs_text(Duration::from_secs(2)), "2 s");
         assert_eq!(secs_text(Duration::from_millis(1500)), "1.5 s");

@@ -129,12 +129,19 @@ fn classify(s: &str) -> Held {
                 undecided = true;
             }
         } else if rest.starts_with(tag)
-            && matches!(rest[tag.len()..].chars().next(), Some('>' | ' ' | '\n' | '\t'))
+            && matches!(
+                rest[tag.len()..].chars().next(),
+                Some('>' | ' ' | '\n' | '\t')
+            )
         {
             return Held::Tag(tag);
         }
     }
-    if undecided { Held::Undecided } else { Held::Text }
+    if undecided {
+        Held::Undecided
+    } else {
+        Held::Text
+    }
 }
 
 /// End of a `<tag …>…</tag>` block starting at 0, as `extract` finds it.
@@ -193,7 +200,10 @@ mod tests {
     fn ordinary_angle_brackets_and_code_pass() {
         assert_eq!(run(&["a <", "b> c < d"]), "a <b> c < d");
         assert_eq!(run(&["x <invokes> y"]), "x <invokes> y");
-        assert_eq!(run(&["use `ls` or ``", "`sh\nls\n```"]), "use `ls` or ```sh\nls\n```");
+        assert_eq!(
+            run(&["use `ls` or ``", "`sh\nls\n```"]),
+            "use `ls` or ```sh\nls\n```"
+        );
         // Text is released as soon as it cannot start a block.
         let mut f = MarkupFilter::new();
         assert_eq!(f.push("a <b", &known), "a <b");

@@ -135,7 +135,7 @@ impl Jitter {
         Jitter(nanos | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;
@@ -163,11 +163,11 @@ mod tests {
         let mut j = Jitter(42);
         for code in [500, 502, 503, 504, 529] {
             for _ in 0..200 {
-                let d1 = b.next_delay(1, &status(code), zero, j.next()).unwrap();
+                let d1 = b.next_delay(1, &status(code), zero, j.next_u64()).unwrap();
                 assert!(d1 >= Duration::from_millis(500) && d1 <= Duration::from_secs(1));
-                let d2 = b.next_delay(2, &status(code), zero, j.next()).unwrap();
+                let d2 = b.next_delay(2, &status(code), zero, j.next_u64()).unwrap();
                 assert!(d2 >= Duration::from_secs(1) && d2 <= Duration::from_secs(2));
-                assert_eq!(b.next_delay(3, &status(code), zero, j.next()), None);
+                assert_eq!(b.next_delay(3, &status(code), zero, j.next_u64()), None);
             }
         }
         let net = ProviderError::Unreachable {
