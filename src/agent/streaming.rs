@@ -18,8 +18,16 @@
 
 use super::toolcall::{self, TAGS};
 
-/// Receives an answer while it is written. Implemented by channels (terminal, later
-/// Telegram drafts); called on the executor thread, so it must not block for long.
+/// Receives an answer while it is written. Implemented by channels (the terminal's
+/// `TerminalSink`; a Telegram draft or edited message later) and by any
+/// `FnMut(&str)` closure (text only).
+///
+/// Called on the executor thread between awaits, so it must not block: a sink that
+/// sends over the network records the text (e.g. in an `Rc<RefCell<String>>`) and lets
+/// a task of its own send it, debounced. What the sink saw of the last request, trimmed,
+/// is the final answer `run_turn_streamed` returns, except when that is empty (the
+/// "no answer" placeholder is returned, never streamed): send the returned answer as
+/// the final message to be exact.
 pub trait StreamSink {
     /// The next piece of visible text, in order; never empty, never tool-call markup.
     fn text(&mut self, delta: &str);
@@ -27,6 +35,12 @@ pub trait StreamSink {
     /// another request follows (the text so far was the model thinking aloud).
     fn round_end(&mut self, more: bool) {
         let _ = more;
+    }
+}
+
+impl<F: FnMut(&str)> StreamSink for F {
+    fn text(&mut self, delta: &str) {
+        self(delta)
     }
 }
 
@@ -175,6 +189,19 @@ mod tests {
         }
         out.push_str(&f.finish());
         out
+    }
+
+    #[test]
+    fn closures_are_sinks() {
+        let mut seen = String::new();
+        {
+            let mut sink = |t: &str| seen.push_str(t);
+            let s: &mut dyn StreamSink = &mut sink;
+            s.text("a");
+            s.round_end(true);
+            s.text("b");
+        }
+        assert_eq!(seen, "ab");
     }
 
     #[test]
