@@ -56,6 +56,9 @@ impl StreamSink for NoSink {
 #[derive(Debug, Default)]
 pub struct MarkupFilter {
     pending: String,
+    /// How far `pending` was already searched for the end of an open block, so a long
+    /// block arriving in many deltas is scanned once, not once per delta.
+    searched: usize,
 }
 
 /// What the held text starting at a `<` or a backtick turns out to be.
@@ -87,23 +90,29 @@ impl MarkupFilter {
                 self.pending.clear();
                 break;
             };
-            out.push_str(&self.pending[..start]);
-            self.pending.drain(..start);
-            match classify(&self.pending) {
+            if start > 0 {
+                out.push_str(&self.pending[..start]);
+                self.pending.drain(..start);
+                self.searched = 0;
+            }
+            let end = match classify(&self.pending) {
                 Held::Undecided => break,
                 Held::Text => {
                     // `<` and a backtick are one byte each.
                     out.push_str(&self.pending[..1]);
                     self.pending.drain(..1);
+                    self.searched = 0;
+                    continue;
                 }
-                Held::Tag(tag) => match tag_end(&self.pending, tag) {
-                    Some(end) => self.resolve(end, is_tool, &mut out),
-                    None => break,
-                },
-                Held::Fence => match fence_end(&self.pending) {
-                    Some(end) => self.resolve(end, is_tool, &mut out),
-                    None => break,
-                },
+                Held::Tag(tag) => tag_end(&self.pending, tag, self.searched),
+                Held::Fence => fence_end(&self.pending, self.searched),
+            };
+            match end {
+                Some(end) => self.resolve(end, is_tool, &mut out),
+                None => {
+                    self.searched = self.pending.len();
+                    break;
+                }
             }
         }
         out
@@ -112,12 +121,14 @@ impl MarkupFilter {
     /// The request ended: whatever is still held is text (an unclosed block is kept as
     /// text by `extract` too).
     pub fn finish(&mut self) -> String {
+        self.searched = 0;
         std::mem::take(&mut self.pending)
     }
 
     /// A complete block `pending[..end]`: shown only if it is not a valid call.
     fn resolve(&mut self, end: usize, is_tool: &dyn Fn(&str) -> bool, out: &mut String) {
         let block: String = self.pending.drain(..end).collect();
+        self.searched = 0;
         let found = toolcall::extract(&block, is_tool);
         if found.calls.is_empty() {
             out.push_str(&block);
@@ -158,19 +169,35 @@ fn classify(s: &str) -> Held {
     }
 }
 
-/// End of a `<tag …>…</tag>` block starting at 0, as `extract` finds it.
-fn tag_end(s: &str, tag: &str) -> Option<usize> {
+/// End of a `<tag …>…</tag>` block starting at 0, as `extract` finds it. The close is
+/// searched from a little before `searched` (it may straddle the old end).
+fn tag_end(s: &str, tag: &str, searched: usize) -> Option<usize> {
     let open_end = s.find('>')?;
     let close = format!("</{tag}>");
-    let at = s[open_end + 1..].find(&close)?;
-    Some(open_end + 1 + at + close.len())
+    let from = resume_at(s, open_end + 1, searched, close.len());
+    let at = s[from..].find(&close)?;
+    Some(from + at + close.len())
 }
 
 /// End of a ```` ```json\n…``` ```` block starting at 0, as `extract` finds it.
-fn fence_end(s: &str) -> Option<usize> {
+fn fence_end(s: &str, searched: usize) -> Option<usize> {
     let body = s.find('\n')? + 1;
-    let at = s[body..].find("```")?;
-    Some(body + at + 3)
+    let from = resume_at(s, body, searched, 3);
+    let at = s[from..].find("```")?;
+    Some(from + at + 3)
+}
+
+/// Where to resume a search for a `needle_len`-byte needle: not before `min`, and at
+/// most `needle_len - 1` bytes back from what was searched, on a char boundary.
+fn resume_at(s: &str, min: usize, searched: usize, needle_len: usize) -> usize {
+    let mut from = searched
+        .saturating_sub(needle_len.saturating_sub(1))
+        .max(min)
+        .min(s.len());
+    while !s.is_char_boundary(from) {
+        from -= 1;
+    }
+    from.max(min)
 }
 
 #[cfg(test)]

@@ -118,9 +118,9 @@ impl StreamSink for TerminalSink {
 
     fn round_end(&mut self, more: bool) {
         if more && self.printed_this_round {
-            self.held_space.clear();
+            // What comes next starts on a line of its own.
+            self.held_space = "\n".into();
             self.printed_this_round = false;
-            self.print("\n");
         }
     }
 }
