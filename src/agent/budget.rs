@@ -2,6 +2,10 @@
 //! the tokens recorded today (or this month) reach the limit. Days and months are UTC,
 //! as the usage table records them. The check runs before the first request of a turn,
 //! so a turn that started under the limit finishes (it may overshoot by one turn).
+//!
+//! # Bounds
+//! Two indexed SUM queries per turn when a budget is set, none otherwise. Limits are
+//! `1..=u64::MAX/2` tokens (config); totals saturate instead of overflowing.
 
 use crate::config::BudgetConfig;
 use crate::store::usage::day_of;
