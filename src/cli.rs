@@ -343,7 +343,7 @@ pub fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, 
         let configured =
             crate::logging::parse_level(&cfg.log_level).unwrap_or(log::LevelFilter::Info);
         if quiet {
-            configured.min(log::LevelFilter::Error)
+            configured.min(log::LevelFilter::Warn)
         } else {
             configured
         }
@@ -412,14 +412,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
                         println!("{reply}");
                         return Ok(());
                     }
-                    let reply = smol::block_on(agent.run_turn(
-                        &session,
-                        crate::channels::ChannelKind::Terminal,
-                        &m,
-                    ))
-                    .map_err(runtime)?;
-                    println!("{reply}");
-                    Ok(())
+                    smol::block_on(crate::channels::terminal::one_turn(&agent, &session, &m))
+                        .map_err(runtime)
                 }
                 None => {
                     smol::block_on(crate::channels::terminal::interactive(&agent, &session));

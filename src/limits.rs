@@ -56,3 +56,29 @@ pub const DB_STATEMENT_CACHE: usize = 16;
 pub const MAX_SKILLS_INDEX_BYTES: usize = 4 * 1024;
 /// Most skills listed in the prompt.
 pub const MAX_SKILLS: usize = 32;
+
+// Provider retries, fallbacks and streaming (`provider::retry`, `provider::stream`).
+
+/// Attempts per provider for a transient failure (429, 5xx, 529, network) before the
+/// next fallback is tried.
+pub const PROVIDER_ATTEMPTS: u32 = 3;
+/// First backoff delay; each retry doubles it, with jitter (50–100 % of the value).
+pub const RETRY_BASE_DELAY_MS: u64 = 1_000;
+/// Longest single backoff delay.
+pub const RETRY_MAX_DELAY_MS: u64 = 10_000;
+/// Longest `Retry-After` we wait for; a provider asking for more is skipped for this
+/// request (the next fallback is tried at once).
+pub const RETRY_AFTER_MAX_SECS: u64 = 30;
+/// No new attempt on one provider once this much time has passed since its first
+/// attempt (requests and sleeps included).
+pub const RETRY_BUDGET_SECS: u64 = 60;
+/// Longest SSE line (and longest event data) accepted; a longer one is an error.
+pub const MAX_SSE_LINE_BYTES: usize = 512 * 1024;
+/// Bytes read from a streamed body per read call (a stack buffer on the worker thread).
+pub const STREAM_READ_CHUNK_BYTES: usize = 4 * 1024;
+/// Text deltas queued from the worker thread to the executor; the reader waits when full.
+pub const STREAM_QUEUE_LEN: usize = 16;
+/// Overall cap on one streamed request (the per-read stall guard is `provider.timeout_secs`).
+pub const STREAM_MAX_SECS: u64 = 900;
+/// Most distinct tool calls assembled from one streamed answer; further ones are dropped.
+pub const MAX_STREAM_TOOL_CALLS: usize = 32;

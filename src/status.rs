@@ -1,4 +1,5 @@
-//! `yoctoclaw status`: what is configured and how it is doing.
+//! `yoctoclaw status`: what is configured and how it is doing (including the tokens
+//! used today and this month, UTC, against the budgets when set).
 
 use crate::cli::Loaded;
 use std::fmt::Write as _;
@@ -44,6 +45,7 @@ pub fn report(l: &Loaded) -> String {
                     size / 1024,
                     db.session_count().unwrap_or(0)
                 );
+                let _ = writeln!(s, "{}", tokens_line(&db, &l.cfg.budget));
             }
             Err(e) => {
                 let _ = writeln!(s, "database:  {e}");
@@ -53,4 +55,21 @@ pub fn report(l: &Loaded) -> String {
         let _ = writeln!(s, "database:  not created yet");
     }
     s.trim_end().to_string()
+}
+
+/// `tokens:    today N (P in, C out), this month M (…)`, with the budgets when set.
+fn tokens_line(db: &crate::store::Db, budget: &crate::config::BudgetConfig) -> String {
+    let now = crate::runtime::now_secs();
+    let day = crate::store::usage::day_of(now);
+    let month = day.get(..7).unwrap_or(&day);
+    let (dp, dc) = db.usage_totals(&day).unwrap_or((0, 0));
+    let (mp, mc) = db.usage_totals(month).unwrap_or((0, 0));
+    let of = |limit: Option<u64>| limit.map(|n| format!(" of {n}")).unwrap_or_default();
+    format!(
+        "tokens:    today {}{} ({dp} in, {dc} out), this month {}{} ({mp} in, {mc} out)",
+        dp.saturating_add(dc),
+        of(budget.daily_tokens),
+        mp.saturating_add(mc),
+        of(budget.monthly_tokens),
+    )
 }

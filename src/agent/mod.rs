@@ -8,17 +8,22 @@
 //! # Bounds
 //! At most `agent.max_tool_iterations` tool rounds per turn, then one last request without
 //! tools forces a final answer. History sent per request: `agent.history_messages`.
-//! Tool results: scrubbed, then cut to `agent.max_tool_result_bytes`.
+//! Tool results: scrubbed, then cut to `agent.max_tool_result_bytes`. Provider retries,
+//! fallbacks and streaming: `chat`; token budgets: `budget`.
 
+pub mod budget;
+pub mod chat;
 pub mod commands;
 pub mod prompt;
 pub mod session;
+pub mod streaming;
 pub mod toolcall;
 
 use crate::channels::ChannelKind;
 use crate::config::{Config, Env, Home};
 use crate::limits::MAX_USER_MESSAGE_BYTES;
-use crate::provider::{ChatReply, ChatRequest, Message, Provider, ProviderError, Role, ToolCall};
+use crate::provider::retry::Backoff;
+use crate::provider::{Message, Provider, ProviderError, Role, ToolCall};
 use crate::runtime::{Workers, now_secs};
 use crate::security::scrub::scrub;
 use crate::store::{Db, StoreError};
@@ -26,6 +31,7 @@ use crate::tools::{CallContext, Tools, cap_text};
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
+use streaming::StreamSink;
 
 /// Said to the model on the last allowed round.
 const FORCE_FINAL_NOTE: &str = "\n\nYou have used all tool rounds for this message. Do not call tools now: answer the user with what you have.";
@@ -34,6 +40,10 @@ const FORCE_FINAL_NOTE: &str = "\n\nYou have used all tool rounds for this messa
 #[derive(Debug)]
 pub enum AgentError {
     Provider(ProviderError),
+    /// Every provider failed (primary first, then the fallbacks in order).
+    Providers(Vec<chat::Failure>),
+    /// A token budget is used up; the turn was refused before any request.
+    Budget(budget::BudgetExceeded),
     Store(StoreError),
     Stopped,
 }
@@ -42,6 +52,8 @@ impl fmt::Display for AgentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AgentError::Provider(e) => e.fmt(f),
+            AgentError::Providers(list) => f.write_str(&chat::failures_text(list)),
+            AgentError::Budget(b) => b.fmt(f),
             AgentError::Store(e) => e.fmt(f),
             AgentError::Stopped => f.write_str("yoctoclaw is shutting down"),
         }
@@ -72,6 +84,8 @@ pub struct Agent {
     pub providers: Vec<Arc<Provider>>,
     pub workers: Workers,
     pub tools: Tools,
+    /// Retry policy for provider calls.
+    pub backoff: Backoff,
 }
 
 impl Agent {
@@ -99,6 +113,7 @@ impl Agent {
             providers,
             workers,
             tools,
+            backoff: Backoff::from_env(),
         })
     }
 
@@ -109,6 +124,23 @@ impl Agent {
         channel: ChannelKind,
         text: &str,
     ) -> Result<String, AgentError> {
+        self.run_turn_streamed(session, channel, text, &mut streaming::NoSink)
+            .await
+    }
+
+    /// Run one turn; `sink` sees the answer's visible text as it is written (streamed
+    /// providers) or in one piece per request (others). The returned answer is the same
+    /// as [`Agent::run_turn`] gives.
+    pub async fn run_turn_streamed(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        text: &str,
+        sink: &mut dyn StreamSink,
+    ) -> Result<String, AgentError> {
+        if let Err(b) = budget::check(&self.db, &self.cfg.budget, now_secs())? {
+            return Err(AgentError::Budget(b));
+        }
         let text = cap_text(text, MAX_USER_MESSAGE_BYTES);
         self.db.append_message(
             session,
@@ -126,13 +158,13 @@ impl Agent {
         let max_rounds = self.cfg.agent.max_tool_iterations as usize;
         for round in 0..=max_rounds {
             let last = round == max_rounds;
-            let reply = if last {
+            let (reply, answered_by) = if last {
                 let sys = format!("{system}{FORCE_FINAL_NOTE}");
-                self.chat(&sys, &history, false).await?
+                self.chat(&sys, &history, false, sink).await?
             } else {
-                self.chat(&system, &history, true).await?
+                self.chat(&system, &history, true, sink).await?
             };
-            self.record_usage(session, &reply);
+            self.record_usage(session, answered_by, &reply);
             let (calls, text_mode) = if last {
                 (Vec::new(), false)
             } else if !reply.tool_calls.is_empty() {
@@ -141,6 +173,7 @@ impl Agent {
                 let found = toolcall::extract(&reply.content, &|n| self.tools.is_tool(n));
                 (found.calls, true)
             };
+            sink.round_end(!calls.is_empty());
             if calls.is_empty() {
                 return self.finish(session, &reply.content);
             }
@@ -221,57 +254,5 @@ impl Agent {
             now_text: &now_text,
             memory: None,
         })
-    }
-
-    /// One model request, trying the fallbacks in order on retryable failures.
-    async fn chat(
-        &self,
-        system: &str,
-        history: &[Message],
-        with_tools: bool,
-    ) -> Result<ChatReply, AgentError> {
-        let tools = if with_tools { self.tools.specs() } else { &[] };
-        let mut first_err = None;
-        for p in &self.providers {
-            let body = p.build_body(&ChatRequest {
-                system,
-                messages: history,
-                tools,
-            })?;
-            let p2 = p.clone();
-            let result = self
-                .workers
-                .run(move || p2.chat_blocking(&body))
-                .await
-                .map_err(|_| AgentError::Stopped)?;
-            match result {
-                Ok(r) => return Ok(r),
-                Err(e) => {
-                    log::warn!("provider {} failed: {e}", p.label());
-                    let retryable = e.is_retryable();
-                    first_err.get_or_insert(e);
-                    if !retryable {
-                        break;
-                    }
-                }
-            }
-        }
-        Err(AgentError::Provider(first_err.unwrap_or(
-            ProviderError::BadResponse {
-                detail: "no provider configured".into(),
-            },
-        )))
-    }
-
-    fn record_usage(&self, session: &str, reply: &ChatReply) {
-        let (Some(u), Some(p)) = (reply.usage, self.providers.first()) else {
-            return;
-        };
-        if let Err(e) = self
-            .db
-            .record_usage(session, &p.label(), &p.cfg.model, u, now_secs())
-        {
-            log::warn!("cannot record token usage: {e}");
-        }
     }
 }

@@ -24,7 +24,8 @@ pub struct Extracted {
     pub text: String,
 }
 
-const TAGS: &[&str] = &["tool_call", "toolcall", "invoke"];
+/// The tag names of text tool calls (`<tool_call>` …); `agent::streaming` hides them too.
+pub(crate) const TAGS: &[&str] = &["tool_call", "toolcall", "invoke"];
 
 /// Find tool calls in `text`. `is_tool` says which names exist (used for fenced blocks,
 /// so an ordinary JSON example in an answer is not mistaken for a call).

@@ -36,6 +36,18 @@ fn keys_are_read() {
 }
 
 #[test]
+fn a_kind_without_base_url_defaults_to_its_service() {
+    let c = parse_str(
+        r#"{"provider":{"kind":"anthropic","model":"claude"},
+            "fallbacks":[{"model":"b"},{"kind":"openai","model":"c"}]}"#,
+    )
+    .unwrap();
+    assert_eq!(c.provider.base_url, "https://api.anthropic.com");
+    assert_eq!(c.fallbacks[0].base_url, "https://api.anthropic.com");
+    assert_eq!(c.fallbacks[1].base_url, "https://openrouter.ai/api/v1");
+}
+
+#[test]
 fn unknown_keys_are_named() {
     let e = parse_str(r#"{"provider":{"modle":"x"}}"#).unwrap_err();
     assert_eq!(

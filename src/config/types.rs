@@ -41,6 +41,9 @@ impl Default for ProviderConfig {
     }
 }
 
+/// The default `base_url` of `kind = "anthropic"` (as in Anthropic's SDKs).
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupMode {
     /// Answer in groups only when mentioned or replied to.
@@ -414,9 +417,15 @@ fn read_provider(s: &mut Fields<'_>, d: &ProviderConfig) -> Result<ProviderConfi
         "anthropic" => ProviderKind::Anthropic,
         _ => ProviderKind::OpenAi,
     };
+    // A kind other than the inherited one defaults to that kind's own service.
+    let default_url = match (kind, d.kind) {
+        (ProviderKind::Anthropic, ProviderKind::OpenAi) => ANTHROPIC_BASE_URL.to_string(),
+        (ProviderKind::OpenAi, ProviderKind::Anthropic) => ProviderConfig::default().base_url,
+        _ => d.base_url.clone(),
+    };
     let p = ProviderConfig {
         kind,
-        base_url: trim_slash(s.string("base_url", &d.base_url)?),
+        base_url: trim_slash(s.string("base_url", &default_url)?),
         model: s.string("model", &d.model)?,
         api_key_env: s.string("api_key_env", &d.api_key_env)?,
         max_tokens: s.uint("max_tokens", d.max_tokens, 1, 200_000)?,

@@ -7,7 +7,8 @@
 //! `HTTP_MAX_IDLE_CONNECTIONS` pooled connections.
 //!
 //! # Blocking
-//! Every function that sends blocks until the exchange ends or times out.
+//! Every function that sends blocks until the exchange ends or times out;
+//! [`post_streaming`] returns after the response headers and leaves the body to the caller.
 
 use crate::limits::{
     HTTP_BUFFER_BYTES, HTTP_CONNECT_TIMEOUT_SECS, HTTP_MAX_HEADER_BYTES, HTTP_MAX_IDLE_CONNECTIONS,
@@ -157,6 +158,49 @@ pub fn post(
     read_reply(resp, MAX_PROVIDER_RESPONSE_BYTES)
 }
 
+/// POST a body and return the response with its body unread, for streaming: the overall
+/// timeout is `total` instead of the agent's, and `per_read` guards every read (a stalled
+/// stream times out, a long healthy one does not).
+pub fn post_streaming(
+    agent: &ureq::Agent,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &str,
+    per_read: Duration,
+    total: Duration,
+) -> Result<ureq::http::Response<ureq::Body>, HttpError> {
+    let mut req = agent.post(url);
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    req.config()
+        .timeout_global(Some(total))
+        .timeout_recv_response(Some(per_read))
+        .timeout_per_read(Some(per_read))
+        .build()
+        .send(body)
+        .map_err(map_error)
+}
+
+/// Map an error from a body reader (`std::io::Read` over a ureq body).
+pub fn map_io_error(e: std::io::Error) -> HttpError {
+    if e.get_ref().is_some_and(|inner| inner.is::<ureq::Error>()) {
+        return match e.into_inner().map(|inner| inner.downcast::<ureq::Error>()) {
+            Some(Ok(u)) => map_error(*u),
+            _ => HttpError::Unreachable("connection broken".into()),
+        };
+    }
+    map_error(ureq::Error::Io(e))
+}
+
+/// The `Retry-After` header in seconds, when it is a plain number.
+pub fn retry_after<B>(resp: &ureq::http::Response<B>) -> Option<u64> {
+    resp.headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
 /// GET with a body limit and an optional per-request overall timeout.
 pub fn get(
     agent: &ureq::Agent,
@@ -179,11 +223,7 @@ pub fn read_reply(
     limit: u64,
 ) -> Result<HttpReply, HttpError> {
     let status = resp.status().as_u16();
-    let retry_after = resp
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let retry_after = retry_after(&resp);
     let text = resp
         .body_mut()
         .with_config()

@@ -1,17 +1,25 @@
 //! LLM providers: the chat types the agent speaks, the HTTP client shared by all
-//! providers, and one module per wire protocol (`openai`; `anthropic` later).
+//! providers, one module per wire protocol (`openai`, `anthropic`), streamed replies
+//! (`sse`, `stream`) and the retry policy (`retry`).
 //!
 //! # Bounds
-//! Response bodies are read up to `MAX_PROVIDER_RESPONSE_BYTES`; request bodies above
-//! `MAX_PROVIDER_REQUEST_BYTES` are refused before sending. Connect timeout
-//! `HTTP_CONNECT_TIMEOUT_SECS`, overall timeout `provider.timeout_secs`.
+//! Response bodies (streamed or not) are read up to `MAX_PROVIDER_RESPONSE_BYTES`;
+//! request bodies above `MAX_PROVIDER_REQUEST_BYTES` are refused before sending.
+//! Connect timeout `HTTP_CONNECT_TIMEOUT_SECS`; overall timeout `provider.timeout_secs`,
+//! or for a streamed reply `provider.timeout_secs` per read (a stall) and
+//! `STREAM_MAX_SECS` overall.
 //!
 //! # Blocking
-//! [`Provider::chat_blocking`] blocks for the whole HTTP exchange: call it on a worker
-//! thread (`runtime::Workers`), never on the executor.
+//! [`Provider::chat_blocking`] and [`Provider::chat_stream_blocking`] block for the whole
+//! HTTP exchange: call them on a worker thread (`runtime::Workers`), never on the
+//! executor.
 
+pub mod anthropic;
 pub mod http;
 pub mod openai;
+pub mod retry;
+pub mod sse;
+pub mod stream;
 pub mod tls;
 
 use crate::config::{Env, ProviderConfig, ProviderKind};
@@ -137,6 +145,10 @@ pub enum ProviderError {
     TooLarge,
     /// The request we built is too large to send.
     RequestTooLarge,
+    /// A streamed answer ended before its end marker (connection closed, reset…).
+    StreamCut { detail: String },
+    /// The caller went away while the answer was being read (shutdown).
+    Cancelled,
 }
 
 impl ProviderError {
@@ -145,7 +157,8 @@ impl ProviderError {
         match self {
             ProviderError::Unreachable { .. }
             | ProviderError::Timeout { .. }
-            | ProviderError::RateLimited { .. } => true,
+            | ProviderError::RateLimited { .. }
+            | ProviderError::StreamCut { .. } => true,
             ProviderError::Status { status, .. } => {
                 matches!(status, 500 | 502 | 503 | 504 | 529)
             }
@@ -200,7 +213,7 @@ impl fmt::Display for ProviderError {
             ),
             ProviderError::BadResponse { detail } => write!(
                 f,
-                "the provider sent an answer that is not valid Chat Completions JSON ({detail}): check provider.base_url and provider.kind"
+                "the provider sent an answer yoctoclaw cannot read ({detail}): check provider.base_url and provider.kind"
             ),
             ProviderError::TooLarge => write!(
                 f,
@@ -211,6 +224,11 @@ impl fmt::Display for ProviderError {
                 f,
                 "the conversation is too large to send: start a fresh one with /new"
             ),
+            ProviderError::StreamCut { detail } => write!(
+                f,
+                "the provider's streamed answer broke off before the end ({detail}): the answer is incomplete, try again"
+            ),
+            ProviderError::Cancelled => f.write_str("the request was cancelled"),
         }
     }
 }
@@ -270,25 +288,115 @@ impl Provider {
 
     /// Build the request body on the caller's thread (cheap, no I/O).
     pub fn build_body(&self, req: &ChatRequest<'_>) -> Result<String, ProviderError> {
-        let body = openai::request_body(&self.cfg, req);
+        let body = match self.cfg.kind {
+            ProviderKind::OpenAi => openai::request_body(&self.cfg, req),
+            ProviderKind::Anthropic => anthropic::request_body(&self.cfg, req),
+        };
         if body.len() > crate::limits::MAX_PROVIDER_REQUEST_BYTES {
             return Err(ProviderError::RequestTooLarge);
         }
         Ok(body)
     }
 
+    /// Whether requests ask for a streamed answer (`provider.stream`).
+    pub fn streams(&self) -> bool {
+        self.cfg.stream
+    }
+
+    fn url(&self) -> String {
+        match self.cfg.kind {
+            ProviderKind::OpenAi => format!("{}/chat/completions", self.cfg.base_url),
+            ProviderKind::Anthropic => anthropic::messages_url(&self.cfg.base_url),
+        }
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers: Vec<(&str, String)> = vec![("Content-Type", "application/json".into())];
+        match (self.cfg.kind, &self.key) {
+            (ProviderKind::OpenAi, Some(k)) => {
+                headers.push(("Authorization", format!("Bearer {k}")))
+            }
+            (ProviderKind::Anthropic, Some(k)) => headers.push(("x-api-key", k.clone())),
+            (ProviderKind::OpenAi, None) => {}
+            (ProviderKind::Anthropic, None) => {}
+        }
+        if self.cfg.kind == ProviderKind::Anthropic {
+            headers.push(("anthropic-version", anthropic::API_VERSION.into()));
+        }
+        headers
+    }
+
+    /// Parse a complete 2xx body.
+    fn parse(&self, text: &str) -> Result<ChatReply, ProviderError> {
+        match self.cfg.kind {
+            ProviderKind::OpenAi => openai::parse_reply(text, &self.cfg),
+            ProviderKind::Anthropic => anthropic::parse_reply(text, &self.cfg),
+        }
+    }
+
+    /// A non-2xx answer as a typed error.
+    fn status_error(&self, status: u16, text: &str, retry_after: Option<u64>) -> ProviderError {
+        openai::status_error(status, text, retry_after, &self.cfg)
+    }
+
     /// Send one request and parse the answer. Blocks: run on a worker thread.
     pub fn chat_blocking(&self, body: &str) -> Result<ChatReply, ProviderError> {
-        let url = format!("{}/chat/completions", self.cfg.base_url);
-        let mut headers: Vec<(&str, String)> = vec![("Content-Type", "application/json".into())];
-        if let Some(k) = &self.key {
-            headers.push(("Authorization", format!("Bearer {k}")));
-        }
-        let (status, text, retry_after) =
-            http::post(&self.agent, &url, &headers, body).map_err(|e| e.into_provider(&url))?;
+        let url = self.url();
+        let (status, text, retry_after) = http::post(&self.agent, &url, &self.headers(), body)
+            .map_err(|e| e.into_provider(&url))?;
         if !(200..300).contains(&status) {
-            return Err(openai::status_error(status, &text, retry_after, &self.cfg));
+            return Err(self.status_error(status, &text, retry_after));
         }
-        openai::parse_reply(&text)
+        self.parse(&text)
+    }
+
+    /// Send one request that asks for a streamed answer; `on_text` gets the visible text
+    /// as it arrives (never empty; returning false cancels). The reply is the same as
+    /// [`Provider::chat_blocking`] would give. A server that ignores `stream` and answers
+    /// with one JSON body is accepted (its text is handed to `on_text` once).
+    /// Blocks: run on a worker thread.
+    pub fn chat_stream_blocking(
+        &self,
+        body: &str,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<ChatReply, ProviderError> {
+        use crate::limits::{MAX_PROVIDER_RESPONSE_BYTES, STREAM_MAX_SECS};
+        use std::time::Duration;
+        let url = self.url();
+        let mut headers = self.headers();
+        headers.push(("Accept", "text/event-stream".into()));
+        let resp = http::post_streaming(
+            &self.agent,
+            &url,
+            &headers,
+            body,
+            Duration::from_secs(self.cfg.timeout_secs.max(1)),
+            Duration::from_secs(STREAM_MAX_SECS.max(self.cfg.timeout_secs)),
+        )
+        .map_err(|e| e.into_provider(&url))?;
+        let status = resp.status().as_u16();
+        let json_body = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
+        if !(200..300).contains(&status) || json_body {
+            let (status, text, retry_after) = http::read_reply(resp, MAX_PROVIDER_RESPONSE_BYTES)
+                .map_err(|e| e.into_provider(&url))?;
+            if !(200..300).contains(&status) {
+                return Err(self.status_error(status, &text, retry_after));
+            }
+            let reply = self.parse(&text)?;
+            if !reply.content.is_empty() && !on_text(&reply.content) {
+                return Err(ProviderError::Cancelled);
+            }
+            return Ok(reply);
+        }
+        let mut reader = resp
+            .into_body()
+            .into_with_config()
+            .limit(MAX_PROVIDER_RESPONSE_BYTES)
+            .reader();
+        stream::read_stream(&mut reader, &self.cfg, &http::host_of(&url), on_text)
     }
 }

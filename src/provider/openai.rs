@@ -69,8 +69,15 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
         ("model", json::string(cfg.model.as_str())),
         ("max_tokens", json::number(cfg.max_tokens)),
         ("messages", json::array(messages)),
-        ("stream", Value::Bool(false)),
+        ("stream", Value::Bool(cfg.stream)),
     ];
+    if cfg.stream {
+        // Usage arrives in a last chunk only when asked for.
+        body.push((
+            "stream_options",
+            json::object([("include_usage", Value::Bool(true))]),
+        ));
+    }
     if !req.tools.is_empty() {
         let tools = req
             .tools
@@ -98,23 +105,20 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
     json::to_string(&json::object(body))
 }
 
-/// Parse a successful (2xx) Chat Completions body.
-pub fn parse_reply(text: &str) -> Result<ChatReply, ProviderError> {
-    let v = json::parse_value(text).map_err(|_| ProviderError::BadResponse {
-        detail: "not JSON".into(),
-    })?;
+/// Parse a successful (2xx) Chat Completions body. An empty `choices` is an error (the
+/// provider answered nothing: retrying or a fallback may help), not an empty answer.
+pub fn parse_reply(text: &str, cfg: &ProviderConfig) -> Result<ChatReply, ProviderError> {
+    let not_json = || ProviderError::BadResponse {
+        detail: "not valid Chat Completions JSON".into(),
+    };
+    let v = json::parse_value(text).map_err(|_| not_json())?;
     if json::as_object(&v).is_none() {
-        return Err(ProviderError::BadResponse {
-            detail: "not a JSON object".into(),
-        });
+        return Err(not_json());
     }
     let choices = json::get(&v, "choices").and_then(json::as_array);
     let Some(choice) = choices.and_then(|c| c.first()) else {
-        if let Some(detail) = error_detail(&v) {
-            return Err(ProviderError::Status {
-                status: 200,
-                detail,
-            });
+        if let Some(e) = body_error(&v, cfg) {
+            return Err(e);
         }
         return Err(ProviderError::BadResponse {
             detail: "no choices in the answer".into(),
@@ -146,6 +150,17 @@ pub fn parse_reply(text: &str) -> Result<ChatReply, ProviderError> {
             });
         }
     }
+    // The legacy functions API (`function_call`), still spoken by some local servers.
+    if tool_calls.is_empty()
+        && let Some(f) = json::get(msg, "function_call")
+        && let Some(name) = json::str_at(f, "name").filter(|n| !n.is_empty())
+    {
+        tool_calls.push(ToolCall {
+            id: "call_0".into(),
+            name: name.to_string(),
+            arguments: arguments_text(json::get(f, "arguments")),
+        });
+    }
     let finish_reason = json::str_at(choice, "finish_reason")
         .unwrap_or("")
         .to_string();
@@ -166,7 +181,7 @@ pub fn parse_reply(text: &str) -> Result<ChatReply, ProviderError> {
 }
 
 /// `content` may be a string, null, or a list of `{type: text, text}` parts.
-fn content_text(v: &Value) -> String {
+pub fn content_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts
@@ -187,8 +202,25 @@ pub fn arguments_text(v: Option<&Value>) -> String {
     }
 }
 
+/// An `error` object inside a 2xx body or a stream chunk (OpenRouter reports upstream
+/// failures that way, with the upstream HTTP status as a numeric `code`).
+pub fn body_error(v: &Value, cfg: &ProviderConfig) -> Option<ProviderError> {
+    let e = json::get(v, "error").filter(|e| !matches!(e, Value::Null))?;
+    let detail = error_detail(v).unwrap_or_default();
+    let code = json::get(e, "code")
+        .and_then(json::as_u64)
+        .filter(|c| (400..=599).contains(c));
+    Some(match code {
+        Some(c) => error_for_status(c as u16, detail, None, cfg),
+        None => ProviderError::Status {
+            status: 200,
+            detail,
+        },
+    })
+}
+
 /// The provider's own error message, if the body has one (scrubbed and cut).
-fn error_detail(v: &Value) -> Option<String> {
+pub fn error_detail(v: &Value) -> Option<String> {
     let raw = match json::get(v, "error") {
         Some(Value::String(s)) => Some(s.as_str()),
         Some(e) => json::str_at(e, "message"),
@@ -205,7 +237,7 @@ pub fn cut_chars(s: &str, n: usize) -> String {
     }
 }
 
-/// A non-2xx answer as a typed error.
+/// A non-2xx answer as a typed error (the provider's message quoted when the body has one).
 pub fn status_error(
     status: u16,
     body: &str,
@@ -216,6 +248,16 @@ pub fn status_error(
         .ok()
         .and_then(|v| error_detail(&v))
         .unwrap_or_default();
+    error_for_status(status, detail, retry_after, cfg)
+}
+
+/// The typed error for an HTTP status (or a status implied by an error inside a body).
+pub fn error_for_status(
+    status: u16,
+    detail: String,
+    retry_after: Option<u64>,
+    cfg: &ProviderConfig,
+) -> ProviderError {
     match status {
         401 | 403 => ProviderError::Unauthorized {
             status,
@@ -242,8 +284,10 @@ mod tests {
 
     #[test]
     fn parses_plain_and_tool_replies() {
+        let cfg = ProviderConfig::default();
         let r = parse_reply(
             r#"{"choices":[{"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+            &cfg,
         )
         .unwrap();
         assert_eq!(r.content, "hi");
@@ -251,6 +295,7 @@ mod tests {
 
         let r = parse_reply(
             r#"{"choices":[{"message":{"content":null,"tool_calls":[{"id":"a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}},{"function":{"name":"list_dir","arguments":{"path":"."}}}]},"finish_reason":"tool_calls"}]}"#,
+            &cfg,
         )
         .unwrap();
         assert_eq!(r.content, "");
@@ -265,6 +310,7 @@ mod tests {
     fn content_parts_and_reasoning_are_tolerated() {
         let r = parse_reply(
             r#"{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"reasoning":"hmm"}}]}"#,
+            &ProviderConfig::default(),
         )
         .unwrap();
         assert_eq!(r.content, "ab");
@@ -272,19 +318,70 @@ mod tests {
 
     #[test]
     fn bad_bodies_are_typed_errors() {
+        let cfg = ProviderConfig::default();
         assert!(matches!(
-            parse_reply("<html>oops</html>"),
+            parse_reply("<html>oops</html>", &cfg),
             Err(ProviderError::BadResponse { .. })
         ));
         assert!(matches!(
-            parse_reply(r#"{"choices":[]}"#),
+            parse_reply(r#"{"choices":[]}"#, &cfg),
             Err(ProviderError::BadResponse { .. })
         ));
         assert!(matches!(
-            parse_reply(r#"{"error":{"message":"overloaded"}}"#),
+            parse_reply(r#"{"error":{"message":"overloaded"}}"#, &cfg),
             Err(ProviderError::Status { status: 200, .. })
         ));
-        assert!(parse_reply("[]").is_err());
+        // OpenRouter: the upstream status as `code` makes it retryable.
+        let e = parse_reply(r#"{"error":{"message":"busy","code":503}}"#, &cfg).unwrap_err();
+        assert!(e.is_retryable(), "{e:?}");
+        let e = parse_reply(r#"{"error":{"message":"slow down","code":429}}"#, &cfg).unwrap_err();
+        assert!(matches!(e, ProviderError::RateLimited { .. }));
+        assert!(parse_reply("[]", &cfg).is_err());
+    }
+
+    #[test]
+    fn finish_reason_variations_and_legacy_function_calls() {
+        let cfg = ProviderConfig::default();
+        for (reason, want) in [
+            ("\"stop\"", "stop"),
+            ("\"length\"", "length"),
+            ("\"tool_calls\"", "tool_calls"),
+            ("null", ""),
+        ] {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"content":"x"}},"finish_reason":{reason}}}]}}"#
+            );
+            assert_eq!(parse_reply(&body, &cfg).unwrap().finish_reason, want);
+        }
+        let r = parse_reply(
+            r#"{"choices":[{"message":{"content":null,"function_call":{"name":"list_dir","arguments":"{\"path\":\".\"}"}},"finish_reason":"function_call"}]}"#,
+            &cfg,
+        )
+        .unwrap();
+        assert_eq!(r.finish_reason, "function_call");
+        assert_eq!(r.tool_calls[0].name, "list_dir");
+        assert_eq!(r.tool_calls[0].arguments, r#"{"path":"."}"#);
+    }
+
+    #[test]
+    fn streaming_requests_ask_for_usage() {
+        let cfg = ProviderConfig {
+            stream: true,
+            ..ProviderConfig::default()
+        };
+        let body = request_body(
+            &cfg,
+            &ChatRequest {
+                system: "",
+                messages: &[Message::new(Role::User, "hi")],
+                tools: &[],
+            },
+        );
+        assert!(body.contains(r#""stream":true"#), "{body}");
+        assert!(
+            body.contains(r#""stream_options":{"include_usage":true}"#),
+            "{body}"
+        );
     }
 
     #[test]
