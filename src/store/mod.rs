@@ -13,6 +13,7 @@
 //! connection; see docs/DECISIONS.md for why that is acceptable here.
 
 pub mod history;
+pub mod memory;
 pub mod state;
 pub mod usage;
 
