@@ -401,6 +401,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Cmd::Agent(a) => {
             let l = load(home, true)?;
             let db = open_db(&l)?;
+            if let Err(e) = crate::memory::run_retention(&db, &l.cfg.memory, crate::runtime::now_secs()) {
+                log::warn!("memory retention failed: {e}");
+            }
             let workers = Workers::start(1);
             let agent = build_agent(&l, db, workers)?;
             let session = crate::channels::terminal::session_id(&a.session);
@@ -432,11 +435,16 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             println!("{}", crate::status::report(&l));
             Ok(())
         }
+        Cmd::Memory(m) => {
+            let l = load(home, true)?;
+            let db = open_db(&l)?;
+            let mut out = std::io::stdout().lock();
+            crate::memory::cli::run(&db, m.cmd, crate::runtime::now_secs(), &mut out)
+        }
         Cmd::Gateway(_)
         | Cmd::Serial(_)
         | Cmd::Heartbeat(_)
         | Cmd::Cron(_)
-        | Cmd::Memory(_)
         | Cmd::Doctor(_) => {
             let _ = load(home, true)?;
             Err(CliError::Runtime(

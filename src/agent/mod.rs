@@ -11,6 +11,7 @@
 //! Tool results: scrubbed, then cut to `agent.max_tool_result_bytes`.
 
 pub mod commands;
+pub mod compact;
 pub mod prompt;
 pub mod session;
 pub mod toolcall;
@@ -115,7 +116,8 @@ impl Agent {
             &Message::new(Role::User, text.as_str()),
             now_secs(),
         )?;
-        let system = self.system_prompt(session, channel);
+        compact::maybe_compact(self, session).await;
+        let system = self.system_prompt(session, channel, &text);
         let mut history = self
             .db
             .recent_messages(session, self.cfg.agent.history_messages as usize)?;
@@ -211,15 +213,21 @@ impl Agent {
         cap_text(&scrub(&out), self.cfg.agent.max_tool_result_bytes as usize)
     }
 
-    /// The system prompt for this turn.
-    pub fn system_prompt(&self, session: &str, channel: ChannelKind) -> String {
+    /// The system prompt for a turn answering `user_text`.
+    pub fn system_prompt(&self, session: &str, channel: ChannelKind, user_text: &str) -> String {
         let now_text = crate::clock::format_now(&self.cfg.agent.timezone);
+        let memory =
+            crate::memory::inject::section(&self.db, &self.cfg.memory, user_text, now_secs())
+                .unwrap_or_else(|e| {
+                    log::warn!("memory left out of the prompt: {e}");
+                    None
+                });
         prompt::build(&prompt::PromptContext {
             workspace: &self.home.workspace(),
             session,
             channel,
             now_text: &now_text,
-            memory: None,
+            memory: memory.as_deref(),
         })
     }
 
