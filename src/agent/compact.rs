@@ -57,10 +57,7 @@ pub async fn maybe_compact(agent: &Agent, session: &str) {
 }
 
 /// Compact the session's conversation if it passed a threshold.
-pub async fn compact(
-    agent: &Agent,
-    session: &str,
-) -> Result<Outcome, crate::store::StoreError> {
+pub async fn compact(agent: &Agent, session: &str) -> Result<Outcome, crate::store::StoreError> {
     let a = &agent.cfg.agent;
     let max_messages = a.compact_after_messages.min(a.history_messages).max(2);
     let (count, bytes) = agent.db.conversation_size(session)?;
@@ -192,7 +189,17 @@ mod tests {
 
     #[test]
     fn the_cut_falls_before_a_user_message() {
-        let r = rows(&[User, Assistant, User, AssistantCalls, Tool, Tool, Assistant, User, Assistant]);
+        let r = rows(&[
+            User,
+            Assistant,
+            User,
+            AssistantCalls,
+            Tool,
+            Tool,
+            Assistant,
+            User,
+            Assistant,
+        ]);
         // keep 3 → latest allowed index 6; the latest user message at or before it is 2.
         assert_eq!(choose_cut(&r, 3), Some(2));
         assert_eq!(choose_cut(&r, 2), Some(7));
@@ -200,13 +207,27 @@ mod tests {
         // keep 8 → only index 1 is allowed: not a user message, but not inside a tool
         // exchange either (the summary message comes before it).
         assert_eq!(choose_cut(&r, 8), Some(1));
-        assert_eq!(choose_cut(&r[..1], 0), None, "the first message is never the cut");
+        assert_eq!(
+            choose_cut(&r[..1], 0),
+            None,
+            "the first message is never the cut"
+        );
         assert_eq!(choose_cut(&[], 2), None);
     }
 
     #[test]
     fn without_a_user_message_the_cut_still_keeps_tool_pairs() {
-        let r = rows(&[User, AssistantCalls, Tool, AssistantCalls, Tool, Tool, AssistantCalls, Tool, Assistant]);
+        let r = rows(&[
+            User,
+            AssistantCalls,
+            Tool,
+            AssistantCalls,
+            Tool,
+            Tool,
+            AssistantCalls,
+            Tool,
+            Assistant,
+        ]);
         // keep 2 → latest allowed index 7 (Tool): back to 6 (AssistantCalls, its result kept).
         assert_eq!(choose_cut(&r, 2), Some(6));
         // keep 4 → index 5 is a Tool, 4 a Tool, 3 the call: cut at 3.
@@ -239,18 +260,21 @@ mod tests {
                         k.push(Tool);
                     }
                 }
-                if next(&mut x) % 4 == 0 {
+                if next(&mut x).is_multiple_of(4) {
                     k.push(ToolResultText);
                 }
                 k.push(Assistant);
-                if next(&mut x) % 3 != 0 {
+                if !next(&mut x).is_multiple_of(3) {
                     k.push(User);
                 }
             }
             let r = rows(&k);
             let keep = (next(&mut x) % 12) as usize;
             if let Some(c) = choose_cut(&r, keep) {
-                assert!(c >= 1 && r.len() - c >= keep.max(1), "{k:?} keep {keep} cut {c}");
+                assert!(
+                    c >= 1 && r.len() - c >= keep.max(1),
+                    "{k:?} keep {keep} cut {c}"
+                );
                 assert_ne!(r[c].kind, Tool, "{k:?} cut {c}");
                 assert_ne!(r[c - 1].kind, AssistantCalls, "{k:?} cut {c}");
             }
@@ -266,7 +290,11 @@ mod tests {
             arguments: "y".repeat(10_000),
         });
         let line = render(&m);
-        assert!(line.len() < MAX_TRANSCRIPT_MESSAGE_BYTES + 512, "{}", line.len());
+        assert!(
+            line.len() < MAX_TRANSCRIPT_MESSAGE_BYTES + 512,
+            "{}",
+            line.len()
+        );
         assert!(line.starts_with("Assistant: xxx"));
         assert!(line.contains("(called read_file yyy"));
     }

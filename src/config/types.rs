@@ -341,7 +341,12 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
             256 * 1024,
         )?,
         restrict_to_workspace: s.bool("restrict_to_workspace", da.restrict_to_workspace)?,
-        compact_after_messages: s.uint("compact_after_messages", da.compact_after_messages, 6, 400)?,
+        compact_after_messages: s.uint(
+            "compact_after_messages",
+            da.compact_after_messages,
+            6,
+            400,
+        )?,
         compact_after_tokens: s.uint(
             "compact_after_tokens",
             da.compact_after_tokens,

@@ -27,7 +27,14 @@ pub fn run(db: &Db, sub: MemorySub, now: i64, out: &mut impl Write) -> Result<()
     let r = match sub {
         MemorySub::Search(s) => search(db, &s.query.join(" "), s.limit, now, out),
         MemorySub::List(l) => list(db, l.category.as_deref(), now, out),
-        MemorySub::Add(a) => add(db, &a.key, &a.text.join(" "), a.category.as_deref(), now, out),
+        MemorySub::Add(a) => add(
+            db,
+            &a.key,
+            &a.text.join(" "),
+            a.category.as_deref(),
+            now,
+            out,
+        ),
         MemorySub::Forget(f) => forget(db, &f.key, out),
         MemorySub::Export(_) => export(db, out),
         MemorySub::Import(i) => import(db, &i.file, now, out),
@@ -324,8 +331,8 @@ mod tests {
     fn run_import(db: &Db, text: &str) -> (ImportReport, Vec<(usize, String)>) {
         let mut skips = Vec::new();
         let mut r = std::io::Cursor::new(text.as_bytes().to_vec());
-        let rep = import_from(db, &mut r, 1000, &mut |l, w| skips.push((l, w.to_string())))
-            .unwrap();
+        let rep =
+            import_from(db, &mut r, 1000, &mut |l, w| skips.push((l, w.to_string()))).unwrap();
         (rep, skips)
     }
 
@@ -334,12 +341,21 @@ mod tests {
         let a = Db::open_in_memory().unwrap();
         a.memory_put("tea", "likes \"green\" tea\nno sugar", Category::Core, 5, 7)
             .unwrap();
-        a.memory_put("ünï", "東京 🎉", Category::Custom, 8, 9).unwrap();
+        a.memory_put("ünï", "東京 🎉", Category::Custom, 8, 9)
+            .unwrap();
         let mut dump = Vec::new();
         export(&a, &mut dump).unwrap();
         let b = Db::open_in_memory().unwrap();
         let (rep, skips) = run_import(&b, &String::from_utf8(dump.clone()).unwrap());
-        assert_eq!(rep, ImportReport { created: 2, updated: 0, skipped: 0 }, "{skips:?}");
+        assert_eq!(
+            rep,
+            ImportReport {
+                created: 2,
+                updated: 0,
+                skipped: 0
+            },
+            "{skips:?}"
+        );
         let mut again = Vec::new();
         export(&b, &mut again).unwrap();
         assert_eq!(dump, again);
@@ -353,7 +369,9 @@ mod tests {
     fn markdown_import_derives_keys_and_reports_skips() {
         let db = Db::open_in_memory().unwrap();
         let big = "x".repeat(5000);
-        let text = format!("# Memory\n\n- Owner is Ada\n- Ada likes tea\n\n{big}\n\nA closing paragraph.\n");
+        let text = format!(
+            "# Memory\n\n- Owner is Ada\n- Ada likes tea\n\n{big}\n\nA closing paragraph.\n"
+        );
         let (rep, skips) = run_import(&db, &text);
         assert_eq!(rep.created, 3, "{skips:?}");
         assert_eq!(rep.skipped, 1);
@@ -372,7 +390,10 @@ mod tests {
         assert_eq!((rep.created, rep.skipped), (2, 2));
         assert_eq!(skips[0].0, 2);
         assert_eq!(skips[1].0, 4);
-        assert_eq!(db.memory_get("k").unwrap().unwrap().category, Category::Daily);
+        assert_eq!(
+            db.memory_get("k").unwrap().unwrap().category,
+            Category::Daily
+        );
     }
 
     #[test]
@@ -394,8 +415,14 @@ mod tests {
         assert!(e.to_string().contains("no memory has the key \"nope\""));
         let mut out = Vec::new();
         search(&db, "black (tea", 10, 100 + 7200, &mut out).unwrap();
-        assert_eq!(String::from_utf8_lossy(&out), "tea (daily, 2h ago): likes [black] [tea]\n");
-        assert_eq!(search(&db, "?!", 10, 1, &mut out).unwrap_err().exit_code(), 2);
+        assert_eq!(
+            String::from_utf8_lossy(&out),
+            "tea (daily, 2h ago): likes [black] [tea]\n"
+        );
+        assert_eq!(
+            search(&db, "?!", 10, 1, &mut out).unwrap_err().exit_code(),
+            2
+        );
         let mut out = Vec::new();
         list(&db, Some("core"), 1, &mut out).unwrap();
         assert_eq!(String::from_utf8_lossy(&out), "no core memories stored\n");

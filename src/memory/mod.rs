@@ -123,7 +123,10 @@ mod tests {
         assert_eq!(age(4000, 100), "1h ago");
         assert_eq!(age(700, 100), "10m ago");
         assert_eq!(age(3 * 86_400 + 5, 0), "3d ago");
-        assert_eq!(age(i64::MAX, i64::MIN), format!("{}d ago", i64::MAX / 86_400));
+        assert_eq!(
+            age(i64::MAX, i64::MIN),
+            format!("{}d ago", i64::MAX / 86_400)
+        );
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! term never holds one), and the terms are joined with `OR` so that any matching word
 //! finds a memory and bm25 ranks memories that match more (and rarer) words first.
 //! Terms of `PREFIX_MIN_CHARS` characters or more get a prefix `*` so that `garden`
-//! also finds `gardening`. Operators the user typed are just words; emoji and
+//! also finds `gardening`. Stop words (`the`, `what`, `is` …) and one-letter words are
+//! left out when the text has other words: they match most memories, which costs time
+//! (bm25 scores every matching row) and adds no ranking signal. Operators the user typed are just words; emoji and
 //! punctuation separate terms; non-Latin scripts are terms like any other (note:
 //! `unicode61` does not segment scripts written without spaces, so a Chinese query finds
 //! only memories holding the same run of characters).
@@ -29,11 +31,11 @@ pub const PREFIX_MIN_CHARS: usize = 4;
 const STOPWORDS: &[&str] = &[
     "a", "about", "after", "again", "all", "also", "am", "an", "and", "any", "are", "as", "at",
     "be", "been", "but", "by", "can", "could", "did", "do", "does", "for", "from", "had", "has",
-    "have", "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it",
-    "its", "just", "know", "me", "my", "no", "not", "now", "of", "on", "or", "our", "please",
-    "remember", "she", "should", "so", "some", "tell", "than", "that", "the", "their", "them",
-    "then", "there", "these", "they", "this", "to", "up", "us", "was", "we", "were", "what",
-    "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+    "have", "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its",
+    "just", "know", "me", "my", "no", "not", "now", "of", "on", "or", "our", "please", "remember",
+    "she", "should", "so", "some", "tell", "than", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "to", "up", "us", "was", "we", "were", "what", "when", "where",
+    "which", "who", "why", "will", "with", "would", "you", "your",
 ];
 
 /// A MATCH expression built only by this module, so it is always valid FTS5 syntax.
@@ -41,7 +43,8 @@ const STOPWORDS: &[&str] = &[
 pub struct FtsQuery(String);
 
 impl FtsQuery {
-    /// Every word of `text` (for an explicit search). `None` when it holds no word.
+    /// The words of `text` for an explicit search: stop words and one-letter words are
+    /// left out unless there is nothing else. `None` when it holds no word.
     pub fn from_text(text: &str) -> Option<FtsQuery> {
         build(text, false)
     }
@@ -67,7 +70,10 @@ pub fn terms(text: &str) -> impl Iterator<Item = &str> {
     }
     let mut head = text.get(..end).unwrap_or("");
     if end < text.len()
-        && let Some((i, _)) = head.char_indices().rev().find(|(_, c)| !c.is_alphanumeric())
+        && let Some((i, _)) = head
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !c.is_alphanumeric())
     {
         head = head.get(..i).unwrap_or(head);
     }
@@ -91,25 +97,33 @@ fn is_stopword(lower: &str) -> bool {
 }
 
 fn build(text: &str, keywords_only: bool) -> Option<FtsQuery> {
-    let mut kept: Vec<String> = Vec::new();
+    // Meaningful terms, and the weak ones (stop words, single letters) as a fallback.
+    let mut strong: Vec<String> = Vec::new();
+    let mut weak: Vec<String> = Vec::new();
     for t in terms(text) {
-        if kept.len() >= MAX_QUERY_TERMS {
+        if strong.len() >= MAX_QUERY_TERMS {
             break;
         }
         let lower = cut(t, MAX_TERM_BYTES).to_lowercase();
         if lower.is_empty() {
             continue;
         }
-        if keywords_only && (lower.chars().count() < 2 || is_stopword(&lower)) {
-            continue;
-        }
-        if !kept.contains(&lower) {
-            kept.push(lower);
+        let list = if lower.chars().count() < 2 || is_stopword(&lower) {
+            &mut weak
+        } else {
+            &mut strong
+        };
+        if list.len() < MAX_QUERY_TERMS && !list.contains(&lower) {
+            list.push(lower);
         }
     }
-    if kept.is_empty() {
+    let kept = if !strong.is_empty() {
+        strong
+    } else if keywords_only || weak.is_empty() {
         return None;
-    }
+    } else {
+        weak
+    };
     let mut q = String::with_capacity(kept.iter().map(|t| t.len() + 8).sum());
     for (i, t) in kept.iter().enumerate() {
         if i > 0 {
@@ -139,13 +153,20 @@ mod tests {
 
     #[test]
     fn operators_and_punctuation_become_quoted_terms() {
-        let q = FtsQuery::from_text("cats AND dogs OR NOT \"birds\" NEAR(x y) key:val -e*").unwrap();
+        let q =
+            FtsQuery::from_text("cats AND dogs OR NOT \"birds\" NEAR(x y) key:val -e*").unwrap();
         assert_eq!(
             q.as_str(),
-            r#""cats"* OR "and" OR "dogs"* OR "or" OR "not" OR "birds"* OR "near"* OR "x" OR "y" OR "key" OR "val" OR "e""#
+            r#""cats"* OR "dogs"* OR "birds"* OR "near"* OR "key" OR "val""#
         );
         assert!(FtsQuery::from_text("  ?!* () \"\" 🎉 ").is_none());
         assert!(FtsQuery::from_text("").is_none());
+        // Only weak words: an explicit search still looks for them.
+        assert_eq!(
+            FtsQuery::from_text("what is it").unwrap().as_str(),
+            r#""what"* OR "is" OR "it""#
+        );
+        assert!(FtsQuery::keywords("what is it").is_none());
     }
 
     #[test]
@@ -191,20 +212,68 @@ mod tests {
         .iter()
         .enumerate()
         {
-            db.memory_store(
-                &format!("k{i}"),
-                t,
-                crate::store::memory::Category::Core,
-                1,
-            )
-            .unwrap();
+            db.memory_store(&format!("k{i}"), t, crate::store::memory::Category::Core, 1)
+                .unwrap();
         }
         let pieces: &[&str] = &[
-            "\"", "\"\"", "'", "*", ":", "^", "(", ")", "-", "+", "AND", "OR", "NOT", "NEAR",
-            "NEAR(", ",", " ", "  ", "\t", "\n", "\0", "{", "}", "[", "]", ".", "\\", "%", "_",
-            "a", "fox", "quick", "köln", "東京", "мир", "🎉", "\u{200b}", "\u{301}", "e\u{301}",
-            "ß", "İ", "x*", "\"fox", "fox\"", "a-b", "key:", "col:fox", "^fox", "+", "*\"",
-            "\u{feff}", "\u{fffd}", "\u{1F1E9}\u{1F1EA}", "ـ", "ّ", "क्ष", "٣", "Ⅻ",
+            "\"",
+            "\"\"",
+            "'",
+            "*",
+            ":",
+            "^",
+            "(",
+            ")",
+            "-",
+            "+",
+            "AND",
+            "OR",
+            "NOT",
+            "NEAR",
+            "NEAR(",
+            ",",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            "\0",
+            "{",
+            "}",
+            "[",
+            "]",
+            ".",
+            "\\",
+            "%",
+            "_",
+            "a",
+            "fox",
+            "quick",
+            "köln",
+            "東京",
+            "мир",
+            "🎉",
+            "\u{200b}",
+            "\u{301}",
+            "e\u{301}",
+            "ß",
+            "İ",
+            "x*",
+            "\"fox",
+            "fox\"",
+            "a-b",
+            "key:",
+            "col:fox",
+            "^fox",
+            "+",
+            "*\"",
+            "\u{feff}",
+            "\u{fffd}",
+            "\u{1F1E9}\u{1F1EA}",
+            "ـ",
+            "ّ",
+            "क्ष",
+            "٣",
+            "Ⅻ",
         ];
         // Letters Rust calls alphabetic that the tokenizer may drop (combining marks,
         // letter numbers, tatweel), long enough to get a prefix `*`.
@@ -228,7 +297,7 @@ mod tests {
             let mut s = String::new();
             for _ in 0..n {
                 let r = next(&mut x);
-                if r % 5 == 0 {
+                if r.is_multiple_of(5) {
                     // A random scalar value, anywhere in Unicode.
                     if let Some(c) = char::from_u32((r >> 8) as u32 % 0x11_0000) {
                         s.push(c);

@@ -64,7 +64,11 @@ pub fn parse_json_line(line: &str) -> Result<Entry, String> {
         .to_string();
     let key = match json::get(&v, "key") {
         None | Some(miniserde::json::Value::Null) => None,
-        Some(k) => Some(json::as_str(k).ok_or("\"key\" is not a string")?.to_string()),
+        Some(k) => Some(
+            json::as_str(k)
+                .ok_or("\"key\" is not a string")?
+                .to_string(),
+        ),
     };
     let category = match json::get(&v, "category") {
         None | Some(miniserde::json::Value::Null) => Category::Core,
@@ -266,7 +270,10 @@ continued
         out.extend(m.finish());
         assert_eq!(
             out,
-            [(3, "para one continued".to_string()), (5, "bullet".to_string())]
+            [
+                (3, "para one continued".to_string()),
+                (5, "bullet".to_string())
+            ]
         );
     }
 

@@ -198,7 +198,12 @@ mod tests {
         add(&db, "s", Role::User, "one");
         add(&db, "s", Role::Assistant, "two");
         add(&db, "other", Role::User, "elsewhere");
-        add(&db, "s", Role::User, "<tool_result name=\"x\">r</tool_result>");
+        add(
+            &db,
+            "s",
+            Role::User,
+            "<tool_result name=\"x\">r</tool_result>",
+        );
         let mut a = Message::new(Role::Assistant, "");
         a.tool_calls.push(ToolCall {
             id: "c".into(),

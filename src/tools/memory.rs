@@ -131,7 +131,10 @@ mod tests {
         let r = memory_store(&db, &a(r#"{"text":"Owner's cat is called Miso"}"#), 10).unwrap();
         assert!(r.starts_with("Stored as \"owner-s-cat-is-called-"), "{r}");
         let again = memory_store(&db, &a(r#"{"text":"Owner's cat is called Miso"}"#), 20).unwrap();
-        assert!(again.starts_with("Updated"), "same text, same derived key: {again}");
+        assert!(
+            again.starts_with("Updated"),
+            "same text, same derived key: {again}"
+        );
         memory_store(
             &db,
             &a(r#"{"text":"Dentist on Friday","key":"dentist","category":"daily"}"#),
@@ -139,12 +142,18 @@ mod tests {
         )
         .unwrap();
         let r = memory_search(&db, &a(r#"{"query":"cat OR \"miso"}"#), 30 + 3 * 86_400).unwrap();
-        assert!(r.contains("| core | 3d ago | Owner's [cat] is called [Miso]"), "{r}");
+        assert!(
+            r.contains("| core | 3d ago | Owner's [cat] is called [Miso]"),
+            "{r}"
+        );
         let r = memory_search(&db, &a(r#"{"query":"friday","category":"core"}"#), 40).unwrap();
         assert!(r.starts_with("No memories match"), "{r}");
         let r = memory_search(&db, &a(r#"{"query":"friday","limit":"3"}"#), 40).unwrap();
         assert!(r.contains("key: dentist | daily"), "{r}");
-        assert_eq!(memory_forget(&db, &a(r#"{"key":"dentist"}"#)).unwrap(), "Forgot \"dentist\".");
+        assert_eq!(
+            memory_forget(&db, &a(r#"{"key":"dentist"}"#)).unwrap(),
+            "Forgot \"dentist\"."
+        );
         assert!(matches!(
             memory_forget(&db, &a(r#"{"key":"dentist"}"#)),
             Err(ToolError::Failed(_))
@@ -163,7 +172,12 @@ mod tests {
             assert!(e.to_string().contains(want), "{json}: {e}");
         }
         let big = format!(r#"{{"text":"{}"}}"#, "x".repeat(5000));
-        assert!(memory_store(&db, &a(&big), 1).unwrap_err().to_string().contains("shorter"));
+        assert!(
+            memory_store(&db, &a(&big), 1)
+                .unwrap_err()
+                .to_string()
+                .contains("shorter")
+        );
         assert!(memory_search(&db, &a(r#"{"query":"()*"}"#), 1).is_err());
         assert!(memory_search(&db, &a(r#"{"query":"x","limit":-1}"#), 1).is_err());
         assert!(memory_forget(&db, &a(r#"{"key":5}"#)).is_err());
