@@ -227,7 +227,7 @@ impl Db {
         let key = check_key(key)?;
         let text = check_text(text)?;
         let exists = self.memory_exists(key)?;
-        if !exists && self.memory_total()? >= MAX_MEMORIES {
+        if !exists && self.memory_may_be_full()? && self.memory_total()? >= MAX_MEMORIES {
             return Err(MemoryError::Full);
         }
         self.conn
@@ -253,6 +253,17 @@ impl Db {
             .query_row(params![key], |_| Ok(()))
             .optional()?
             .is_some())
+    }
+
+    /// False when fewer than `MAX_MEMORIES` rows are stored for sure: row ids are
+    /// handed out as the largest id plus one, so the count never exceeds the largest id.
+    /// Lets bulk imports skip a full count per row.
+    fn memory_may_be_full(&self) -> Result<bool, StoreError> {
+        let max_id: i64 = self
+            .conn
+            .prepare_cached("SELECT IFNULL(MAX(id), 0) FROM memories")?
+            .query_row([], |r| r.get(0))?;
+        Ok(max_id >= MAX_MEMORIES as i64)
     }
 
     /// Number of memories stored.
@@ -603,6 +614,38 @@ mod tests {
         assert!(db.memory_get("new").unwrap().is_some());
         assert!(db.memory_get("core").unwrap().is_some());
         assert_eq!(db.memory_total().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_full_store_refuses_new_keys_but_updates_old_ones() {
+        let db = Db::open_in_memory().unwrap();
+        db.memory_store("a", "one", Category::Core, 1).unwrap();
+        // Fill up fast: plain rows without index maintenance (the test never searches).
+        db.conn
+            .execute_batch("DROP TRIGGER memories_ai; DROP TRIGGER memories_ad;")
+            .unwrap();
+        db.conn
+            .execute(
+                "WITH RECURSIVE n(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM n WHERE v < ?1)
+                 INSERT INTO memories(key, text, category, created, updated)
+                 SELECT 'k' || v, 'x', 'daily', 1, 1 FROM n",
+                [MAX_MEMORIES as i64 - 1],
+            )
+            .unwrap();
+        assert!(matches!(
+            db.memory_store("new", "two", Category::Core, 2),
+            Err(MemoryError::Full)
+        ));
+        assert_eq!(
+            db.memory_store("a", "one again", Category::Core, 2)
+                .unwrap(),
+            Stored::Updated
+        );
+        assert!(db.memory_forget("k1").unwrap());
+        assert_eq!(
+            db.memory_store("new", "two", Category::Core, 2).unwrap(),
+            Stored::Created
+        );
     }
 
     #[test]
