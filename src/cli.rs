@@ -162,7 +162,7 @@ pub enum MemorySub {
 /// Search memories.
 #[argh(subcommand, name = "search")]
 pub struct MemSearch {
-    #[argh(positional, greedy)]
+    #[argh(positional)]
     pub query: Vec<String>,
     /// most results (default 10)
     #[argh(option, default = "10")]
@@ -184,7 +184,7 @@ pub struct MemList {
 pub struct MemAdd {
     #[argh(positional)]
     pub key: String,
-    #[argh(positional, greedy)]
+    #[argh(positional)]
     pub text: Vec<String>,
     /// core, daily, conversation or custom (default core)
     #[argh(option)]
@@ -401,6 +401,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Cmd::Agent(a) => {
             let l = load(home, true)?;
             let db = open_db(&l)?;
+            if let Err(e) =
+                crate::memory::run_retention(&db, &l.cfg.memory, crate::runtime::now_secs())
+            {
+                log::warn!("memory retention failed: {e}");
+            }
             let workers = Workers::start(1);
             let agent = build_agent(&l, db, workers)?;
             let session = crate::channels::terminal::session_id(&a.session);
@@ -426,12 +431,13 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             println!("{}", crate::status::report(&l));
             Ok(())
         }
-        Cmd::Gateway(_)
-        | Cmd::Serial(_)
-        | Cmd::Heartbeat(_)
-        | Cmd::Cron(_)
-        | Cmd::Memory(_)
-        | Cmd::Doctor(_) => {
+        Cmd::Memory(m) => {
+            let l = load(home, true)?;
+            let db = open_db(&l)?;
+            let mut out = std::io::stdout().lock();
+            crate::memory::cli::run(&db, m.cmd, crate::runtime::now_secs(), &mut out)
+        }
+        Cmd::Gateway(_) | Cmd::Serial(_) | Cmd::Heartbeat(_) | Cmd::Cron(_) | Cmd::Doctor(_) => {
             let _ = load(home, true)?;
             Err(CliError::Runtime(
                 "this command is not available in this build yet".into(),
@@ -459,7 +465,18 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(parse(&["cron", "add", "every 15m", "water plants", "--to", "stdout"]).is_ok());
-        assert!(parse(&["memory", "add", "k", "some", "text", "--category", "daily"]).is_ok());
+        match parse(&["memory", "add", "k", "some", "text", "--category", "daily"])
+            .unwrap()
+            .cmd
+        {
+            Some(Cmd::Memory(MemoryCmd {
+                cmd: MemorySub::Add(a),
+            })) => {
+                assert_eq!(a.text, ["some", "text"]);
+                assert_eq!(a.category.as_deref(), Some("daily"));
+            }
+            other => panic!("{other:?}"),
+        }
         assert!(parse(&["bogus"]).is_err());
     }
 

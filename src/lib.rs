@@ -21,6 +21,7 @@ pub mod files;
 pub mod json;
 pub mod limits;
 pub mod logging;
+pub mod memory;
 pub mod onboard;
 pub mod provider;
 pub mod runtime;

@@ -39,7 +39,11 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "approval_timeout_secs": 120,
     "history_messages": 40,
     "max_tool_result_bytes": 16384,
-    "restrict_to_workspace": true
+    "restrict_to_workspace": true,
+    "//compact": "history compaction: past compact_after_messages messages or compact_after_tokens (bytes/4), older messages are summarised; the newest keep_recent_messages stay verbatim",
+    "compact_after_messages": 30,
+    "compact_after_tokens": 16000,
+    "keep_recent_messages": 10
   },
   "heartbeat": {
     "//": "deliver_to: telegram:<chat_id>, stdout, or empty (log only)",
@@ -48,12 +52,14 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "deliver_to": ""
   },
   "memory": {
+    "//": "categories: core never expires; daily, conversation and custom are deleted after *_days. min_relevance_milli: bm25 score x 1000 a search match needs to enter the prompt",
     "inject_top_k": 5,
     "inject_budget_bytes": 4096,
     "daily_days": 30,
     "conversation_days": 7,
     "custom_days": 90,
-    "cache_kib": 256
+    "cache_kib": 256,
+    "min_relevance_milli": 100
   },
   "tools": {
     "exec": { "timeout_secs": 30, "max_output_bytes": 16384 },

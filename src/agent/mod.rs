@@ -14,6 +14,7 @@
 pub mod budget;
 pub mod chat;
 pub mod commands;
+pub mod compact;
 pub mod prompt;
 pub mod session;
 pub mod streaming;
@@ -104,7 +105,7 @@ impl Agent {
                 Err(e) => log::warn!("fallback provider {} skipped: {e}", f.model),
             }
         }
-        let tools = Tools::new(home.workspace(), cfg.clone(), workers.clone());
+        let tools = Tools::new(home.workspace(), cfg.clone(), workers.clone(), db.clone());
         Ok(Agent {
             cfg,
             home,
@@ -147,7 +148,8 @@ impl Agent {
             &Message::new(Role::User, text.as_str()),
             now_secs(),
         )?;
-        let system = self.system_prompt(session, channel);
+        compact::maybe_compact(self, session).await;
+        let system = self.system_prompt(session, channel, &text);
         let mut history = self
             .db
             .recent_messages(session, self.cfg.agent.history_messages as usize)?;
@@ -244,15 +246,21 @@ impl Agent {
         cap_text(&scrub(&out), self.cfg.agent.max_tool_result_bytes as usize)
     }
 
-    /// The system prompt for this turn.
-    pub fn system_prompt(&self, session: &str, channel: ChannelKind) -> String {
+    /// The system prompt for a turn answering `user_text`.
+    pub fn system_prompt(&self, session: &str, channel: ChannelKind, user_text: &str) -> String {
         let now_text = crate::clock::format_now(&self.cfg.agent.timezone);
+        let memory =
+            crate::memory::inject::section(&self.db, &self.cfg.memory, user_text, now_secs())
+                .unwrap_or_else(|e| {
+                    log::warn!("memory left out of the prompt: {e}");
+                    None
+                });
         prompt::build(&prompt::PromptContext {
             workspace: &self.home.workspace(),
             session,
             channel,
             now_text: &now_text,
-            memory: None,
+            memory: memory.as_deref(),
         })
     }
 }

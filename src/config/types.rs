@@ -101,6 +101,14 @@ pub struct AgentConfig {
     pub max_tool_result_bytes: u64,
     /// Confine file tools to the workspace. Defaults to true.
     pub restrict_to_workspace: bool,
+    /// Compact a session's history when it holds more messages than this, 6..=400,
+    /// defaults to 30.
+    pub compact_after_messages: u64,
+    /// Compact when the history's estimated tokens (bytes / 4) pass this,
+    /// 1000..=1000000, defaults to 16000.
+    pub compact_after_tokens: u64,
+    /// Newest messages kept verbatim by compaction, 2..=200, defaults to 10.
+    pub keep_recent_messages: u64,
 }
 
 impl Default for AgentConfig {
@@ -114,6 +122,9 @@ impl Default for AgentConfig {
             history_messages: crate::limits::DEFAULT_HISTORY_MESSAGES as u64,
             max_tool_result_bytes: crate::limits::DEFAULT_TOOL_RESULT_BYTES as u64,
             restrict_to_workspace: true,
+            compact_after_messages: 30,
+            compact_after_tokens: 16_000,
+            keep_recent_messages: 10,
         }
     }
 }
@@ -149,6 +160,9 @@ pub struct MemoryConfig {
     pub custom_days: u64,
     /// SQLite page cache in KiB, 64..=8192, defaults to 256.
     pub cache_kib: u64,
+    /// Relevance an FTS match needs to be injected: the negated FTS5 bm25 score times
+    /// 1000, 0..=100000, defaults to 100 (0.1). See `memory::inject` for the reasoning.
+    pub min_relevance_milli: u64,
 }
 
 impl Default for MemoryConfig {
@@ -160,6 +174,7 @@ impl Default for MemoryConfig {
             conversation_days: 7,
             custom_days: 90,
             cache_kib: crate::limits::DB_CACHE_KIB as u64,
+            min_relevance_milli: 100,
         }
     }
 }
@@ -329,6 +344,19 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
             256 * 1024,
         )?,
         restrict_to_workspace: s.bool("restrict_to_workspace", da.restrict_to_workspace)?,
+        compact_after_messages: s.uint(
+            "compact_after_messages",
+            da.compact_after_messages,
+            6,
+            400,
+        )?,
+        compact_after_tokens: s.uint(
+            "compact_after_tokens",
+            da.compact_after_tokens,
+            1000,
+            1_000_000,
+        )?,
+        keep_recent_messages: s.uint("keep_recent_messages", da.keep_recent_messages, 2, 200)?,
     };
     s.finish()?;
 
@@ -351,6 +379,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         conversation_days: s.uint("conversation_days", dm.conversation_days, 1, 36_500)?,
         custom_days: s.uint("custom_days", dm.custom_days, 1, 36_500)?,
         cache_kib: s.uint("cache_kib", dm.cache_kib, 64, 8192)?,
+        min_relevance_milli: s.uint("min_relevance_milli", dm.min_relevance_milli, 0, 100_000)?,
     };
     s.finish()?;
 

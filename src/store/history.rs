@@ -50,12 +50,12 @@ impl Db {
     /// The newest `limit` messages of the session's current conversation, oldest first,
     /// starting at a clean boundary (never with a tool result whose call was cut off).
     pub fn recent_messages(&self, session: &str, limit: usize) -> Result<Vec<Message>, StoreError> {
-        let start: i64 = self
+        let (start, summary): (i64, Option<String>) = self
             .conn
-            .prepare_cached("SELECT start_id FROM sessions WHERE id = ?1")?
-            .query_row(params![session], |r| r.get(0))
+            .prepare_cached("SELECT start_id, summary FROM sessions WHERE id = ?1")?
+            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?
-            .unwrap_or(0);
+            .unwrap_or((0, None));
         let mut stmt = self.conn.prepare_cached(
             "SELECT role, content, tool_calls, tool_call_id FROM messages
              WHERE session = ?1 AND id > ?2 ORDER BY id DESC LIMIT ?3",
@@ -83,7 +83,10 @@ impl Db {
             });
         }
         out.reverse();
-        Ok(trim_to_clean_start(out))
+        Ok(match summary {
+            Some(text) => super::summary::with_summary(&text, out),
+            None => trim_to_clean_start(out),
+        })
     }
 
     /// Start a fresh conversation: earlier messages stay stored but are no longer sent.
@@ -91,7 +94,8 @@ impl Db {
         self.ensure_session(session, now)?;
         self.conn
             .prepare_cached(
-                "UPDATE sessions SET start_id = (SELECT IFNULL(MAX(id), 0) FROM messages) WHERE id = ?1",
+                "UPDATE sessions SET start_id = (SELECT IFNULL(MAX(id), 0) FROM messages), summary = NULL
+                 WHERE id = ?1",
             )?
             .execute(params![session])?;
         Ok(())
@@ -146,7 +150,7 @@ fn encode_calls(calls: &[ToolCall]) -> String {
     ))
 }
 
-fn decode_calls(text: &str) -> Vec<ToolCall> {
+pub(super) fn decode_calls(text: &str) -> Vec<ToolCall> {
     let Ok(v) = json::parse_value(text) else {
         return Vec::new();
     };

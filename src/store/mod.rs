@@ -13,7 +13,9 @@
 //! connection; see docs/DECISIONS.md for why that is acceptable here.
 
 pub mod history;
+pub mod memory;
 pub mod state;
+pub mod summary;
 pub mod usage;
 
 use crate::limits::{DB_BUSY_TIMEOUT_MS, DB_STATEMENT_CACHE};
@@ -80,8 +82,11 @@ CREATE TABLE sessions (
     id        TEXT PRIMARY KEY,
     created   INTEGER NOT NULL,
     updated   INTEGER NOT NULL,
-    -- messages with id <= start_id belong to an earlier conversation (/new)
-    start_id  INTEGER NOT NULL DEFAULT 0
+    -- messages with id <= start_id belong to an earlier conversation (/new) or were
+    -- compacted into `summary`
+    start_id  INTEGER NOT NULL DEFAULT 0,
+    -- the model's summary of the compacted messages of the current conversation
+    summary   TEXT
 );
 
 CREATE TABLE messages (

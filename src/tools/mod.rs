@@ -10,12 +10,14 @@
 
 mod args;
 pub mod fs;
+pub mod memory;
 
 pub use args::Args;
 
 use crate::config::Config;
 use crate::provider::ToolSpec;
-use crate::runtime::Workers;
+use crate::runtime::{Workers, now_secs};
+use crate::store::Db;
 use std::fmt;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -58,16 +60,24 @@ pub struct Tools {
     pub workspace: PathBuf,
     pub cfg: Rc<Config>,
     pub workers: Workers,
+    pub db: Rc<Db>,
 }
 
-const ALL: &[ToolSpec] = &[fs::READ_FILE, fs::LIST_DIR];
+const ALL: &[ToolSpec] = &[
+    fs::READ_FILE,
+    fs::LIST_DIR,
+    memory::MEMORY_STORE,
+    memory::MEMORY_SEARCH,
+    memory::MEMORY_FORGET,
+];
 
 impl Tools {
-    pub fn new(workspace: PathBuf, cfg: Rc<Config>, workers: Workers) -> Tools {
+    pub fn new(workspace: PathBuf, cfg: Rc<Config>, workers: Workers, db: Rc<Db>) -> Tools {
         Tools {
             workspace,
             cfg,
             workers,
+            db,
         }
     }
 
@@ -92,6 +102,9 @@ impl Tools {
         match name {
             "read_file" => fs::read_file(&self.workspace, restrict, &args),
             "list_dir" => fs::list_dir(&self.workspace, restrict, &args),
+            "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
+            "memory_search" => memory::memory_search(&self.db, &args, now_secs()),
+            "memory_forget" => memory::memory_forget(&self.db, &args),
             other => Err(ToolError::Unknown(other.to_string())),
         }
     }
