@@ -79,9 +79,13 @@ pub async fn compact(agent: &Agent, session: &str) -> Result<Outcome, crate::sto
         Role::User,
         format!("Summarise this conversation:\n\n{transcript}"),
     )];
-    match agent.chat(SUMMARY_SYSTEM, &request, false).await {
-        Ok(reply) if !reply.content.trim().is_empty() => {
-            agent.record_usage(session, &reply);
+    let mut quiet = crate::agent::streaming::NoSink;
+    match agent
+        .chat(SUMMARY_SYSTEM, &request, false, &mut quiet)
+        .await
+    {
+        Ok((reply, index)) if !reply.content.trim().is_empty() => {
+            agent.record_usage(session, index, &reply);
             let summary = cap_text(reply.content.trim(), MAX_SUMMARY_BYTES);
             agent
                 .db
