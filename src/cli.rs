@@ -432,12 +432,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             println!("{}", crate::status::report(&l));
             Ok(())
         }
-        Cmd::Gateway(_)
-        | Cmd::Serial(_)
-        | Cmd::Heartbeat(_)
-        | Cmd::Cron(_)
-        | Cmd::Memory(_)
-        | Cmd::Doctor(_) => {
+        Cmd::Gateway(_) => {
+            let l = load(home, false)?;
+            crate::gateway::run(&l)
+        }
+        Cmd::Serial(_) | Cmd::Heartbeat(_) | Cmd::Cron(_) | Cmd::Memory(_) | Cmd::Doctor(_) => {
             let _ = load(home, true)?;
             Err(CliError::Runtime(
                 "this command is not available in this build yet".into(),

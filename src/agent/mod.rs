@@ -12,6 +12,7 @@
 
 pub mod commands;
 pub mod prompt;
+pub mod router;
 pub mod session;
 pub mod toolcall;
 
