@@ -93,7 +93,7 @@ impl fmt::Display for ApiError {
                 description,
             } => write!(f, "telegram rejected the request (http {status}: {description})"),
             ApiError::Server { status } => write!(f, "telegram server error (http {status})"),
-            ApiError::Transport { host, error } => write!(f, "cannot reach {host}: {error}"),
+            ApiError::Transport { host, error } => write!(f, "request to {host} failed: {error}"),
             ApiError::BadResponse { detail } => {
                 write!(f, "telegram sent an unexpected answer ({detail})")
             }

@@ -111,6 +111,12 @@ impl Bot {
             return;
         }
         if let Some(m) = &u.message {
+            log::debug!(
+                "telegram: update {} from chat {} (user {:?})",
+                u.update_id,
+                m.chat_id,
+                m.from_id
+            );
             let rules = Rules {
                 bot: &self.me,
                 allow: &self.allow,

@@ -170,12 +170,13 @@ fn run_job(api: &Api, job: Outbound, backoff: &Backoff, stop: &Stop) {
             deliver(&mut send, chat_id, &text, false, reply_to, backoff, stop),
         ),
     };
-    if let Err(u) = result {
-        log::error!(
+    match result {
+        Ok(parts) => log::debug!("telegram: sent {parts} part(s) to chat {chat_id}"),
+        Err(u) => log::error!(
             "telegram: a reply to chat {chat_id} was not delivered ({} part(s) sent before the failure): {}",
             u.sent,
             u.error
-        );
+        ),
     }
 }
 
