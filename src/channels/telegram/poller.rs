@@ -3,7 +3,8 @@
 //!
 //! Why it exists: this is the one place the spec's polling rules live.
 //! - 409 Conflict (another poller, or a webhook): wait `Backoff::conflict` (30 s) each
-//!   time, with a single warning for the whole episode.
+//!   time, with a single warning for the whole episode (and at most one per
+//!   `CONFLICT_WARN_INTERVAL_SECS` when two instances keep taking turns).
 //! - 429: wait what Telegram's `retry_after` says.
 //! - 5xx, network errors, garbage bodies, cut connections: exponential backoff with
 //!   jitter (1 s → 60 s); one warning when a streak starts (then one every
@@ -34,6 +35,8 @@ pub const POLL_BATCH_UPDATES: u64 = 16;
 pub const POLL_MARGIN_SECS: u64 = 15;
 /// During a long failure streak, one warning per this many failures.
 pub const WARN_EVERY_FAILURES: u32 = 60;
+/// Least time between two conflict warnings.
+pub const CONFLICT_WARN_INTERVAL_SECS: u64 = 15 * 60;
 
 /// Poll until stopped. `fetch(offset)` performs one `getUpdates` call.
 pub fn poll_loop<F>(
@@ -47,6 +50,7 @@ pub fn poll_loop<F>(
 {
     let mut errors = ErrorDelay::new(backoff);
     let mut in_conflict = false;
+    let mut conflict_warned: Option<Instant> = None;
     while !stop.is_set() {
         let started = Instant::now();
         let result = fetch(offset);
@@ -63,7 +67,7 @@ pub fn poll_loop<F>(
                     errors.reset();
                 }
                 if in_conflict {
-                    log::info!("telegram: the conflict is over; polling again");
+                    log::debug!("telegram: the conflict is over; polling again");
                     in_conflict = false;
                 }
                 let mut fresh = 0usize;
@@ -85,15 +89,19 @@ pub fn poll_loop<F>(
                 }
             }
             Err(ApiError::Conflict { description }) => {
-                if in_conflict {
+                let recently = conflict_warned.is_some_and(|t| {
+                    t.elapsed() < Duration::from_secs(CONFLICT_WARN_INTERVAL_SECS)
+                });
+                if in_conflict || recently {
                     log::debug!("telegram: still in conflict: {description}");
                 } else {
+                    conflict_warned = Some(Instant::now());
                     log::warn!(
                         "telegram: getUpdates conflict (http 409: {description}): another instance is polling with this token, or a webhook is set; retrying every {} s without further warnings",
                         backoff.conflict.as_secs_f64().ceil()
                     );
-                    in_conflict = true;
                 }
+                in_conflict = true;
                 backoff.conflict
             }
             Err(ApiError::RateLimited { retry_after_secs }) => {
