@@ -23,6 +23,7 @@
 //! It is read only here, logged when set, and can only shorten waits
 //! (docs/DECISIONS-gw.md).
 
+use crate::agent::Agent;
 use crate::channels::telegram::api::{Api, ApiError, BotIdentity};
 use crate::channels::telegram::backoff::{Backoff, ErrorDelay, Stop};
 use crate::channels::telegram::bot::Bot;
@@ -30,6 +31,7 @@ use crate::channels::telegram::inbound::AllowList;
 use crate::channels::telegram::poller::{POLL_BATCH_UPDATES, POLL_MARGIN_SECS, poll_loop};
 use crate::channels::telegram::send::{Outbox, sender_loop};
 use crate::cli::{CliError, Loaded, build_agent, open_db, runtime};
+use crate::config::TelegramConfig;
 use crate::limits::{INBOUND_QUEUE_LEN, WORKER_THREADS};
 use crate::runtime::{Workers, spawn_thread};
 use crate::signals::Signals;
@@ -59,7 +61,7 @@ const SHUTDOWN_TICK_MS: u64 = 20;
 pub fn run(l: &Loaded) -> Result<(), CliError> {
     let db = open_db(l)?;
     let workers = Workers::start(WORKER_THREADS);
-    let agent = Rc::new(build_agent(l, db, workers.clone())?);
+    let agent = Rc::new(build_agent(l, db, workers)?);
     let signals =
         Signals::install().map_err(|e| runtime(format!("cannot watch for signals: {e}")))?;
     let backoff = test_backoff();
@@ -71,80 +73,97 @@ pub fn run(l: &Loaded) -> Result<(), CliError> {
     };
     let ex: smol::LocalExecutor<'static> = smol::LocalExecutor::new();
     smol::block_on(ex.run(async {
-        let Some(token) = token else {
-            log::warn!(
-                "gateway: telegram.enabled is false, so there is nothing to serve yet; waiting for SIGINT/SIGTERM"
-            );
-            signals.wait().await;
-            return Ok(());
-        };
-        let send_api = Api::new(&tg.api_base, &token, SEND_TIMEOUT_SECS);
-        let identify = async { identify(&send_api, &workers, &backoff, &tg.token_env).await };
-        let stopped = async {
-            signals.wait().await;
-            Ok(None)
-        };
-        let Some(me) = smol::future::or(identify, stopped).await? else {
-            log::info!("gateway: stopped before Telegram answered");
-            return Ok(());
-        };
-
-        let (allow, bad) = AllowList::parse(&tg.allow_from);
-        for b in bad {
-            log::warn!("telegram.allow_from: ignored \"{b}\": not a numeric id or a @username");
+        match token {
+            Some(token) => serve_telegram(&ex, &agent, tg, &token, backoff, &signals).await,
+            None => {
+                log::warn!(
+                    "gateway: telegram.enabled is false, so there is nothing to serve yet; waiting for SIGINT/SIGTERM"
+                );
+                signals.wait().await;
+                Ok(())
+            }
         }
-        let allow_len = allow.len();
-        if allow.is_empty() {
-            log::warn!(
-                "telegram.allow_from is empty: every user is refused (and told their id to add)"
-            );
-        }
-
-        let stop = Stop::new();
-        let (outbox, out_rx) = Outbox::new();
-        {
-            let (api, stop) = (send_api.clone(), stop.clone());
-            spawn_thread("yc-tg-send", move || sender_loop(api, out_rx, backoff, stop))
-                .map_err(|e| runtime(format!("cannot start the Telegram sender: {e}")))?;
-        }
-        let bot = Rc::new(Bot::new(agent.clone(), me.clone(), allow, outbox.clone()));
-        let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
-        {
-            let poll_timeout = tg.poll_timeout_secs;
-            let api = Api::new(&tg.api_base, &token, poll_timeout + POLL_MARGIN_SECS);
-            let (offset, stop) = (bot.next_offset(), stop.clone());
-            spawn_thread("yc-tg-poll", move || {
-                let fetch = |off| api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
-                poll_loop(fetch, offset, &backoff, &tx, &stop);
-            })
-            .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
-        }
-        log::info!(
-            "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?})",
-            me.username,
-            send_api.host(),
-            allow_len,
-            tg.group_mode
-        );
-
-        let serve = async {
-            bot.serve(&ex, rx).await;
-            false
-        };
-        let signalled = async {
-            signals.wait().await;
-            true
-        };
-        let by_signal = smol::future::or(serve, signalled).await;
-        stop.set();
-        if !by_signal {
-            return Err(runtime("the Telegram poller stopped unexpectedly"));
-        }
-        log::info!("gateway: stopping");
-        shutdown(&bot, &outbox).await;
-        log::info!("gateway: stopped");
-        Ok(())
     }))
+}
+
+/// Steps 2 to 4 of [`run`] for Telegram: identify, start the threads, serve until a
+/// signal, shut down.
+async fn serve_telegram(
+    ex: &smol::LocalExecutor<'static>,
+    agent: &Rc<Agent>,
+    tg: &TelegramConfig,
+    token: &str,
+    backoff: Backoff,
+    signals: &Signals,
+) -> Result<(), CliError> {
+    let send_api = Api::new(&tg.api_base, token, SEND_TIMEOUT_SECS);
+    let identify = identify(&send_api, &agent.workers, &backoff, &tg.token_env);
+    let stopped = async {
+        signals.wait().await;
+        Ok(None)
+    };
+    let Some(me) = smol::future::or(identify, stopped).await? else {
+        log::info!("gateway: stopped before Telegram answered");
+        return Ok(());
+    };
+
+    let (allow, bad) = AllowList::parse(&tg.allow_from);
+    for b in bad {
+        log::warn!("telegram.allow_from: ignored \"{b}\": not a numeric id or a @username");
+    }
+    let allow_len = allow.len();
+    if allow.is_empty() {
+        log::warn!(
+            "telegram.allow_from is empty: every user is refused (and told their id to add)"
+        );
+    }
+
+    let stop = Stop::new();
+    let (outbox, out_rx) = Outbox::new();
+    {
+        let (api, stop) = (send_api.clone(), stop.clone());
+        spawn_thread("yc-tg-send", move || {
+            sender_loop(api, out_rx, backoff, stop)
+        })
+        .map_err(|e| runtime(format!("cannot start the Telegram sender: {e}")))?;
+    }
+    let bot = Rc::new(Bot::new(agent.clone(), me.clone(), allow, outbox.clone()));
+    let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
+    {
+        let poll_timeout = tg.poll_timeout_secs;
+        let api = Api::new(&tg.api_base, token, poll_timeout + POLL_MARGIN_SECS);
+        let (offset, stop) = (bot.next_offset(), stop.clone());
+        spawn_thread("yc-tg-poll", move || {
+            let fetch = |off| api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
+            poll_loop(fetch, offset, &backoff, &tx, &stop);
+        })
+        .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
+    }
+    log::info!(
+        "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?})",
+        me.username,
+        send_api.host(),
+        allow_len,
+        tg.group_mode
+    );
+
+    let serve = async {
+        bot.serve(ex, rx).await;
+        false
+    };
+    let signalled = async {
+        signals.wait().await;
+        true
+    };
+    let by_signal = smol::future::or(serve, signalled).await;
+    stop.set();
+    if !by_signal {
+        return Err(runtime("the Telegram poller stopped unexpectedly"));
+    }
+    log::info!("gateway: stopping");
+    shutdown(&bot, &outbox).await;
+    log::info!("gateway: stopped");
+    Ok(())
 }
 
 /// The bot token from its variable, checked for shape (never printed).

@@ -506,3 +506,34 @@ fn sigterm_during_a_turn_exits_quickly_and_tells_the_chat() {
     assert!(sent[0].text.contains("restarting"), "{}", sent[0].text);
     assert!(out.contains("abandoned"), "{out}");
 }
+
+#[test]
+fn more_chats_than_session_slots_get_busy_replies() {
+    let llm = model(vec![openai_text("done")], Duration::from_millis(500));
+    let tg = FakeTelegram::start();
+    let cfg = config_for(
+        &llm.url(),
+        &format!(
+            r#""agent":{{"max_sessions":2}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["101","102","103","104"],"poll_timeout_secs":1}}"#,
+            tg.url()
+        ),
+    );
+    for user in 101..=104 {
+        tg.push_private(user, "u", "hello");
+    }
+    let home = TempHome::onboarded("tg-slots", &cfg);
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("four answers", || tg.sent().len() >= 4);
+    stop_cleanly(g);
+    let sent = tg.sent();
+    let busy = sent
+        .iter()
+        .filter(|s| s.text.contains("still working"))
+        .count();
+    let done = sent.iter().filter(|s| s.text == "done").count();
+    assert_eq!(
+        (busy, done),
+        (2, 2),
+        "two slots, two running turns: {sent:?}"
+    );
+}
