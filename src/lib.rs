@@ -10,7 +10,8 @@
 //! Blocking network calls and child processes run on the fixed worker pool of
 //! `runtime::Workers`; each channel that reads a blocking source (stdin, Telegram
 //! long-poll, serial) has one dedicated thread that feeds the executor over a bounded
-//! async-channel. Nothing else starts threads.
+//! async-channel; Telegram's outgoing messages go out on one sender thread fed the same
+//! way (so replies never wait behind a provider call). Nothing else starts threads.
 
 pub mod agent;
 pub mod channels;
