@@ -437,7 +437,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             let mut out = std::io::stdout().lock();
             crate::memory::cli::run(&db, m.cmd, crate::runtime::now_secs(), &mut out)
         }
-        Cmd::Gateway(_) | Cmd::Serial(_) | Cmd::Heartbeat(_) | Cmd::Cron(_) | Cmd::Doctor(_) => {
+        Cmd::Gateway(_) => {
+            let l = load(home, false)?;
+            crate::gateway::run(&l)
+        }
+        Cmd::Serial(_) | Cmd::Heartbeat(_) | Cmd::Cron(_) | Cmd::Doctor(_) => {
             let _ = load(home, true)?;
             Err(CliError::Runtime(
                 "this command is not available in this build yet".into(),

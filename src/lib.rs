@@ -10,7 +10,8 @@
 //! Blocking network calls and child processes run on the fixed worker pool of
 //! `runtime::Workers`; each channel that reads a blocking source (stdin, Telegram
 //! long-poll, serial) has one dedicated thread that feeds the executor over a bounded
-//! async-channel. Nothing else starts threads.
+//! async-channel; Telegram's outgoing messages go out on one sender thread fed the same
+//! way (so replies never wait behind a provider call). Nothing else starts threads.
 
 pub mod agent;
 pub mod channels;
@@ -18,6 +19,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod files;
+pub mod gateway;
 pub mod json;
 pub mod limits;
 pub mod logging;
@@ -27,6 +29,7 @@ pub mod provider;
 pub mod runtime;
 pub mod scheduler;
 pub mod security;
+pub mod signals;
 pub mod status;
 pub mod store;
 pub mod tools;

@@ -16,6 +16,7 @@ pub mod chat;
 pub mod commands;
 pub mod compact;
 pub mod prompt;
+pub mod router;
 pub mod session;
 pub mod streaming;
 pub mod toolcall;

@@ -7,12 +7,11 @@
 //! # Bounds
 //! Lines longer than `MAX_USER_MESSAGE_BYTES` are cut; at most `STDIN_QUEUE_LEN` lines wait.
 
-use crate::agent::commands::{self, Command};
 use crate::agent::streaming::StreamSink;
 use crate::agent::{Agent, AgentError};
 use crate::channels::ChannelKind;
 use crate::limits::MAX_USER_MESSAGE_BYTES;
-use crate::runtime::{now_secs, spawn_thread};
+use crate::runtime::spawn_thread;
 use std::io::{BufRead, IsTerminal, Write};
 
 /// Lines read ahead of the agent.
@@ -23,38 +22,8 @@ pub fn session_id(name: &str) -> String {
     format!("stdio:{}", name)
 }
 
-/// Handle a chat command; `None` when `text` is not one.
-pub fn handle_command(agent: &Agent, session: &str, text: &str) -> Option<String> {
-    let cmd = commands::parse(text)?;
-    Some(match cmd {
-        Command::New => match agent.db.reset_session(session, now_secs()) {
-            Ok(()) => "Started a fresh conversation.".to_string(),
-            Err(e) => format!("Could not reset the session: {e}"),
-        },
-        Command::Status => status_text(agent, session),
-        Command::Help | Command::Start => commands::HELP.to_string(),
-        Command::Yes | Command::No | Command::Always => {
-            "There is nothing waiting for your approval.".to_string()
-        }
-    })
-}
-
-/// The `/status` reply.
-pub fn status_text(agent: &Agent, session: &str) -> String {
-    let msgs = agent.db.message_count(session).unwrap_or(0);
-    let sessions = agent.db.session_count().unwrap_or(0);
-    let today = crate::store::usage::day_of(now_secs());
-    let (p, c) = agent.db.usage_totals(&today).unwrap_or((0, 0));
-    let model = agent
-        .providers
-        .first()
-        .map(|p| p.label())
-        .unwrap_or_default();
-    format!(
-        "yoctoclaw {}\nmodel: {model}\nsession: {session} ({msgs} messages)\nsessions stored: {sessions}\ntokens today: {p} in, {c} out",
-        env!("CARGO_PKG_VERSION")
-    )
-}
+/// Chat commands and the `/status` text (shared with every channel).
+pub use crate::agent::commands::{handle as handle_command, status_text};
 
 /// Prints a streamed answer on stdout as it arrives. Leading blank space is skipped and
 /// trailing blank space held back, so a plain answer prints exactly as the non-streamed

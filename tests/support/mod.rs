@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod fake_http;
+pub mod fake_telegram;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -1,3 +1,12 @@
-//! The Telegram Bot API channel.
+//! The Telegram Bot API channel: long-poll `poller` (own thread) → `bot` (executor:
+//! rules in `inbound`, turns through the agent's router) → `send` (own thread), over
+//! the typed calls of `api`, with the waits of `backoff` and the reply text shaped by
+//! `format`.
 
+pub mod api;
+pub mod backoff;
+pub mod bot;
 pub mod format;
+pub mod inbound;
+pub mod poller;
+pub mod send;
