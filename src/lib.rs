@@ -1,1 +1,4 @@
 //! yoctoclaw: a personal AI assistant in one small binary.
+
+pub mod security;
+pub mod text;
