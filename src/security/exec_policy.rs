@@ -11,15 +11,18 @@
 //! approval prompt, an environment without secrets, output scrubbing).
 //!
 //! # How a command is checked
-//! 1. **Normalise**: quotes (`'` `"`, `$'…'`) and backslash escapes are removed, line breaks
-//!    become `;`, other whitespace and control characters become spaces, and every spelling of the
-//!    home directory (`~`, `$HOME`, `${HOME}`, `"$HOME"`) is replaced by its literal path.
+//! 1. **Normalise**: quotes (`'` `"`) and backslash escapes are removed, `$'\x72m'` strings
+//!    are decoded, line breaks become `;`, other whitespace and control characters become
+//!    spaces, and every spelling of the home directory (`~`, `$HOME`, `${HOME}`, `"$HOME"`,
+//!    `${HOME:-…}`) is replaced by its literal path (`~name` by `/home/name`).
 //! 2. **Tokenise** into words and operators (`;` `&&` `||` `|` `&` `(` `)` `$(` backtick `{` `}`
 //!    redirections).
-//! 3. **Split** into simple commands and strip what only prefixes a command: `VAR=x`, `sudo`,
-//!    `doas`, `env`, `exec`, `nohup`, `nice`, `timeout`, `xargs`, `busybox`, shell keywords
-//!    (`if`, `then`, `do`, …) and `sh -c` / `bash -c`. The command name is compared by its base
-//!    name, so `/sbin/shutdown` is `shutdown`.
+//! 3. **Split** into simple commands. From one to the next, `cd` and `NAME=value` assignments
+//!    are followed in order (so `cd /; rm -rf usr` and `x=/; rm -rf $x` are seen for what they
+//!    are); `{a,b}` braces are expanded into words; what only prefixes a command is stripped:
+//!    `VAR=x`, `sudo`, `doas`, `env`, `exec`, `nohup`, `nice`, `timeout`, `xargs`, `busybox`,
+//!    shell keywords (`if`, `then`, `do`, …) and `sh -c` / `bash -c`. The command name is
+//!    compared by its base name, so `/sbin/shutdown` is `shutdown`.
 //! 4. **Rules** per command (rm, find, chmod, dd, mkfs, shutdown, …), for redirection targets, for
 //!    every word that names a path (resolved lexically against the workspace, `..` included,
 //!    with brace expansion and `*`/`?`/`[…]` globs matched against the protected names) and for
@@ -35,8 +38,16 @@
 //!   database) is off limits to every command, including `ls ..`; a file named `secrets.env` or
 //!   a private ssh key file name is refused wherever it is.
 //!
+//! # Known gaps
+//! Anything computed at run time is invisible: `$(printf …)` or `$(cat file)` as a command or
+//! path, `… | base64 -d | sh`, scripts written first and run later, interpreters' own code
+//! (`python3 -c` is only seen through its words), symlinks (paths are resolved lexically, the
+//! file system is never consulted), `cd` inside a subshell or a condition (followed as if it
+//! always ran), and variables whose value held spaces (quotes are gone by then).
+//!
 //! # Bounds
 //! - Commands longer than [`MAX_COMMAND_BYTES`] are refused unread.
+//! - At most `MAX_TRACKED_VARS` (64) assignments are followed; later ones are not substituted.
 //! - Brace expansion of one word stops at [`MAX_BRACE_EXPANSIONS`] words; a word that would
 //!   expand further is refused as too complex to check.
 //! - No recursion; time is roughly linear in the command length.
@@ -47,14 +58,19 @@ use std::sync::OnceLock;
 
 use regex_lite::Regex;
 
+mod shell;
+
+use shell::{
+    Op, Simple, Tok, basename, command_of, components, expand_braces, expand_home, glob_match,
+    glob_prefix, has_glob, has_literal, is_assignment, is_glob_only, is_long_opt, normalise,
+    positionals, short_opts_contain, split_commands, tokenise,
+};
+
 /// Commands longer than this are refused without being examined.
 pub const MAX_COMMAND_BYTES: usize = 16 * 1024;
 
 /// Brace expansion of one word yields at most this many words; beyond, the command is refused.
 pub const MAX_BRACE_EXPANSIONS: usize = 256;
-
-/// How far the tokeniser looks for the `}` of a word-initial `{`.
-const MAX_BRACE_SCAN_CHARS: usize = 1024;
 
 /// A fork-bomb function body is looked at for at most this many tokens.
 const MAX_FUNCTION_BODY_TOKENS: usize = 256;
@@ -203,13 +219,15 @@ pub fn check_command(cmd: &str, ctx: &PolicyContext) -> Result<(), Denied> {
     if cmd.len() > MAX_COMMAND_BYTES {
         return Err(Denied::new(Reason::TooLong, cmd));
     }
-    let env = Env::new(ctx);
+    let mut env = Env::new(ctx);
     let norm = normalise(cmd, &env.home);
     let toks = tokenise(&norm);
     if is_fork_bomb(&toks, &norm) {
         return Err(Denied::new(Reason::ForkBomb, &norm));
     }
-    for simple in split_commands(&toks) {
+    let mut vars: Vec<(String, String)> = Vec::new();
+    for raw in split_commands(&toks) {
+        let simple = expand_simple(&raw, &vars).map_err(|r| Denied::new(r, &raw.text()))?;
         let deny = |reason| Denied::new(reason, &simple.text());
         check_simple(&simple, &env).map_err(deny)?;
         for word in simple
@@ -220,8 +238,103 @@ pub fn check_command(cmd: &str, ctx: &PolicyContext) -> Result<(), Denied> {
         {
             check_word_paths(word, &env).map_err(deny)?;
         }
+        remember(&simple, &mut vars, &mut env);
     }
     Ok(())
+}
+
+/// Variables assigned earlier in the command line are substituted (`x=/; rm -rf $x`), at most
+/// this many of them.
+const MAX_TRACKED_VARS: usize = 64;
+
+/// Substitutes the variables assigned earlier and expands braces into separate words
+/// (`{rm,-rf,/}` is `rm -rf /`), as the shell does.
+fn expand_simple(raw: &Simple, vars: &[(String, String)]) -> Result<Simple, Reason> {
+    let expand_all = |words: &[String]| -> Result<Vec<String>, Reason> {
+        let mut out = Vec::with_capacity(words.len());
+        for w in words {
+            let w = substitute_vars(w, vars)?;
+            out.extend(expand_braces(&w)?);
+            if out.len() > MAX_BRACE_EXPANSIONS * 4 {
+                return Err(Reason::TooComplex);
+            }
+        }
+        Ok(out)
+    };
+    Ok(Simple {
+        words: expand_all(&raw.words)?,
+        redir_out: expand_all(&raw.redir_out)?,
+        redir_in: expand_all(&raw.redir_in)?,
+    })
+}
+
+/// Replaces `$NAME` and `${NAME}` by values assigned earlier; unknown variables stay.
+fn substitute_vars(word: &str, vars: &[(String, String)]) -> Result<String, Reason> {
+    if vars.is_empty() || !word.contains('$') {
+        return Ok(word.to_string());
+    }
+    let mut out = String::with_capacity(word.len());
+    let mut rest = word;
+    while let Some(p) = rest.find('$') {
+        out.push_str(rest.get(..p).unwrap_or(""));
+        let after = rest.get(p + 1..).unwrap_or("");
+        let (name, consumed) = match after.strip_prefix('{') {
+            Some(inner) => match inner.find('}') {
+                Some(e) => (inner.get(..e).unwrap_or(""), e + 2),
+                None => ("", 0),
+            },
+            None => {
+                let e = after
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(after.len());
+                (after.get(..e).unwrap_or(""), e)
+            }
+        };
+        match vars.iter().rev().find(|(n, _)| n == name) {
+            Some((_, value)) if !name.is_empty() => {
+                out.push_str(value);
+                rest = after.get(consumed..).unwrap_or("");
+            }
+            _ => {
+                out.push('$');
+                rest = after;
+            }
+        }
+        if out.len() > MAX_COMMAND_BYTES {
+            return Err(Reason::TooComplex);
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Records what a simple command changes for the ones after it: variable assignments and the
+/// directory (`cd`), followed sequentially (subshells and conditions are not modelled).
+fn remember(simple: &Simple, vars: &mut Vec<(String, String)>, env: &mut Env) {
+    let mut words = simple.words.as_slice();
+    if let Some((first, rest)) = words.split_first()
+        && matches!(
+            first.as_str(),
+            "export" | "declare" | "local" | "readonly" | "typeset"
+        )
+    {
+        words = rest;
+    }
+    for w in words.iter().take_while(|w| is_assignment(w)) {
+        if let Some((name, value)) = w.split_once('=')
+            && vars.len() < MAX_TRACKED_VARS
+            && value.len() <= MAX_COMMAND_BYTES / 4
+        {
+            vars.push((name.to_string(), value.to_string()));
+        }
+    }
+    if let Some(("cd" | "pushd", args)) = command_of(&simple.words) {
+        match positionals(args).first().map(|a| a.as_str()) {
+            None => env.cwd = env.home_comps.clone(),
+            Some("-") => {}
+            Some(dir) => env.cwd = components(dir, &env.cwd),
+        }
+    }
 }
 
 /// Directories whose deletion (or that of their direct children) breaks the system.
@@ -278,6 +391,8 @@ struct Env {
     /// Empty when the app home is unknown (its rules are then off).
     app_comps: Vec<String>,
     ws_comps: Vec<String>,
+    /// Where relative paths start: the workspace, or where `cd` went.
+    cwd: Vec<String>,
 }
 
 impl Env {
@@ -297,407 +412,10 @@ impl Env {
             home_comps: components(&home, &[]),
             home,
             app_comps,
+            cwd: ws_comps.clone(),
             ws_comps,
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Normalisation and tokenising
-
-fn normalise(cmd: &str, home: &str) -> String {
-    let stripped = strip_quoting(cmd);
-    let expanded = expand_home(&stripped, home);
-    expanded.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Removes quotes and backslash escapes; line breaks become `;`, other blanks a space.
-fn strip_quoting(cmd: &str) -> String {
-    let mut out = String::with_capacity(cmd.len());
-    let mut it = cmd.chars().peekable();
-    while let Some(c) = it.next() {
-        match c {
-            '\\' => match it.next() {
-                None | Some('\n') => {}
-                Some('\r') => {
-                    if it.peek() == Some(&'\n') {
-                        it.next();
-                    }
-                }
-                Some(n) if n.is_whitespace() || n.is_control() => out.push(' '),
-                Some(n) => out.push(n),
-            },
-            '\'' | '"' => {}
-            '$' if matches!(it.peek(), Some('\'' | '"')) => {}
-            '\n' | '\r' => out.push_str(" ; "),
-            c if c.is_whitespace() || c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// Characters after which a `~` starts a word (tilde expansion applies).
-const TILDE_BEFORE: &[char] = &[' ', '=', ':', ';', '&', '|', '(', '<', '>', '{', ',', '`'];
-/// Characters that may follow a home-directory `~`.
-const TILDE_AFTER: &[char] = &['/', ' ', ';', '&', '|', ')', '>', '<', '}', ',', ':', '`'];
-
-/// Replaces `${HOME}`, `$HOME` and a word-initial `~` (and `~root`) by literal paths.
-fn expand_home(s: &str, home: &str) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = String::with_capacity(s.len() + home.len());
-    let mut i = 0;
-    while let Some(&c) = chars.get(i) {
-        if c == '$' {
-            if starts_at(&chars, i, "${HOME}") {
-                out.push_str(home);
-                i += 7;
-                continue;
-            }
-            if starts_at(&chars, i, "$HOME")
-                && !chars
-                    .get(i + 5)
-                    .is_some_and(|n| n.is_ascii_alphanumeric() || *n == '_')
-            {
-                out.push_str(home);
-                i += 5;
-                continue;
-            }
-        }
-        if c == '~' && (i == 0 || chars.get(i - 1).is_some_and(|p| TILDE_BEFORE.contains(p))) {
-            let ends_at = |j: usize| chars.get(j).is_none_or(|n| TILDE_AFTER.contains(n));
-            if ends_at(i + 1) {
-                out.push_str(home);
-                i += 1;
-                continue;
-            }
-            if starts_at(&chars, i, "~root") && ends_at(i + 5) {
-                out.push_str("/root");
-                i += 5;
-                continue;
-            }
-        }
-        out.push(c);
-        i += 1;
-    }
-    out
-}
-
-fn starts_at(chars: &[char], i: usize, pat: &str) -> bool {
-    (i..)
-        .zip(pat.chars())
-        .all(|(j, p)| chars.get(j) == Some(&p))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Semi,
-    Amp,
-    AndAnd,
-    OrOr,
-    Pipe,
-    LParen,
-    RParen,
-    LBrace,
-    RBrace,
-    Subst,
-    Backtick,
-    RedirOut,
-    RedirIn,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
-    Word(String),
-    Op(Op),
-}
-
-fn tokenise(s: &str) -> Vec<Tok> {
-    let chars: Vec<char> = s.chars().collect();
-    let mut toks = Vec::new();
-    let mut word = String::new();
-    let mut brace_depth = 0usize;
-    let mut i = 0;
-    while let Some(&c) = chars.get(i) {
-        let next = chars.get(i + 1).copied();
-        let op = match c {
-            c if c.is_whitespace() => {
-                flush_word(&mut word, &mut toks, &mut brace_depth);
-                i += 1;
-                continue;
-            }
-            ';' => Some((Op::Semi, 1)),
-            '&' => match next {
-                Some('&') => Some((Op::AndAnd, 2)),
-                Some('>') => Some((Op::RedirOut, 2)),
-                _ => Some((Op::Amp, 1)),
-            },
-            '|' => match next {
-                Some('|') => Some((Op::OrOr, 2)),
-                Some('&') => Some((Op::Pipe, 2)),
-                _ => Some((Op::Pipe, 1)),
-            },
-            '(' => Some((Op::LParen, 1)),
-            ')' => Some((Op::RParen, 1)),
-            '`' => Some((Op::Backtick, 1)),
-            '$' if next == Some('(') => Some((Op::Subst, 2)),
-            '>' => {
-                let mut n = 1;
-                while matches!(chars.get(i + n), Some('>' | '|' | '&')) {
-                    n += 1;
-                }
-                Some((Op::RedirOut, n))
-            }
-            '<' => {
-                let mut n = 1;
-                while matches!(chars.get(i + n), Some('<' | '&')) {
-                    n += 1;
-                }
-                Some((Op::RedirIn, n))
-            }
-            '{' if word.is_empty() && brace_is_group(&chars, i) => Some((Op::LBrace, 1)),
-            '}' if brace_depth == 0 => Some((Op::RBrace, 1)),
-            _ => None,
-        };
-        match op {
-            Some((op, n)) => {
-                flush_word(&mut word, &mut toks, &mut brace_depth);
-                toks.push(Tok::Op(op));
-                i += n;
-            }
-            None => {
-                if c == '{' {
-                    brace_depth += 1;
-                } else if c == '}' {
-                    brace_depth = brace_depth.saturating_sub(1);
-                }
-                word.push(c);
-                i += 1;
-            }
-        }
-    }
-    flush_word(&mut word, &mut toks, &mut brace_depth);
-    toks
-}
-
-fn flush_word(word: &mut String, toks: &mut Vec<Tok>, brace_depth: &mut usize) {
-    if !word.is_empty() {
-        toks.push(Tok::Word(std::mem::take(word)));
-    }
-    *brace_depth = 0;
-}
-
-/// A `{` at the start of a word opens a group unless it is a brace expansion (`{a,b}`, `{1..3}`).
-/// Looks at most [`MAX_BRACE_SCAN_CHARS`] ahead.
-fn brace_is_group(chars: &[char], i: usize) -> bool {
-    let mut j = i + 1;
-    let mut expansion = false;
-    while let Some(&c) = chars.get(j) {
-        if j - i > MAX_BRACE_SCAN_CHARS {
-            return true;
-        }
-        if c.is_whitespace() {
-            return true;
-        }
-        if c == '}' {
-            return !expansion;
-        }
-        if c == ',' || (c == '.' && chars.get(j + 1) == Some(&'.')) {
-            expansion = true;
-        }
-        j += 1;
-    }
-    true
-}
-
-/// One simple command: its words and redirection targets.
-#[derive(Debug, Default)]
-struct Simple {
-    words: Vec<String>,
-    redir_out: Vec<String>,
-    redir_in: Vec<String>,
-}
-
-impl Simple {
-    fn is_empty(&self) -> bool {
-        self.words.is_empty() && self.redir_out.is_empty() && self.redir_in.is_empty()
-    }
-
-    fn text(&self) -> String {
-        let mut t = self.words.join(" ");
-        for r in &self.redir_out {
-            t.push_str(" > ");
-            t.push_str(r);
-        }
-        for r in &self.redir_in {
-            t.push_str(" < ");
-            t.push_str(r);
-        }
-        t.trim().to_string()
-    }
-}
-
-fn split_commands(toks: &[Tok]) -> Vec<Simple> {
-    let mut cmds = Vec::new();
-    let mut cur = Simple::default();
-    let mut i = 0;
-    while let Some(t) = toks.get(i) {
-        match t {
-            Tok::Word(w) => cur.words.push(w.clone()),
-            Tok::Op(op @ (Op::RedirOut | Op::RedirIn)) => {
-                if let Some(Tok::Word(w)) = toks.get(i + 1) {
-                    if *op == Op::RedirOut {
-                        cur.redir_out.push(w.clone());
-                    } else {
-                        cur.redir_in.push(w.clone());
-                    }
-                    i += 1;
-                }
-            }
-            Tok::Op(_) => {
-                if !cur.is_empty() {
-                    cmds.push(std::mem::take(&mut cur));
-                }
-            }
-        }
-        i += 1;
-    }
-    if !cur.is_empty() {
-        cmds.push(cur);
-    }
-    cmds
-}
-
-// ---------------------------------------------------------------------------------------------
-// Command position
-
-/// Shell keywords that may precede a command.
-const KEYWORDS: &[&str] = &[
-    "if", "then", "else", "elif", "do", "while", "until", "!", "coproc",
-];
-
-/// Shells (and `su`) whose `-c` argument is itself a command.
-const SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "fish", "su",
-];
-
-/// Commands that run the rest of their arguments as a command, with the options that take a
-/// separate argument.
-fn wrapper_options(name: &str) -> Option<&'static [&'static str]> {
-    Some(match name {
-        "sudo" => &[
-            "-u", "-g", "-p", "-C", "-h", "-U", "-r", "-t", "-D", "-R", "-T",
-        ],
-        "doas" => &["-u", "-C"],
-        "env" => &["-u", "-C", "--unset", "--chdir"],
-        "nice" => &["-n", "--adjustment"],
-        "ionice" => &["-c", "-n", "-p"],
-        "timeout" => &["-s", "-k", "--signal", "--kill-after"],
-        "stdbuf" => &["-i", "-o", "-e"],
-        "xargs" => &["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a"],
-        "watch" => &["-n", "--interval"],
-        "exec" => &["-a"],
-        "flock" => &["-w", "-E", "--timeout"],
-        "nohup" | "time" | "command" | "builtin" | "busybox" | "setsid" | "eval" | "unbuffer"
-        | "chroot" | "taskset" | "chrt" | "nsenter" => &[],
-        _ => return None,
-    })
-}
-
-/// Wrappers followed by one positional argument before the command.
-const WRAPPERS_WITH_POSITIONAL: &[&str] = &["timeout", "chroot", "taskset", "chrt", "flock"];
-
-/// Finds the command actually run by `words` and its arguments.
-fn command_of(words: &[String]) -> Option<(&str, &[String])> {
-    let mut i = 0;
-    loop {
-        while words.get(i).is_some_and(|w| is_assignment(w)) {
-            i += 1;
-        }
-        let name = basename(words.get(i)?);
-        if KEYWORDS.contains(&name) {
-            i += 1;
-            continue;
-        }
-        if let Some(with_arg) = wrapper_options(name) {
-            i += 1;
-            while let Some(w) = words.get(i) {
-                if w == "--" {
-                    i += 1;
-                    break;
-                }
-                if w.len() > 1 && w.starts_with('-') {
-                    i += if with_arg.contains(&w.as_str()) { 2 } else { 1 };
-                    continue;
-                }
-                if is_assignment(w) {
-                    i += 1;
-                    continue;
-                }
-                break;
-            }
-            if WRAPPERS_WITH_POSITIONAL.contains(&name) {
-                i += 1;
-            }
-            continue;
-        }
-        if SHELLS.contains(&name) {
-            let rest = words.get(i + 1..).unwrap_or(&[]);
-            let dash_c = rest.iter().position(|w| {
-                w.len() > 1
-                    && w.starts_with('-')
-                    && !w.starts_with("--")
-                    && w[1..].chars().all(|c| c.is_ascii_alphabetic())
-                    && w.contains('c')
-            });
-            if let Some(k) = dash_c {
-                i += 1 + k + 1;
-                continue;
-            }
-        }
-        return Some((name, words.get(i + 1..).unwrap_or(&[])));
-    }
-}
-
-fn is_assignment(w: &str) -> bool {
-    match w.split_once('=') {
-        Some((name, _)) => {
-            let mut cs = name.chars();
-            cs.next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-                && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
-    }
-}
-
-fn basename(w: &str) -> &str {
-    w.rsplit('/').next().unwrap_or(w)
-}
-
-/// `a` is an abbreviation (GNU getopt accepts unique prefixes) of the long option `full`.
-fn is_long_opt(a: &str, full: &str) -> bool {
-    a.len() >= 3 && full.starts_with(a)
-}
-
-/// Short-option cluster (`-rf`) containing one of `letters`.
-fn short_opts_contain(a: &str, letters: &[char]) -> bool {
-    a.len() > 1 && a.starts_with('-') && !a.starts_with("--") && a[1..].contains(letters)
-}
-
-fn positionals(args: &[String]) -> Vec<&String> {
-    let mut out = Vec::new();
-    let mut opts = true;
-    for a in args {
-        if opts && a == "--" {
-            opts = false;
-        } else if opts && a.len() > 1 && a.starts_with('-') {
-            continue;
-        } else {
-            out.push(a);
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -848,10 +566,12 @@ fn check_find(args: &[String], env: &Env) -> Result<(), Reason> {
         starts.push(".");
     }
     for s in starts {
-        // Starting in the workspace is confined: find deletes what matched, not the start.
+        // find deletes what matched, not its start: starting in the workspace or in a
+        // top-level scratch directory (`/tmp`) is fine, at `/`, a system directory or the
+        // home it is not.
         if deletes {
             match map_delete(s, env, |r| r) {
-                Err(Reason::DeleteWorkspace) | Ok(()) => {}
+                Err(Reason::DeleteWorkspace | Reason::DeleteTopLevel) | Ok(()) => {}
                 Err(r) => return Err(r),
             }
         }
@@ -929,7 +649,7 @@ fn check_not_ancestor_of_app_home(word: &str, env: &Env) -> Result<(), Reason> {
         return Ok(());
     }
     for candidate in expand_braces(word)? {
-        let comps = components(&candidate, &env.ws_comps);
+        let comps = components(&candidate, &env.cwd);
         if comps.len() < env.app_comps.len() && glob_prefix(&comps, &env.app_comps) {
             return Err(Reason::RecursiveRead);
         }
@@ -940,7 +660,7 @@ fn check_not_ancestor_of_app_home(word: &str, env: &Env) -> Result<(), Reason> {
 /// Runs the recursive-delete rule on every expansion of `word`, mapping its reason.
 fn map_delete(word: &str, env: &Env, map: impl Fn(Reason) -> Reason) -> Result<(), Reason> {
     for candidate in expand_braces(word)? {
-        let comps = components(&candidate, &env.ws_comps);
+        let comps = components(&candidate, &env.cwd);
         if let Some(reason) = protected_from_delete(&comps, env) {
             return Err(map(reason));
         }
@@ -1000,7 +720,7 @@ fn block_device_re() -> &'static Regex {
 /// and to `/proc/sysrq-trigger`.
 fn check_write_target(word: &str, env: &Env, any_device: bool) -> Result<(), Reason> {
     for candidate in expand_braces(word)? {
-        let comps = components(&candidate, &env.ws_comps);
+        let comps = components(&candidate, &env.cwd);
         let in_dev = comps.first().is_some_and(|c| glob_match(c, "dev"));
         if in_dev && comps.len() >= 2 {
             let rest = comps.get(1..).unwrap_or(&[]).join("/");
@@ -1030,7 +750,7 @@ fn check_word_paths(word: &str, env: &Env) -> Result<(), Reason> {
             continue;
         }
         for candidate in expand_braces(piece)? {
-            let comps = components(&candidate, &env.ws_comps);
+            let comps = components(&candidate, &env.cwd);
             check_read_path(&comps, env)?;
         }
     }
@@ -1083,160 +803,6 @@ fn check_read_path(comps: &[String], env: &Env) -> Result<(), Reason> {
         }
     }
     Ok(())
-}
-
-// ---------------------------------------------------------------------------------------------
-// Paths, braces and globs
-
-/// Lexical path components of `word`, relative words joined to `base`; `.` and `..` resolved.
-fn components(word: &str, base: &[String]) -> Vec<String> {
-    let mut comps = if word.starts_with('/') {
-        Vec::new()
-    } else {
-        base.to_vec()
-    };
-    for c in word.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                comps.pop();
-            }
-            c => comps.push(c.to_string()),
-        }
-    }
-    comps
-}
-
-/// Expands `{a,b}` groups (innermost first, iteratively). Too many results is an error.
-fn expand_braces(word: &str) -> Result<Vec<String>, Reason> {
-    let mut done = Vec::new();
-    let mut work = vec![word.to_string()];
-    let mut steps = 0usize;
-    while let Some(w) = work.pop() {
-        steps += 1;
-        if done.len() + work.len() > MAX_BRACE_EXPANSIONS || steps > 4 * MAX_BRACE_EXPANSIONS {
-            return Err(Reason::TooComplex);
-        }
-        let Some((open, close)) = innermost_brace(&w) else {
-            done.push(w);
-            continue;
-        };
-        let (head, tail) = (&w[..open], &w[close + 1..]);
-        let inner = &w[open + 1..close];
-        if inner.contains(',') {
-            for alt in inner.split(',') {
-                work.push(format!("{head}{alt}{tail}"));
-            }
-        } else {
-            // `{x}` or a `{1..3}` range: keep the text without braces (ranges name no paths).
-            work.push(format!("{head}{inner}{tail}"));
-        }
-    }
-    Ok(done)
-}
-
-/// Byte offsets of the first `}` and the last `{` before it.
-fn innermost_brace(w: &str) -> Option<(usize, usize)> {
-    let close = w.find('}')?;
-    let open = w.get(..close)?.rfind('{')?;
-    Some((open, close))
-}
-
-fn has_glob(c: &str) -> bool {
-    c.contains(['*', '?', '['])
-}
-
-/// A component such as `*`, `.*`, `*.*`: it names everything in its directory.
-fn is_glob_only(c: &str) -> bool {
-    c.contains(['*', '?']) && c.chars().all(|ch| matches!(ch, '*' | '?' | '.'))
-}
-
-/// Has a character other than the wildcards `*` and `?`.
-fn has_literal(c: &str) -> bool {
-    c.chars().any(|ch| ch != '*' && ch != '?')
-}
-
-/// `p` (with globs) matches the first `p.len()` components of `target`.
-fn glob_prefix(p: &[String], target: &[String]) -> bool {
-    p.len() <= target.len() && p.iter().zip(target).all(|(a, b)| glob_match(a, b))
-}
-
-/// Shell-style match of one path component: `*`, `?`, `[...]` (with `!`/`^` and ranges).
-/// A leading `.` in `name` must be matched by a literal `.`, as in the shell.
-fn glob_match(pattern: &str, name: &str) -> bool {
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    if n.first() == Some(&'.') && p.first() != Some(&'.') {
-        return false;
-    }
-    let (mut pi, mut ni) = (0usize, 0usize);
-    let mut star: Option<(usize, usize)> = None;
-    while let Some(&nc) = n.get(ni) {
-        let step = match p.get(pi) {
-            Some('*') => {
-                star = Some((pi, ni));
-                pi += 1;
-                continue;
-            }
-            Some('?') => Some(1),
-            Some('[') => match class_match(p.get(pi..).unwrap_or(&[]), nc) {
-                Some((true, len)) => Some(len),
-                Some((false, _)) => None,
-                None => (nc == '[').then_some(1),
-            },
-            Some(&pc) if pc == nc => Some(1),
-            _ => None,
-        };
-        match (step, star) {
-            (Some(len), _) => {
-                pi += len;
-                ni += 1;
-            }
-            (None, Some((sp, sn))) => {
-                pi = sp + 1;
-                ni = sn + 1;
-                star = Some((sp, sn + 1));
-            }
-            (None, None) => return false,
-        }
-    }
-    while p.get(pi) == Some(&'*') {
-        pi += 1;
-    }
-    pi == p.len()
-}
-
-/// Matches `c` against the class at the start of `p` (`p[0] == '['`). Returns whether it
-/// matched and the class length, or `None` when the class is not closed (a literal `[`).
-fn class_match(p: &[char], c: char) -> Option<(bool, usize)> {
-    let mut i = 1;
-    let negate = matches!(p.get(1), Some('!' | '^'));
-    if negate {
-        i += 1;
-    }
-    let mut matched = false;
-    let mut first = true;
-    loop {
-        let &pc = p.get(i)?;
-        if pc == ']' && !first {
-            return Some((matched != negate, i + 1));
-        }
-        first = false;
-        if p.get(i + 1) == Some(&'-')
-            && let Some(&hi) = p.get(i + 2)
-            && hi != ']'
-        {
-            if pc <= c && c <= hi {
-                matched = true;
-            }
-            i += 3;
-            continue;
-        }
-        if pc == c {
-            matched = true;
-        }
-        i += 1;
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1327,6 +893,20 @@ mod tests {
         "rm -rf ~",
         "rm -rf ~/",
         "rm -rf ~/*",
+        "rm -rf ~u",
+        "rm -rf ${HOME:?}/",
+        "rm -rf ${HOME%/}",
+        "{rm,-rf,/}",
+        "$'\\x72\\x6d' -rf /",
+        "$'\\162\\155' -rf /",
+        "x=/; rm -rf $x",
+        "a=rm; $a -rf /",
+        "export T=/etc; rm -rf ${T}",
+        "cd /; rm -rf usr",
+        "cd / && rm -rf *",
+        "cd ~; rm -rf .ssh",
+        "cd ~/.yoctoclaw && cat config.json",
+        "rm -rf ~root",
         "rm -rf /home/u",
         "rm -rf /home/u/",
         "rm -rf /etc",
@@ -1464,6 +1044,7 @@ mod tests {
         "mkdir -p out && cp a.txt out/",
         "find . -name \"*.md\"",
         "find . -name '*.tmp' -delete",
+        "find /tmp -name '*.tmp' -delete",
         "tar czf backup.tgz notes",
         "cat /proc/meminfo",
         "cat /sys/class/thermal/thermal_zone0/temp",
@@ -1489,6 +1070,11 @@ mod tests {
         "fdisk -l",
         "cat /etc/passwd",
         "vcgencmd measure_temp",
+        "cd build && rm -rf *",
+        "x=build; rm -rf $x",
+        "mkdir -p {src,tests}/data",
+        "echo {1..5}",
+        "cd /tmp && ls",
     ];
 
     #[test]
@@ -1577,21 +1163,6 @@ mod tests {
     }
 
     #[test]
-    fn glob_matching() {
-        assert!(glob_match("*", "abc"));
-        assert!(!glob_match("*", ".ssh"));
-        assert!(glob_match(".*", ".ssh"));
-        assert!(glob_match(".s?h", ".ssh"));
-        assert!(glob_match("[a-c]x", "bx"));
-        assert!(!glob_match("[!a-c]x", "bx"));
-        assert!(glob_match("a*b*c", "aXXbYYc"));
-        assert!(!glob_match("a*b*c", "aXXbYY"));
-        assert!(glob_match("[", "["));
-        assert!(glob_match("", ""));
-        assert!(!glob_match("", "a"));
-    }
-
-    #[test]
     fn random_commands_never_panic() {
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         let mut next = move || {
@@ -1647,6 +1218,17 @@ mod tests {
             "kill",
             "-1",
             "secrets.env",
+            "$'",
+            "\\x7",
+            "\\16",
+            "x=",
+            "$x",
+            "${x}",
+            "cd ",
+            "${HOME:-",
+            "~u",
+            "{a,b}",
+            "..",
         ];
         let c = ctx();
         for _ in 0..4000 {
@@ -1666,5 +1248,15 @@ mod tests {
         let _ = check_command(&deep, &c);
         let braces = "{".repeat(5000) + &"}".repeat(5000);
         let _ = check_command(&braces, &c);
+        for pathological in [
+            "x{".repeat(8000),
+            "{a,".repeat(5000),
+            "cat ".to_string() + &"{a}".repeat(5000),
+            "x=$x$x$x$x$x$x$x$x; ".repeat(600),
+            "f(){ ".repeat(3000),
+            "$'".repeat(8000),
+        ] {
+            let _ = check_command(&pathological, &c);
+        }
     }
 }

@@ -8,23 +8,36 @@
 //!    `secrets.env`), installed once at start with [`install_secret_literals`]. Exact and cheap;
 //!    they catch secrets of any shape, including the bot token inside Bot API URLs.
 //! 2. **Patterns** (regex-lite, compiled once): well-known key shapes (OpenAI, Anthropic,
-//!    OpenRouter, Groq, GitHub, Slack, AWS, Google, Hugging Face, Telegram bot tokens),
-//!    `Bearer`/`Basic` credentials, `key=value` style assignments of secret-named keys (the key
-//!    is kept, the value redacted) and PEM private-key blocks.
+//!    OpenRouter, Groq, GitHub, Slack, AWS, Google, Hugging Face, Stripe, Telegram bot tokens),
+//!    `Bearer`/`Basic` credentials (the scheme word is kept), `key=value` style assignments of
+//!    secret-named keys (the key is kept, the value redacted, JSON `"api_key": "…"` included) and
+//!    PEM private-key blocks (an unterminated block is redacted to the end).
 //!
 //! Every match becomes [`REDACTED`]. The scrubber errs on the side of redacting, but it avoids
-//! ordinary prose: the word "token" or "password" in a sentence is kept; an assignment with `:`
-//! or a spaced ` = ` is only redacted when the value looks like a credential (it has a digit,
-//! mixed case or is long), or is quoted.
+//! ordinary prose: the word "token" or "password" in a sentence is kept; a key must *end* in a
+//! secret word (`api_key`, `OPENAI_API_KEY`, `db.password`, not `token_env` or `max_tokens`);
+//! an assignment written `key: value` or `key = value` is only redacted when the value looks
+//! like a credential (a digit, mixed case, or 24+ characters) or is quoted, while a glued
+//! `key=value` (env files, query strings) is always redacted.
+//!
+//! Speed: regex-lite has no literal prefilter, so running its patterns over a whole text costs
+//! about a microsecond per 4 bytes. Instead each pattern is anchored (`^…`) and run only at the
+//! places a cheap substring search points to (a token prefix, a `:` after digits, the words
+//! `bearer`/`basic`, or a secret word), on a window of at most [`MAX_MATCH_WINDOW_BYTES`].
 //!
 //! # Bounds
 //! - At most [`MAX_SECRET_LITERALS`] literals are stored; later ones are ignored with a warning.
 //! - Literals shorter than [`MIN_SECRET_LITERAL_CHARS`] characters are ignored (they would redact
 //!   ordinary words), and so are literals longer than [`MAX_SECRET_LITERAL_BYTES`] (a private key
 //!   that long is caught by the PEM pattern).
-//! - Time is linear in the input length (regex-lite never backtracks exponentially) plus one
-//!   substring search per literal; callers cap the size of what they scrub.
-//! - When nothing matches, nothing is allocated: [`scrub`] returns `Cow::Borrowed`.
+//! - An assignment is looked for within [`MAX_MATCH_WINDOW_BYTES`] of where its key starts: a
+//!   quoted value longer than that is not recognised. Tokens are matched on a short window and
+//!   then redacted to their last token character, however long.
+//! - Key names longer than [`MAX_KEY_NAME_BYTES`] before the secret word are not recognised.
+//! - Time is linear in the input length plus the work at each anchor (bounded by its window).
+//!   Each call makes one lowercase copy of the text (for the case-insensitive anchors); when
+//!   nothing matches, that is the only allocation and [`scrub`] returns `Cow::Borrowed`.
+//!   Callers should cut a text to its size cap *before* scrubbing it.
 
 use std::borrow::Cow;
 use std::sync::{OnceLock, RwLock};
@@ -43,6 +56,18 @@ pub const MAX_SECRET_LITERALS: usize = 64;
 /// Literal secrets longer than this (in bytes) are ignored.
 pub const MAX_SECRET_LITERAL_BYTES: usize = 4096;
 
+/// An assignment (key, separator and value) must fit within this many bytes.
+pub const MAX_MATCH_WINDOW_BYTES: usize = 8 * 1024;
+
+/// Token shapes are matched on a window this long, then extended over the rest of the token.
+const TOKEN_WINDOW_BYTES: usize = 512;
+
+/// PEM BEGIN/END lines are looked for within this many bytes.
+const PEM_LINE_BYTES: usize = 128;
+
+/// Key names (`OPENAI_API_KEY`) longer than this are not recognised.
+pub const MAX_KEY_NAME_BYTES: usize = 64;
+
 /// Installed literal secrets, longest first (so a secret that contains another is replaced whole).
 static LITERALS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
@@ -50,27 +75,12 @@ static LITERALS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 /// literal list. Values are trimmed; empty, too short, too long and duplicate values are skipped.
 /// Additive: calling it again adds more (up to [`MAX_SECRET_LITERALS`] in all).
 pub fn install_secret_literals(values: impl IntoIterator<Item = String>) {
-    let mut dropped = 0usize;
-    {
+    let dropped = {
         let mut list = LITERALS
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        for value in values {
-            let value = value.trim();
-            if value.chars().count() < MIN_SECRET_LITERAL_CHARS
-                || value.len() > MAX_SECRET_LITERAL_BYTES
-                || list.iter().any(|known| known == value)
-            {
-                continue;
-            }
-            if list.len() >= MAX_SECRET_LITERALS {
-                dropped += 1;
-                continue;
-            }
-            list.push(value.to_string());
-        }
-        list.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    }
+        add_literals(&mut list, values)
+    };
     // Logged after the lock is released: the logger itself scrubs through the same list.
     if dropped > 0 {
         log::warn!(
@@ -79,35 +89,53 @@ pub fn install_secret_literals(values: impl IntoIterator<Item = String>) {
     }
 }
 
+/// Adds acceptable values to `list` (kept longest first); returns how many were dropped for
+/// lack of room.
+fn add_literals(list: &mut Vec<String>, values: impl IntoIterator<Item = String>) -> usize {
+    let mut dropped = 0;
+    for value in values {
+        let value = value.trim();
+        if value.chars().count() < MIN_SECRET_LITERAL_CHARS
+            || value.len() > MAX_SECRET_LITERAL_BYTES
+            || list.iter().any(|known| known == value)
+        {
+            continue;
+        }
+        if list.len() >= MAX_SECRET_LITERALS {
+            dropped += 1;
+            continue;
+        }
+        list.push(value.to_string());
+    }
+    list.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    dropped
+}
+
 /// Removes credentials from `s`: installed literals first, then the known shapes.
 /// Returns `Cow::Borrowed(s)` when nothing had to be redacted.
 pub fn scrub(s: &str) -> Cow<'_, str> {
     let mut cur = Cow::Borrowed(s);
     scrub_literals(&mut cur);
     let p = patterns();
-    if cur.contains("-----BEGIN") {
-        apply(&mut cur, &p.pem, |_| REDACTED.to_string());
+    let hits = pem_hits(&cur, p);
+    splice(&mut cur, hits);
+    let hits = token_hits(&cur, p);
+    splice(&mut cur, hits);
+    let hits = telegram_hits(&cur, p);
+    splice(&mut cur, hits);
+    let mut lower = cur.to_ascii_lowercase();
+    let hits = auth_scheme_hits(&cur, &lower, p);
+    if !hits.is_empty() {
+        splice(&mut cur, hits);
+        lower = cur.to_ascii_lowercase();
     }
-    if TOKEN_TRIGGERS.iter().any(|t| cur.contains(t)) {
-        apply(&mut cur, &p.prefixed, |_| REDACTED.to_string());
-    }
-    if cur.contains(':') {
-        apply(&mut cur, &p.telegram, |_| REDACTED.to_string());
-    }
-    if contains_ascii_ci(&cur, "bearer") || contains_ascii_ci(&cur, "basic") {
-        apply(&mut cur, &p.auth_scheme, replace_auth_scheme);
-    }
-    if ASSIGNMENT_TRIGGERS
-        .iter()
-        .any(|t| contains_ascii_ci(&cur, t))
-    {
-        apply(&mut cur, &p.assignment, replace_assignment);
-    }
+    let hits = assignment_hits(&cur, &lower, p);
+    splice(&mut cur, hits);
     cur
 }
 
-/// Substrings one of which must be present for the prefixed-token pattern to be worth running.
-const TOKEN_TRIGGERS: &[&str] = &[
+/// Prefixes of the well-known token shapes (case-sensitive).
+const TOKEN_PREFIXES: &[&str] = &[
     "sk-",
     "sk_",
     "rk_",
@@ -118,18 +146,23 @@ const TOKEN_TRIGGERS: &[&str] = &[
     "ghs_",
     "ghr_",
     "github_pat_",
-    "xox",
+    "xoxa-",
+    "xoxb-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
     "AKIA",
     "ASIA",
     "AIza",
     "hf_",
 ];
 
-/// Case-insensitive substrings one of which must be present for the assignment pattern to run.
-const ASSIGNMENT_TRIGGERS: &[&str] = &["key", "token", "passw", "secret"];
+/// Lowercase stems of the secret words an assignment key ends in.
+const KEY_STEMS: &[&str] = &["key", "token", "pass", "secret"];
 
 struct Patterns {
-    pem: Regex,
+    pem_begin: Regex,
+    pem_end: Regex,
     prefixed: Regex,
     telegram: Regex,
     auth_scheme: Regex,
@@ -139,28 +172,26 @@ struct Patterns {
 fn patterns() -> &'static Patterns {
     static CELL: OnceLock<Patterns> = OnceLock::new();
     CELL.get_or_init(|| Patterns {
-        pem: compile(
-            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\z)",
-        ),
+        pem_begin: compile(r"^-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
+        pem_end: compile(r"^-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"),
         prefixed: compile(concat!(
-            r"\b(?:",
-            r"sk-[A-Za-z0-9_-]{20,}",                  // OpenAI, sk-proj-, sk-ant- (Anthropic), sk-or-v1- (OpenRouter)
+            r"^(?:",
+            r"sk-[A-Za-z0-9_-]{20,}", // OpenAI, sk-proj-, sk-ant- (Anthropic), sk-or-v1- (OpenRouter)
             r"|(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", // Stripe-style secret keys
-            r"|gsk_[A-Za-z0-9]{20,}",                  // Groq
-            r"|gh[pousr]_[A-Za-z0-9]{20,}",            // GitHub classic tokens
-            r"|github_pat_[A-Za-z0-9_]{20,}",          // GitHub fine-grained tokens
-            r"|xox[abprs]-[A-Za-z0-9-]{10,}",          // Slack
-            r"|(?:AKIA|ASIA)[A-Z0-9]{16}\b",           // AWS access key ids
-            r"|AIza[A-Za-z0-9_-]{35}",                 // Google API keys
-            r"|hf_[A-Za-z0-9]{30,}",                   // Hugging Face
+            r"|gsk_[A-Za-z0-9]{20,}", // Groq
+            r"|gh[pousr]_[A-Za-z0-9]{20,}", // GitHub classic tokens
+            r"|github_pat_[A-Za-z0-9_]{20,}", // GitHub fine-grained tokens
+            r"|xox[abprs]-[A-Za-z0-9-]{10,}", // Slack
+            r"|(?:AKIA|ASIA)[A-Z0-9]{16}\b", // AWS access key ids
+            r"|AIza[A-Za-z0-9_-]{35}", // Google API keys
+            r"|hf_[A-Za-z0-9]{30,}",  // Hugging Face
             r")",
         )),
-        // No leading \b: the token follows "bot" in Bot API URLs (`/bot123456:AA...`).
-        telegram: compile(r"[0-9]{6,12}:[A-Za-z0-9_-]{30,}"),
-        auth_scheme: compile(r"(?i)\b(bearer|basic)([ \t]+)([A-Za-z0-9._~+/=-]{8,})"),
+        telegram: compile(r"^[0-9]{6,12}:[A-Za-z0-9_-]{30,}"),
+        auth_scheme: compile(r"^(?i)(bearer|basic)([ \t]+)([A-Za-z0-9._~+/=-]{6,})"),
         assignment: compile(concat!(
-            r"(?i)(\b(?:[a-z0-9]+[_.-])*",
-            r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|password|passwd|secret)",
+            r"^(?i)((?:[a-z0-9]+[_.-])*",
+            r"(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|token|password|passwd|pass[_-]?phrase|secret)",
             r#"["']?([ \t]*)([:=])([ \t]*))"#,
             r#"(?:"((?:[^"\\\r\n]|\\.)*)"|'([^'\r\n]*)'|([^\s"'&,;<>)\]}]+))"#,
         )),
@@ -184,63 +215,340 @@ fn scrub_literals(cur: &mut Cow<'_, str>) {
     }
 }
 
-/// Runs `re` over `cur` and keeps the result only when it changed something.
-fn apply(cur: &mut Cow<'_, str>, re: &Regex, replacer: impl FnMut(&Captures<'_>) -> String) {
-    let replaced = match re.replace_all(cur.as_ref(), replacer) {
-        Cow::Owned(o) => Some(o),
-        Cow::Borrowed(_) => None,
-    };
-    if let Some(o) = replaced
-        && o != cur.as_ref()
+/// One redaction: the byte range to replace and what replaces it.
+struct Hit {
+    start: usize,
+    end: usize,
+    with: String,
+}
+
+/// Applies `hits` (in increasing order; overlapping ones are skipped).
+fn splice(cur: &mut Cow<'_, str>, hits: Vec<Hit>) {
+    if hits.is_empty() {
+        return;
+    }
+    let text = cur.as_ref();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for h in hits {
+        let (Some(before), true) = (text.get(last..h.start), h.end <= text.len()) else {
+            continue;
+        };
+        out.push_str(before);
+        out.push_str(&h.with);
+        last = h.end;
+    }
+    out.push_str(text.get(last..).unwrap_or(""));
+    if out != text {
+        *cur = Cow::Owned(out);
+    }
+}
+
+/// The text from `start`, at most `max` bytes long, ending on a char boundary.
+fn window(text: &str, start: usize, max: usize) -> &str {
+    let mut end = text.len().min(start.saturating_add(max));
+    while end > start && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.get(start..end).unwrap_or("")
+}
+
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// At least `n` token characters (`[A-Za-z0-9_-]`) start at `at` (looks at `n` bytes at most).
+fn token_run_at_least(b: &[u8], at: usize, n: usize) -> bool {
+    b.get(at..at.saturating_add(n)).is_some_and(|run| {
+        run.len() == n
+            && run
+                .iter()
+                .all(|&x| x.is_ascii_alphanumeric() || x == b'_' || x == b'-')
+    })
+}
+
+/// Where a token that reached the end of its match window really ends.
+fn extend_token(b: &[u8], mut end: usize) -> usize {
+    while b
+        .get(end)
+        .is_some_and(|&x| x.is_ascii_alphanumeric() || x == b'_' || x == b'-')
     {
-        *cur = Cow::Owned(o);
+        end += 1;
     }
+    end
 }
 
-fn replace_auth_scheme(caps: &Captures<'_>) -> String {
-    let all = caps.get(0).map_or("", |m| m.as_str());
-    let (Some(scheme), Some(gap), Some(value)) = (caps.get(1), caps.get(2), caps.get(3)) else {
-        return all.to_string();
-    };
-    if !looks_like_credential(value.as_str()) {
-        return all.to_string();
-    }
-    format!("{}{}{REDACTED}", scheme.as_str(), gap.as_str())
+/// The shortest token shape (`xoxb-` and ten characters).
+const MIN_TOKEN_BYTES: usize = 15;
+
+/// Starts where `needles` occur in `hay`, sorted, without duplicates.
+fn anchors(hay: &str, needles: &[&str]) -> Vec<usize> {
+    // `contains` has a SIMD fast path that `match_indices` lacks: most texts hold none of the
+    // needles, and then this costs a few fast scans.
+    let mut at: Vec<usize> = needles
+        .iter()
+        .filter(|n| hay.contains(**n))
+        .flat_map(|n| hay.match_indices(n).map(|(i, _)| i))
+        .collect();
+    at.sort_unstable();
+    at.dedup();
+    at
 }
 
-fn replace_assignment(caps: &Captures<'_>) -> String {
-    let all = caps.get(0).map_or("", |m| m.as_str());
-    let Some(key_and_sep) = caps.get(1).map(|m| m.as_str()) else {
-        return all.to_string();
-    };
-    if let Some(v) = caps.get(5) {
-        if v.as_str().is_empty() || v.as_str() == REDACTED {
-            return all.to_string();
+/// `-----BEGIN … PRIVATE KEY-----` up to its END line, or to the end of the text.
+fn pem_hits(text: &str, p: &Patterns) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    let mut from = 0;
+    while let Some(off) = text.get(from..).and_then(|t| t.find("-----BEGIN")) {
+        let start = from + off;
+        let header_line = window(text, start, PEM_LINE_BYTES)
+            .lines()
+            .next()
+            .unwrap_or("");
+        if !header_line.contains("PRIVATE KEY") {
+            from = start + 1;
+            continue;
         }
-        return format!("{key_and_sep}\"{REDACTED}\"");
+        let Some(header) = p.pem_begin.find(header_line) else {
+            from = start + 1;
+            continue;
+        };
+        let end = pem_end(text, start + header.end(), p).unwrap_or(text.len());
+        hits.push(Hit {
+            start,
+            end,
+            with: REDACTED.to_string(),
+        });
+        from = end;
+    }
+    hits
+}
+
+fn pem_end(text: &str, from: usize, p: &Patterns) -> Option<usize> {
+    let mut at = from;
+    while let Some(off) = text.get(at..)?.find("-----END") {
+        let s = at + off;
+        let line = window(text, s, PEM_LINE_BYTES).lines().next().unwrap_or("");
+        if line.contains("PRIVATE KEY")
+            && let Some(m) = p.pem_end.find(line)
+        {
+            return Some(s + m.end());
+        }
+        at = s + 1;
+    }
+    None
+}
+
+/// Well-known token shapes, starting at a word boundary.
+fn token_hits(text: &str, p: &Patterns) -> Vec<Hit> {
+    let b = text.as_bytes();
+    let mut hits = Vec::new();
+    let mut last = 0;
+    for c in anchors(text, TOKEN_PREFIXES) {
+        let boundary = c == 0 || b.get(c - 1).is_some_and(|&x| !is_word_byte(x));
+        if c < last || !boundary || !token_run_at_least(b, c, MIN_TOKEN_BYTES) {
+            continue;
+        }
+        if let Some(m) = p.prefixed.find(window(text, c, TOKEN_WINDOW_BYTES)) {
+            last = extend_token(b, c + m.end());
+            hits.push(Hit {
+                start: c,
+                end: last,
+                with: REDACTED.to_string(),
+            });
+        }
+    }
+    hits
+}
+
+/// Telegram bot tokens: 6–12 digits, `:`, 30+ token characters. No word boundary is needed
+/// before the digits: in Bot API URLs they follow `bot`.
+fn telegram_hits(text: &str, p: &Patterns) -> Vec<Hit> {
+    let b = text.as_bytes();
+    let mut hits = Vec::new();
+    let mut last = 0;
+    for (colon, _) in text.match_indices(':') {
+        let mut start = colon;
+        while start > 0
+            && colon - start < 12
+            && b.get(start - 1).is_some_and(|x| x.is_ascii_digit())
+        {
+            start -= 1;
+        }
+        if colon - start < 6 || start < last || !token_run_at_least(b, colon + 1, 30) {
+            continue;
+        }
+        if let Some(m) = p.telegram.find(window(text, start, TOKEN_WINDOW_BYTES)) {
+            last = extend_token(b, start + m.end());
+            hits.push(Hit {
+                start,
+                end: last,
+                with: REDACTED.to_string(),
+            });
+        }
+    }
+    hits
+}
+
+/// `Bearer <token>` / `Basic <credentials>`: the scheme word is kept.
+fn auth_scheme_hits(text: &str, lower: &str, p: &Patterns) -> Vec<Hit> {
+    let b = text.as_bytes();
+    let mut hits = Vec::new();
+    let mut last = 0;
+    for c in anchors(lower, &["bearer", "basic"]) {
+        let boundary = c == 0 || b.get(c - 1).is_some_and(|&x| !is_word_byte(x));
+        if c < last || !boundary || !auth_value_is_credential(b, c) {
+            continue;
+        }
+        let Some(caps) = p.auth_scheme.captures(window(text, c, TOKEN_WINDOW_BYTES)) else {
+            continue;
+        };
+        let (Some(all), Some(scheme), Some(gap), Some(value)) =
+            (caps.get(0), caps.get(1), caps.get(2), caps.get(3))
+        else {
+            continue;
+        };
+        let v = value.as_str();
+        if looks_like_credential(v) || v.contains(['.', '_', '~', '+', '/', '=', '-']) {
+            last = c + all.end();
+            while b
+                .get(last)
+                .is_some_and(|&x| x.is_ascii_alphanumeric() || b"._~+/=-".contains(&x))
+            {
+                last += 1;
+            }
+            hits.push(Hit {
+                start: c,
+                end: last,
+                with: format!("{}{}{REDACTED}", scheme.as_str(), gap.as_str()),
+            });
+        }
+    }
+    hits
+}
+
+/// Cheap pre-check for [`auth_scheme_hits`]: after the scheme word at `c` come blanks and a
+/// value that looks like a credential.
+fn auth_value_is_credential(b: &[u8], c: usize) -> bool {
+    let mut i = c;
+    while b.get(i).is_some_and(|x| x.is_ascii_alphabetic()) && i - c < 8 {
+        i += 1;
+    }
+    let gap = i;
+    while b.get(i).is_some_and(|&x| x == b' ' || x == b'\t') && i - gap < MAX_KEY_NAME_BYTES {
+        i += 1;
+    }
+    let start = i;
+    while b
+        .get(i)
+        .is_some_and(|&x| x.is_ascii_alphanumeric() || b"._~+/=-".contains(&x))
+        && i - start < MAX_KEY_NAME_BYTES
+    {
+        i += 1;
+    }
+    let value = b.get(start..i).unwrap_or(&[]);
+    i > gap
+        && start > gap
+        && value.len() >= 6
+        && (value.iter().any(|x| b"._~+/=-".contains(x))
+            || std::str::from_utf8(value).is_ok_and(looks_like_credential))
+}
+
+/// Cheap pre-check for [`assignment_hits`]: from the secret word at `a`, the key goes on with
+/// key characters, then an optional quote, blanks, and `:` or `=`.
+fn assignment_follows(b: &[u8], a: usize) -> bool {
+    let mut i = a;
+    while b
+        .get(i)
+        .is_some_and(|&x| x.is_ascii_alphanumeric() || matches!(x, b'_' | b'.' | b'-'))
+    {
+        if i - a >= MAX_KEY_NAME_BYTES {
+            return false;
+        }
+        i += 1;
+    }
+    if matches!(b.get(i), Some(b'"' | b'\'')) {
+        i += 1;
+    }
+    let blanks = i;
+    while matches!(b.get(i), Some(b' ' | b'\t')) {
+        if i - blanks >= MAX_KEY_NAME_BYTES {
+            return false;
+        }
+        i += 1;
+    }
+    matches!(b.get(i), Some(b':' | b'='))
+}
+
+/// `key=value`, `key: value`, `"key": "value"` where the key ends in a secret word.
+fn assignment_hits(text: &str, lower: &str, p: &Patterns) -> Vec<Hit> {
+    let b = text.as_bytes();
+    let is_key_byte = |x: u8| x.is_ascii_alphanumeric() || matches!(x, b'_' | b'.' | b'-');
+    let mut hits = Vec::new();
+    let mut last = 0;
+    let mut tried = usize::MAX;
+    for a in anchors(lower, KEY_STEMS) {
+        if a < last || !assignment_follows(b, a) {
+            continue;
+        }
+        // Walk back to where the key name starts (`OPENAI_API_` before `KEY`).
+        let mut ks = a;
+        while ks > 0
+            && a - ks <= MAX_KEY_NAME_BYTES
+            && b.get(ks - 1).is_some_and(|&x| is_key_byte(x))
+        {
+            ks -= 1;
+        }
+        if ks > 0 && b.get(ks - 1).is_some_and(|&x| is_key_byte(x)) {
+            continue; // longer than MAX_KEY_NAME_BYTES
+        }
+        while ks < a && b.get(ks).is_some_and(|x| matches!(x, b'_' | b'.' | b'-')) {
+            ks += 1;
+        }
+        if ks < last || ks == tried {
+            continue;
+        }
+        tried = ks;
+        let Some(caps) = p
+            .assignment
+            .captures(window(text, ks, MAX_MATCH_WINDOW_BYTES))
+        else {
+            continue;
+        };
+        let Some(all) = caps.get(0) else { continue };
+        if let Some(with) = assignment_replacement(&caps) {
+            last = ks + all.end();
+            hits.push(Hit {
+                start: ks,
+                end: last,
+                with,
+            });
+        }
+    }
+    hits
+}
+
+/// The redacted form of an assignment match, or `None` to keep it.
+fn assignment_replacement(caps: &Captures<'_>) -> Option<String> {
+    let key_and_sep = caps.get(1)?.as_str();
+    if let Some(v) = caps.get(5) {
+        let v = v.as_str();
+        return (!v.is_empty() && v != REDACTED).then(|| format!("{key_and_sep}\"{REDACTED}\""));
     }
     if let Some(v) = caps.get(6) {
-        if v.as_str().is_empty() || v.as_str() == REDACTED {
-            return all.to_string();
-        }
-        return format!("{key_and_sep}'{REDACTED}'");
+        let v = v.as_str();
+        return (!v.is_empty() && v != REDACTED).then(|| format!("{key_and_sep}'{REDACTED}'"));
     }
-    let Some(v) = caps.get(7).map(|m| m.as_str()) else {
-        return all.to_string();
-    };
-    if v.starts_with(REDACTED) || v.starts_with('[') && REDACTED.starts_with(v) {
-        return all.to_string();
+    let v = caps.get(7)?.as_str();
+    if v.starts_with(REDACTED) || (v.starts_with('[') && REDACTED.starts_with(v)) {
+        return None;
     }
     // `key=value` glued together (env files, query strings) is always a credential; `key: value`
     // and `key = value` are also how prose and code read, so the value must look like one.
     let glued = caps.get(3).is_some_and(|m| m.as_str() == "=")
         && caps.get(2).is_some_and(|m| m.as_str().is_empty())
         && caps.get(4).is_some_and(|m| m.as_str().is_empty());
-    if glued || looks_like_credential(v) {
-        format!("{key_and_sep}{REDACTED}")
-    } else {
-        all.to_string()
-    }
+    (glued || looks_like_credential(v)).then(|| format!("{key_and_sep}{REDACTED}"))
 }
 
 /// A credential-looking word: has a digit, upper and lower case past its first letter, or is
@@ -254,16 +562,6 @@ fn looks_like_credential(v: &str) -> bool {
     let lower = v.bytes().any(|b| b.is_ascii_lowercase());
     let upper_inside = v.bytes().skip(1).any(|b| b.is_ascii_uppercase());
     digit || (lower && upper_inside && len >= 8) || len >= 24
-}
-
-/// ASCII case-insensitive substring test; `needle` must be lowercase ASCII.
-fn contains_ascii_ci(hay: &str, needle: &str) -> bool {
-    let n = needle.as_bytes();
-    !n.is_empty()
-        && hay
-            .as_bytes()
-            .windows(n.len())
-            .any(|w| w.eq_ignore_ascii_case(n))
 }
 
 #[cfg(test)]
@@ -336,6 +634,14 @@ mod tests {
             s("Authorization: Basic dXNlcjpwYXNzd29yZA=="),
             format!("Authorization: Basic {REDACTED}")
         );
+        assert_eq!(
+            s("curl -H 'Authorization: Bearer sk-abc' x"),
+            format!("curl -H 'Authorization: Bearer {REDACTED}' x")
+        );
+        assert_eq!(
+            s("Authorization: Bearer abc.def.ghi"),
+            format!("Authorization: Bearer {REDACTED}")
+        );
         // Prose.
         let prose = "The bearer instrument was signed; basic arithmetic suffices.";
         assert!(matches!(scrub(prose), Cow::Borrowed(_)));
@@ -367,6 +673,15 @@ mod tests {
                 "GET /x?user=a&token=[REDACTED]&page=2",
             ),
             ("db.password=letmein\nnext", "db.password=[REDACTED]\nnext"),
+            (
+                "cmd --token=abc --verbose",
+                "cmd --token=[REDACTED] --verbose",
+            ),
+            ("passphrase=hello world", "passphrase=[REDACTED] world"),
+            (
+                "export GITHUB_TOKEN=ghp_short",
+                "export GITHUB_TOKEN=[REDACTED]",
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(s(input), want, "for {input}");
@@ -431,6 +746,39 @@ mod tests {
         install_secret_literals(["zq-lit-AAAA".to_string(), "zq-lit-AAAA-BBBB".to_string()]);
         assert_eq!(s("x zq-lit-AAAA-BBBB y"), format!("x {REDACTED} y"));
         assert_eq!(s("x zq-lit-AAAA y"), format!("x {REDACTED} y"));
+    }
+
+    #[test]
+    fn literal_list_is_bounded_and_filtered() {
+        let mut list = Vec::new();
+        let values = (0..MAX_SECRET_LITERALS + 10).map(|i| format!("secret-value-{i:04}"));
+        assert_eq!(add_literals(&mut list, values), 10);
+        assert_eq!(list.len(), MAX_SECRET_LITERALS);
+        // Duplicates, blanks, short and huge values are skipped, not counted as dropped.
+        let mut list = Vec::new();
+        let dropped = add_literals(
+            &mut list,
+            [
+                "abcdef".to_string(),
+                " abcdef ".to_string(),
+                "abcde".to_string(),
+                "ééééé".to_string(),
+                "x".repeat(MAX_SECRET_LITERAL_BYTES + 1),
+                "abcdefgh".to_string(),
+            ],
+        );
+        assert_eq!(dropped, 0);
+        assert_eq!(list, vec!["abcdefgh".to_string(), "abcdef".to_string()]);
+    }
+
+    #[test]
+    fn long_tokens_are_redacted_whole() {
+        let token = format!("sk-{}", "a1B2".repeat(1000));
+        assert_eq!(s(&format!("k {token} end")), format!("k {REDACTED} end"));
+        let tg = format!("123456789:{}", "A".repeat(3000));
+        assert_eq!(s(&format!("bot{tg}/x")), format!("bot{REDACTED}/x"));
+        let bearer = format!("Bearer {}", "ab.CD".repeat(500));
+        assert_eq!(s(&bearer), format!("Bearer {REDACTED}"));
     }
 
     #[test]

@@ -91,21 +91,21 @@ const PARAGRAPHS: &[&str] = &[
 pub fn html_to_text(html: &str, max_out_bytes: usize) -> String {
     let b = html.as_bytes();
     let mut w = Writer::new(max_out_bytes);
-    let mut pre_depth = 0usize;
-    let mut link: Option<Link> = None;
+    let mut st = State::default();
     let mut i = 0;
     while i < b.len() && !w.full {
+        let pre = st.pre_depth > 0;
         match b.get(i) {
-            Some(b'<') => i = markup(html, i, &mut w, &mut pre_depth, &mut link),
+            Some(b'<') => i = markup(html, i, &mut w, &mut st),
             Some(b'&') => {
                 let rest = html.get(i..).unwrap_or("");
                 match decode_entity(rest) {
                     Some((c, len)) => {
-                        w.ch(c, pre_depth > 0);
+                        w.ch(c, pre);
                         i += len;
                     }
                     None => {
-                        w.ch('&', pre_depth > 0);
+                        w.ch('&', pre);
                         i += 1;
                     }
                 }
@@ -115,7 +115,7 @@ pub fn html_to_text(html: &str, max_out_bytes: usize) -> String {
                     .get(i..)
                     .and_then(|r| r.iter().position(|&c| c == b'<' || c == b'&'))
                     .map_or(b.len(), |p| p + i);
-                w.text(html.get(i..end).unwrap_or(""), pre_depth > 0);
+                w.text(html.get(i..end).unwrap_or(""), pre);
                 i = end;
             }
         }
@@ -128,14 +128,46 @@ struct Link {
     start: usize,
 }
 
+/// What the single pass carries from one piece of markup to the next.
+#[derive(Default)]
+struct State {
+    pre_depth: usize,
+    link: Option<Link>,
+    /// Last results of the searches for `</head` and `<body`, so that many unclosed `<head>`
+    /// tags do not search the rest of the page again each time.
+    head_close: Memo,
+    body_open: Memo,
+}
+
+/// A remembered forward search: where the needle was found at or after `from`, if anywhere.
+#[derive(Default, Clone, Copy)]
+struct Memo {
+    searched_from: Option<usize>,
+    found: Option<usize>,
+}
+
+impl Memo {
+    fn find_ci(&mut self, hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+        if let Some(prev) = self.searched_from
+            && prev <= from
+        {
+            match self.found {
+                None => return None,
+                Some(p) if p >= from => return Some(p),
+                Some(_) => {}
+            }
+        }
+        let found = find_ci(hay, from, needle);
+        *self = Memo {
+            searched_from: Some(from),
+            found,
+        };
+        found
+    }
+}
+
 /// Handles the markup starting with `<` at `i`; returns where to continue.
-fn markup(
-    html: &str,
-    i: usize,
-    w: &mut Writer,
-    pre_depth: &mut usize,
-    link: &mut Option<Link>,
-) -> usize {
+fn markup(html: &str, i: usize, w: &mut Writer, st: &mut State) -> usize {
     let b = html.as_bytes();
     let at = |k: usize| b.get(k).copied();
     match at(i + 1) {
@@ -149,16 +181,16 @@ fn markup(
         Some(b'/') if at(i + 2).is_some_and(|c| c.is_ascii_alphabetic()) => {
             let (name, after) = tag_name(b, i + 2);
             let end = find(b, after, b">").map_or(b.len(), |p| p + 1);
-            end_tag(&name, w, pre_depth, link);
+            end_tag(&name, w, st);
             end
         }
         Some(c) if c.is_ascii_alphabetic() => {
             let (name, after) = tag_name(b, i + 1);
             let tag = attributes(html, after, name == "a");
-            start_tag(html, &name, tag, w, pre_depth, link)
+            start_tag(html, &name, tag, w, st)
         }
         _ => {
-            w.ch('<', *pre_depth > 0);
+            w.ch('<', st.pre_depth > 0);
             i + 1
         }
     }
@@ -266,22 +298,15 @@ fn attributes(html: &str, mut j: usize, want_href: bool) -> StartTag {
     }
 }
 
-fn start_tag(
-    html: &str,
-    name: &str,
-    tag: StartTag,
-    w: &mut Writer,
-    pre_depth: &mut usize,
-    link: &mut Option<Link>,
-) -> usize {
+fn start_tag(html: &str, name: &str, tag: StartTag, w: &mut Writer, st: &mut State) -> usize {
     let b = html.as_bytes();
     if DROPPED.contains(&name) && !tag.self_closing {
         let mut close = Vec::with_capacity(name.len() + 2);
         close.extend_from_slice(b"</");
         close.extend_from_slice(name.as_bytes());
-        let found = find_ci(b, tag.end, &close);
         if name == "head" {
-            let body = find_ci(b, tag.end, b"<body");
+            let found = st.head_close.find_ci(b, tag.end, b"</head");
+            let body = st.body_open.find_ci(b, tag.end, b"<body");
             return match (found, body) {
                 (Some(c), Some(d)) if d < c => d,
                 (Some(c), _) => find(b, c, b">").map_or(b.len(), |p| p + 1),
@@ -289,7 +314,7 @@ fn start_tag(
                 (None, None) => tag.end,
             };
         }
-        return match found {
+        return match find_ci(b, tag.end, &close) {
             Some(c) => find(b, c, b">").map_or(b.len(), |p| p + 1),
             None => b.len(),
         };
@@ -302,7 +327,7 @@ fn start_tag(
         }
         "td" | "th" => w.space(),
         "a" => {
-            *link = Some(Link {
+            st.link = Some(Link {
                 href: tag.href,
                 start: w.out.len(),
             })
@@ -310,7 +335,7 @@ fn start_tag(
         "pre" => {
             w.block(2);
             if !tag.self_closing {
-                *pre_depth += 1;
+                st.pre_depth += 1;
             }
         }
         n if PARAGRAPHS.contains(&n) => w.block(2),
@@ -320,13 +345,13 @@ fn start_tag(
     tag.end
 }
 
-fn end_tag(name: &str, w: &mut Writer, pre_depth: &mut usize, link: &mut Option<Link>) {
+fn end_tag(name: &str, w: &mut Writer, st: &mut State) {
     match name {
         "a" => {
             if let Some(Link {
                 href: Some(href),
                 start,
-            }) = link.take()
+            }) = st.link.take()
             {
                 let lower = href.to_ascii_lowercase();
                 let absolute = lower.starts_with("http://") || lower.starts_with("https://");
@@ -341,7 +366,7 @@ fn end_tag(name: &str, w: &mut Writer, pre_depth: &mut usize, link: &mut Option<
             }
         }
         "pre" => {
-            *pre_depth = pre_depth.saturating_sub(1);
+            st.pre_depth = st.pre_depth.saturating_sub(1);
             w.block(2);
         }
         "td" | "th" => w.space(),
@@ -855,6 +880,9 @@ mod tests {
             let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
             let _ = html_to_text(&String::from_utf8_lossy(&bytes), 200);
         }
+        // Many unclosed heads: each must not search the rest of the page again.
+        let heads = "<head>x".repeat(50_000);
+        assert_eq!(html_to_text(&heads, 1_000_000), "x".repeat(50_000));
         let deep = "<div>".repeat(100_000);
         assert_eq!(html_to_text(&deep, 1000), "");
         let many = "<a href='https://x.org/'>x</a>".repeat(10_000);
