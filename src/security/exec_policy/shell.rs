@@ -435,7 +435,7 @@ pub(super) fn command_of(words: &[String]) -> Option<(&str, &[String])> {
                 w.len() > 1
                     && w.starts_with('-')
                     && !w.starts_with("--")
-                    && w[1..].chars().all(|c| c.is_ascii_alphabetic())
+                    && w.chars().skip(1).all(|c| c.is_ascii_alphabetic())
                     && w.contains('c')
             });
             if let Some(k) = dash_c {
@@ -470,7 +470,10 @@ pub(super) fn is_long_opt(a: &str, full: &str) -> bool {
 
 /// Short-option cluster (`-rf`) containing one of `letters`.
 pub(super) fn short_opts_contain(a: &str, letters: &[char]) -> bool {
-    a.len() > 1 && a.starts_with('-') && !a.starts_with("--") && a[1..].contains(letters)
+    a.len() > 1
+        && a.starts_with('-')
+        && !a.starts_with("--")
+        && a.get(1..).is_some_and(|f| f.contains(letters))
 }
 
 pub(super) fn positionals(args: &[String]) -> Vec<&String> {
