@@ -32,4 +32,5 @@ pub mod security;
 pub mod signals;
 pub mod status;
 pub mod store;
+pub mod text;
 pub mod tools;
