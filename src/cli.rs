@@ -432,12 +432,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             println!("{}", crate::status::report(&l));
             Ok(())
         }
-        Cmd::Gateway(_)
-        | Cmd::Serial(_)
-        | Cmd::Heartbeat(_)
-        | Cmd::Cron(_)
-        | Cmd::Memory(_)
-        | Cmd::Doctor(_) => {
+        Cmd::Heartbeat(_) => crate::scheduler::cli::heartbeat_command(home),
+        Cmd::Cron(c) => crate::scheduler::cli::cron_command(home, c.cmd),
+        Cmd::Gateway(_) | Cmd::Serial(_) | Cmd::Memory(_) | Cmd::Doctor(_) => {
             let _ = load(home, true)?;
             Err(CliError::Runtime(
                 "this command is not available in this build yet".into(),

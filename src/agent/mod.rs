@@ -90,7 +90,7 @@ impl Agent {
                 Err(e) => log::warn!("fallback provider {} skipped: {e}", f.model),
             }
         }
-        let tools = Tools::new(home.workspace(), cfg.clone(), workers.clone());
+        let tools = Tools::new(home.workspace(), cfg.clone(), workers.clone(), db.clone());
         Ok(Agent {
             cfg,
             home,

@@ -12,7 +12,9 @@
 //! `synchronous=FULL` waits for the SD card on commit). The executor thread owns the
 //! connection; see docs/DECISIONS.md for why that is acceptable here.
 
+pub mod cron;
 pub mod history;
+pub mod lease;
 pub mod state;
 pub mod usage;
 
@@ -35,6 +37,8 @@ pub enum StoreError {
     Sql(rusqlite::Error),
     /// Stored data could not be decoded.
     Corrupt(String),
+    /// A bounded table is full (what, its limit).
+    Full(&'static str, usize),
 }
 
 impl fmt::Display for StoreError {
@@ -51,6 +55,9 @@ impl fmt::Display for StoreError {
             ),
             StoreError::Sql(e) => write!(f, "database error: {e}"),
             StoreError::Corrupt(what) => write!(f, "database holds bad data: {what}"),
+            StoreError::Full(what, max) => {
+                write!(f, "too many {what}: the limit is {max}, remove some first")
+            }
         }
     }
 }
