@@ -156,10 +156,11 @@ pub async fn run(agent: &Agent, opts: Options) {
                 Jump::Forward(d) => log::info!("the clock jumped forward by {d} s"),
                 Jump::Backward(d) => {
                     log::warn!("the clock was stepped back by {d} s");
-                    if d > jobs::REPLAN_BACKWARD_JUMP_SECS && now >= opts.floor {
-                        if let Err(e) = jobs::replan_all(&agent.db, &tz, now) {
-                            log::error!("cannot re-plan cron jobs: {e}");
-                        }
+                    if d > jobs::REPLAN_BACKWARD_JUMP_SECS
+                        && now >= opts.floor
+                        && let Err(e) = jobs::replan_all(&agent.db, &tz, now)
+                    {
+                        log::error!("cannot re-plan cron jobs: {e}");
                     }
                 }
             }
