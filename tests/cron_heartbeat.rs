@@ -572,3 +572,94 @@ fn the_loop_holds_everything_while_the_clock_is_before_the_build_time() {
         Some("0")
     );
 }
+
+/// Run the loop with a clock the test can move, calling `step` every 20 ms until it
+/// returns true (bounded, like `run_loop_until`).
+fn run_loop_with(agent: &Agent, clock: Rc<std::cell::Cell<i64>>, step: impl Fn() -> bool) {
+    let c = clock.clone();
+    let opts = runner::Options {
+        clock: Rc::new(move || c.get()),
+        ..runner::Options::default()
+    };
+    let finished = smol::block_on(smol::future::or(
+        async {
+            runner::run(agent, opts).await;
+            false
+        },
+        async {
+            for _ in 0..1500 {
+                if step() {
+                    return true;
+                }
+                smol::Timer::after(Duration::from_millis(20)).await;
+            }
+            false
+        },
+    ));
+    assert!(finished, "the scheduler did not get there");
+}
+
+#[test]
+fn a_job_added_while_the_loop_sleeps_runs_without_waiting_for_the_next_wake() {
+    let fake = fakes("unused", Duration::ZERO);
+    let p = in_process(&fake, r#""enabled":false"#);
+    let db = p.agent.db.clone();
+    let tz = jobs::timezone("UTC").unwrap();
+    let clock = Rc::new(std::cell::Cell::new(T));
+    let added = std::cell::Cell::new(None);
+    let polls = std::cell::Cell::new(0);
+    run_loop_with(&p.agent, clock, || {
+        polls.set(polls.get() + 1);
+        match added.get() {
+            // Give the loop time to go to sleep (it has nothing to do), then add a job
+            // that is already due.
+            None if polls.get() > 5 => {
+                let req = jobs::JobRequest {
+                    schedule: "every 1h",
+                    text: "ping",
+                    to: Some("telegram:42"),
+                    is_message: true,
+                };
+                added.set(Some(jobs::add(&db, &tz, &req, T - 7200, 0).unwrap().id));
+                false
+            }
+            None => false,
+            Some(id) => {
+                // Other tests' loops in this process share the signal: keep ringing.
+                yoctoclaw::scheduler::notify_jobs_changed();
+                db.get_cron_job(id).unwrap().unwrap().last_run.is_some()
+            }
+        }
+    });
+    assert_eq!(sends(&fake).len(), 1);
+}
+
+#[test]
+fn a_clock_stepped_far_back_replans_the_jobs() {
+    let fake = fakes("unused", Duration::ZERO);
+    let p = in_process(&fake, r#""enabled":false"#);
+    let db = p.agent.db.clone();
+    let tz = jobs::timezone("UTC").unwrap();
+    // The board's clock was set ten years ahead when the job was planned.
+    let wrong = T + 10 * 365 * 86_400;
+    let req = jobs::JobRequest {
+        schedule: "every 1h",
+        text: "ping",
+        to: Some("telegram:42"),
+        is_message: true,
+    };
+    let id = jobs::add(&db, &tz, &req, wrong, 0).unwrap().id;
+    let clock = Rc::new(std::cell::Cell::new(wrong));
+    let polls = std::cell::Cell::new(0);
+    let c = clock.clone();
+    run_loop_with(&p.agent, clock, || {
+        polls.set(polls.get() + 1);
+        if polls.get() == 5 {
+            // NTP steps the clock back; the loop notices on its next wake.
+            c.set(T);
+        }
+        yoctoclaw::scheduler::notify_jobs_changed();
+        db.get_cron_job(id).unwrap().unwrap().next_run == Some(T + 3600)
+    });
+    assert_eq!(sends(&fake).len(), 0, "re-planned, not run");
+}

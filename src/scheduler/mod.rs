@@ -19,6 +19,8 @@ pub mod runner;
 pub mod schedule;
 pub mod tz;
 
+pub use runner::{Options, run};
+
 use std::sync::OnceLock;
 
 type ChangeChannel = (async_channel::Sender<()>, async_channel::Receiver<()>);

@@ -143,7 +143,9 @@ pub async fn run(agent: &Agent, opts: Options) {
     };
     let dctx = DeliverCtx::new(&agent.cfg, &agent.env, agent.workers.clone());
     let changes = super::jobs_changed();
-    let started = clock();
+    // When the loop first saw a sane clock: a heartbeat that never ran is due one
+    // interval after that.
+    let mut started: Option<i64> = None;
     let mut held = false;
     let mut last_daily: Option<i64> = None;
     let mut slept: Option<(i64, Instant)> = None;
@@ -182,6 +184,7 @@ pub async fn run(agent: &Agent, opts: Options) {
             log::info!("the clock is set: cron and heartbeat resume");
             held = false;
         }
+        let started = *started.get_or_insert(now);
         let next_events = pass(agent, &opts, &dctx, &tz, started, now, &mut last_daily).await;
         let after = clock();
         let secs = sleep_secs(after, &next_events);
@@ -207,6 +210,8 @@ async fn pass(
     let hb = &agent.cfg.heartbeat;
     let mut next_heartbeat = None;
     if hb.enabled {
+        // Cron jobs may have taken a while: read the clock again.
+        let now = (opts.clock)();
         let interval = heartbeat::interval_secs(hb.interval_mins);
         let due = heartbeat_state_due(&agent.db, interval, started, now);
         if due <= now {
