@@ -280,6 +280,20 @@ fn heartbeat_skips_the_template_file_without_a_model_call() {
 }
 
 #[test]
+fn heartbeat_without_a_file_is_skipped_and_recorded() {
+    let fake = fakes("should not be asked", Duration::ZERO);
+    let home = home_with(&fake.url(), "");
+    std::fs::remove_file(home.workspace().join("HEARTBEAT.md")).unwrap();
+    let out = home.run(&["heartbeat"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(fake.requests().len(), 0);
+    assert_eq!(
+        state(&home, "heartbeat.last_result").as_deref(),
+        Some("skipped: no HEARTBEAT.md")
+    );
+}
+
+#[test]
 fn heartbeat_ok_is_not_delivered() {
     let fake = fakes("All fine. HEARTBEAT_OK", Duration::ZERO);
     let home = home_with(&fake.url(), r#""deliver_to":"telegram:42""#);

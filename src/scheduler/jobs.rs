@@ -516,6 +516,65 @@ mod tests {
     }
 
     #[test]
+    fn random_requests_never_panic_and_only_valid_ones_are_stored() {
+        let db = Db::open_in_memory().unwrap();
+        let pieces = [
+            "every",
+            "at",
+            " ",
+            "*",
+            "/",
+            "-",
+            ",",
+            "5",
+            "0",
+            "59",
+            "61",
+            "m",
+            "h",
+            "d",
+            "2027-01-15T09:00",
+            "mon",
+            "jan",
+            "@daily",
+            "telegram:",
+            "42",
+            "stdout",
+            "é",
+            "\n",
+            "\u{0}",
+            "99999999999999999999",
+        ];
+        let mut x: u64 = 0x1234_5678_9abc_def1;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..3000 {
+            let mut parts = [String::new(), String::new(), String::new()];
+            for p in parts.iter_mut() {
+                for _ in 0..(next() % 8) {
+                    p.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+                }
+            }
+            let req = JobRequest {
+                schedule: &parts[0],
+                text: &parts[1],
+                to: Some(&parts[2]),
+                is_message: next() & 1 == 0,
+            };
+            if let Ok(job) = add(&db, &Tz::Utc, &req, NOW, 0) {
+                assert!(Schedule::parse(&job.schedule).is_ok());
+                assert!(Target::parse(&job.target).is_some());
+                assert!(!job.prompt.trim().is_empty());
+                db.remove_cron_job(job.id).unwrap();
+            }
+        }
+    }
+
+    #[test]
     fn one_line_cuts_long_text() {
         assert_eq!(one_line("a\nb", 10), "a b");
         assert_eq!(one_line(&"é".repeat(100), 5), "éééé…");
