@@ -441,7 +441,9 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             let l = load(home, false)?;
             crate::gateway::run(&l)
         }
-        Cmd::Serial(_) | Cmd::Heartbeat(_) | Cmd::Cron(_) | Cmd::Doctor(_) => {
+        Cmd::Heartbeat(_) => crate::scheduler::cli::heartbeat_command(home),
+        Cmd::Cron(c) => crate::scheduler::cli::cron_command(home, c.cmd),
+        Cmd::Serial(_) | Cmd::Doctor(_) => {
             let _ = load(home, true)?;
             Err(CliError::Runtime(
                 "this command is not available in this build yet".into(),

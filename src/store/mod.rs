@@ -12,7 +12,9 @@
 //! `synchronous=FULL` waits for the SD card on commit). The executor thread owns the
 //! connection; see docs/DECISIONS.md for why that is acceptable here.
 
+pub mod cron;
 pub mod history;
+pub mod lease;
 pub mod memory;
 pub mod state;
 pub mod summary;
@@ -37,6 +39,8 @@ pub enum StoreError {
     Sql(rusqlite::Error),
     /// Stored data could not be decoded.
     Corrupt(String),
+    /// A bounded table is full (what, its limit).
+    Full(&'static str, usize),
 }
 
 impl fmt::Display for StoreError {
@@ -53,6 +57,9 @@ impl fmt::Display for StoreError {
             ),
             StoreError::Sql(e) => write!(f, "database error: {e}"),
             StoreError::Corrupt(what) => write!(f, "database holds bad data: {what}"),
+            StoreError::Full(what, max) => {
+                write!(f, "too many {what}: the limit is {max}, remove some first")
+            }
         }
     }
 }
@@ -200,11 +207,32 @@ impl Db {
         if version > MIGRATIONS.len() as i64 {
             return Err(StoreError::TooNew(version));
         }
+        if version == MIGRATIONS.len() as i64 {
+            return Ok(());
+        }
+        // Take the write lock before reading the version again: two processes opening a
+        // new file at once (daemon + crontab) must not both run a migration.
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match self.migrate_locked() {
+            Ok(()) => Ok(self.conn.execute_batch("COMMIT")?),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    fn migrate_locked(&self) -> Result<(), StoreError> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(StoreError::TooNew(version));
+        }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-            let tx = self.conn.unchecked_transaction()?;
-            tx.execute_batch(sql)?;
-            tx.execute_batch(&format!("PRAGMA user_version={}", i + 1))?;
-            tx.commit()?;
+            self.conn.execute_batch(sql)?;
+            self.conn
+                .execute_batch(&format!("PRAGMA user_version={}", i + 1))?;
             log::info!("database migrated to schema version {}", i + 1);
         }
         Ok(())
@@ -257,6 +285,29 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_first_opens_migrate_once() {
+        let dir = std::env::temp_dir().join(format!("yc-db-race-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("race.db");
+        for round in 0..5 {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(dir.join("race.db-wal"));
+            let _ = std::fs::remove_file(dir.join("race.db-shm"));
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let p = path.clone();
+                    std::thread::spawn(move || Db::open(&p, 64).map(|db| db.schema_version()))
+                })
+                .collect();
+            for t in threads {
+                let r = t.join().unwrap();
+                assert!(matches!(r, Ok(Ok(SCHEMA_VERSION))), "round {round}: {r:?}");
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

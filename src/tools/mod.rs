@@ -9,6 +9,7 @@
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
 
 mod args;
+pub mod cron;
 pub mod fs;
 pub mod memory;
 
@@ -69,7 +70,19 @@ const ALL: &[ToolSpec] = &[
     memory::MEMORY_STORE,
     memory::MEMORY_SEARCH,
     memory::MEMORY_FORGET,
+    cron::CRON_ADD,
+    cron::CRON_LIST,
+    cron::CRON_REMOVE,
 ];
+
+/// Tools that ask the user first under `supervised` autonomy (and are refused under
+/// `read_only`): they change what runs unattended.
+const NEEDS_APPROVAL: &[&str] = &["cron_add", "cron_remove"];
+
+/// True when a call to `name` needs the user's approval under `supervised` autonomy.
+pub fn needs_approval(name: &str) -> bool {
+    NEEDS_APPROVAL.contains(&name)
+}
 
 impl Tools {
     pub fn new(workspace: PathBuf, cfg: Rc<Config>, workers: Workers, db: Rc<Db>) -> Tools {
@@ -95,7 +108,7 @@ impl Tools {
         &self,
         name: &str,
         arguments: &str,
-        _ctx: &CallContext,
+        ctx: &CallContext,
     ) -> Result<String, ToolError> {
         let args = Args::parse(arguments)?;
         let restrict = self.cfg.agent.restrict_to_workspace;
@@ -105,6 +118,9 @@ impl Tools {
             "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
             "memory_search" => memory::memory_search(&self.db, &args, now_secs()),
             "memory_forget" => memory::memory_forget(&self.db, &args),
+            "cron_add" => cron::add(&self.db, &self.cfg, ctx, &args, crate::clock::now()),
+            "cron_list" => cron::list(&self.db, &self.cfg),
+            "cron_remove" => cron::remove(&self.db, &self.cfg, &args),
             other => Err(ToolError::Unknown(other.to_string())),
         }
     }
@@ -138,6 +154,12 @@ mod tests {
         assert!(c.len() <= 301 + 64);
         assert!(c.contains("truncated"));
         assert_eq!(cap_text("short", 100), "short");
+    }
+
+    #[test]
+    fn cron_changes_need_approval_and_listing_does_not() {
+        assert!(needs_approval("cron_add") && needs_approval("cron_remove"));
+        assert!(!needs_approval("cron_list") && !needs_approval("read_file"));
     }
 
     #[test]
