@@ -185,3 +185,11 @@ fn random_config_text_never_panics() {
         let _ = parse_str(&s);
     }
 }
+
+#[test]
+fn an_unknown_timezone_is_a_config_error() {
+    let e = parse_str(r#"{"agent":{"timezone":"Mars/Olympus_Mons"}}"#).unwrap_err();
+    assert!(e.to_string().contains("agent.timezone"), "{e}");
+    assert!(parse_str(r#"{"agent":{"timezone":"+05:30"}}"#).is_ok());
+    assert!(parse_str(r#"{"agent":{"timezone":"UTC"}}"#).is_ok());
+}

@@ -360,6 +360,14 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
+    if let Err(e) = crate::scheduler::tz::Tz::parse(&agent.timezone) {
+        return Err(ConfigError::BadValue {
+            key: "agent.timezone".into(),
+            expected: format!(
+                "UTC, an offset like +02:00, or a time zone name found in the system zoneinfo ({e})"
+            ),
+        });
+    }
     let mut s = top.section("heartbeat")?;
     let dh = &d.heartbeat;
     let heartbeat = HeartbeatConfig {
