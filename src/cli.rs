@@ -432,8 +432,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             println!("{}", crate::status::report(&l));
             Ok(())
         }
+        Cmd::Serial(s) => {
+            let l = load(home, false)?;
+            crate::channels::serial::command(&l, &s.device, s.baud, s.echo)
+        }
         Cmd::Gateway(_)
-        | Cmd::Serial(_)
         | Cmd::Heartbeat(_)
         | Cmd::Cron(_)
         | Cmd::Memory(_)

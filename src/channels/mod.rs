@@ -1,6 +1,7 @@
 //! Channels: where messages come from and where replies go (terminal, Telegram, serial),
 //! plus the delivery targets used by heartbeat and cron (`telegram:<id>`, `stdout`, log).
 
+pub mod serial;
 pub mod telegram;
 pub mod terminal;
 
