@@ -447,11 +447,8 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             let l = load(home, false)?;
             crate::channels::serial::command(&l, &s.device, s.baud, s.echo)
         }
-        Cmd::Gateway(_)
-        | Cmd::Heartbeat(_)
-        | Cmd::Cron(_)
-        | Cmd::Memory(_)
-        | Cmd::Doctor(_) => {
+        Cmd::Doctor(_) => crate::doctor::command(home),
+        Cmd::Gateway(_) | Cmd::Heartbeat(_) | Cmd::Cron(_) | Cmd::Memory(_) => {
             let _ = load(home, true)?;
             Err(CliError::Runtime(
                 "this command is not available in this build yet".into(),

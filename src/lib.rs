@@ -17,6 +17,7 @@ pub mod channels;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod doctor;
 pub mod files;
 pub mod json;
 pub mod limits;
