@@ -270,7 +270,10 @@ mod tests {
         let mut sink = FileSink::open(&path, max).unwrap();
         let mut longest = 0;
         for i in 0..2000 {
-            let line = format!("2026-01-01T00:00:00Z INFO  line {i} {}\n", "x".repeat(i % 90));
+            let line = format!(
+                "2026-01-01T00:00:00Z INFO  line {i} {}\n",
+                "x".repeat(i % 90)
+            );
             longest = longest.max(line.len() as u64);
             sink.write_line(line.as_bytes()).unwrap();
         }

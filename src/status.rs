@@ -75,7 +75,13 @@ pub fn parse_proc_status(text: &str) -> Option<Rss> {
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
     };
     let rss_kib = field("VmRSS:")?;
     let hwm_kib = field("VmHWM:").unwrap_or(rss_kib);
@@ -241,7 +247,10 @@ pub fn report(l: &Loaded) -> String {
     let db_path = l.home.db_file();
     if !db_path.exists() {
         let _ = writeln!(s, "gateway:    never started");
-        let _ = write!(s, "database:   not created yet (run yoctoclaw agent or gateway)");
+        let _ = write!(
+            s,
+            "database:   not created yet (run yoctoclaw agent or gateway)"
+        );
         return s;
     }
     let db = match Db::open(&db_path, cfg.memory.cache_kib) {
@@ -394,7 +403,8 @@ mod tests {
 
     #[test]
     fn proc_status_is_parsed() {
-        let text = "Name:\tyoctoclaw\nVmPeak:\t  9000 kB\nVmHWM:\t    6100 kB\nVmRSS:\t    5120 kB\n";
+        let text =
+            "Name:\tyoctoclaw\nVmPeak:\t  9000 kB\nVmHWM:\t    6100 kB\nVmRSS:\t    5120 kB\n";
         assert_eq!(
             parse_proc_status(text),
             Some(Rss {
@@ -424,7 +434,10 @@ mod tests {
         let Gateway::Running(r) = read_gateway_record(&db, 1030).unwrap() else {
             panic!("our own pid is alive");
         };
-        assert_eq!((r.pid, r.rss_kib, r.hwm_kib, r.live_sessions), (me, 4000, 4500, 3));
+        assert_eq!(
+            (r.pid, r.rss_kib, r.hwm_kib, r.live_sessions),
+            (me, 4000, 4500, 3)
+        );
         // Too old.
         assert!(matches!(
             read_gateway_record(&db, 1000 + GATEWAY_RECORD_STALE_SECS + 1).unwrap(),

@@ -66,7 +66,10 @@ fn doctor(home: &TempHome, envs: &[(&str, &str)]) -> Output {
 fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
     stdout
         .lines()
-        .find(|l| l.get(5..).is_some_and(|rest| rest.starts_with(&format!("{name} "))))
+        .find(|l| {
+            l.get(5..)
+                .is_some_and(|rest| rest.starts_with(&format!("{name} ")))
+        })
         .unwrap_or_else(|| panic!("no {name} line in:\n{stdout}"))
 }
 
@@ -95,11 +98,23 @@ fn everything_ok_against_healthy_fakes() {
             "{l}\n{stdout}"
         );
     }
-    assert!(line(&stdout, "provider").contains("TCP connect ok"), "{stdout}");
-    assert!(line(&stdout, "model").contains("fake-model is listed"), "{stdout}");
+    assert!(
+        line(&stdout, "provider").contains("TCP connect ok"),
+        "{stdout}"
+    );
+    assert!(
+        line(&stdout, "model").contains("fake-model is listed"),
+        "{stdout}"
+    );
     assert!(line(&stdout, "telegram").starts_with("OK"), "{stdout}");
-    assert!(stdout.contains("OK   bot token  valid (@fake_bot)"), "{stdout}");
-    assert!(line(&stdout, "database").contains("integrity ok, schema 1"), "{stdout}");
+    assert!(
+        stdout.contains("OK   bot token  valid (@fake_bot)"),
+        "{stdout}"
+    );
+    assert!(
+        line(&stdout, "database").contains("integrity ok, schema 1"),
+        "{stdout}"
+    );
     assert!(line(&stdout, "fts5").starts_with("OK"), "{stdout}");
     assert!(line(&stdout, "clock").starts_with("OK"), "{stdout}");
     assert!(stdout.contains(", 0 FAIL"), "{stdout}");
@@ -118,7 +133,11 @@ fn an_unreachable_provider_fails_with_exit_1() {
     assert!(l.starts_with("FAIL"), "{stdout}");
     assert!(l.contains("cannot connect") && l.contains("check"), "{l}");
     assert!(line(&stdout, "model").starts_with("WARN"), "{stdout}");
-    assert!(text(&out.stderr).contains("check(s) failed"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("check(s) failed"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -133,9 +152,15 @@ fn a_bad_bot_token_fails_and_is_never_printed() {
     let fails: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
     assert_eq!(fails.len(), 1, "{stdout}");
     assert!(fails[0].contains("bot token"), "{stdout}");
-    assert!(fails[0].contains("HTTP 401") && fails[0].contains("@BotFather"), "{stdout}");
+    assert!(
+        fails[0].contains("HTTP 401") && fails[0].contains("@BotFather"),
+        "{stdout}"
+    );
     assert!(!stdout.contains(BAD_TOKEN) && !stderr.contains(BAD_TOKEN));
-    assert!(!stdout.contains("BAD-token"), "not even part of it: {stdout}");
+    assert!(
+        !stdout.contains("BAD-token"),
+        "not even part of it: {stdout}"
+    );
 }
 
 #[test]
@@ -144,7 +169,11 @@ fn a_clock_before_the_build_is_a_warning() {
     let home = TempHome::onboarded("doc-clock", &config_for(&p.url(), ""));
     let out = doctor(&home, &[("YOCTOCLAW_TEST_NOW", "86400")]);
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "a warning is not a failure: {stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a warning is not a failure: {stdout}"
+    );
     let l = line(&stdout, "clock");
     assert!(l.starts_with("WARN"), "{l}");
     assert!(l.contains("1970-01-02") && l.contains("NTP"), "{l}");
@@ -184,7 +213,10 @@ fn loose_secrets_file_permissions_fail() {
         let out = doctor(&home, &[]);
         let stdout = text(&out.stdout);
         assert!(line(&stdout, "secrets").starts_with("OK"), "{stdout}");
-        assert!(line(&stdout, "api key").contains("from secrets.env"), "{stdout}");
+        assert!(
+            line(&stdout, "api key").contains("from secrets.env"),
+            "{stdout}"
+        );
         assert!(!stdout.contains("sk-loose-123456"));
         // The key went to the provider as a bearer token.
         let reqs = p.requests_to("/models");
@@ -202,10 +234,17 @@ fn the_model_check_adapts_to_what_the_provider_offers() {
     let home = TempHome::onboarded("doc-nolist", &config_for(&p.url(), ""));
     let out = doctor(&home, &[]);
     let stdout = text(&out.stdout);
-    assert!(line(&stdout, "model").contains("one-token request"), "{stdout}");
+    assert!(
+        line(&stdout, "model").contains("one-token request"),
+        "{stdout}"
+    );
     let chat = p.requests_to("/chat/completions");
     assert_eq!(chat.len(), 1);
-    assert!(chat[0].body.contains("\"max_tokens\":1"), "{}", chat[0].body);
+    assert!(
+        chat[0].body.contains("\"max_tokens\":1"),
+        "{}",
+        chat[0].body
+    );
     // A refused key.
     let p = provider(401);
     let home = TempHome::onboarded("doc-401", &config_for(&p.url(), ""));
@@ -213,7 +252,10 @@ fn the_model_check_adapts_to_what_the_provider_offers() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1));
     let l = line(&stdout, "model");
-    assert!(l.starts_with("FAIL") && l.contains("refused the key"), "{l}");
+    assert!(
+        l.starts_with("FAIL") && l.contains("refused the key"),
+        "{l}"
+    );
     // A model the provider does not list.
     let p = provider(200);
     let cfg = config_for(&p.url(), "").replace("fake-model", "missing-model");

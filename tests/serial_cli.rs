@@ -204,7 +204,11 @@ fn a_full_turn_and_a_slash_command_over_a_serial_line() {
 
     let reqs = fake.requests_to("/chat/completions");
     assert_eq!(reqs.len(), 1, "CRLF is one end of line, not two");
-    assert!(reqs[0].body.contains("\"content\":\"hello\""), "{}", reqs[0].body);
+    assert!(
+        reqs[0].body.contains("\"content\":\"hello\""),
+        "{}",
+        reqs[0].body
+    );
     assert!(reqs[0].body.contains("Channel: serial"), "{}", reqs[0].body);
 
     // Slash commands work here too and never reach the model.
@@ -213,7 +217,10 @@ fn a_full_turn_and_a_slash_command_over_a_serial_line() {
     assert!(out.contains("Commands:\r\n/new"), "{out:?}");
     pty.send(b"/status\r");
     let out = pty.wait_for("session: serial:", 1, &mut child);
-    assert!(out.contains(&format!("session: serial:{}", dev.display())), "{out:?}");
+    assert!(
+        out.contains(&format!("session: serial:{}", dev.display())),
+        "{out:?}"
+    );
     assert_eq!(fake.requests_to("/chat/completions").len(), 1);
 }
 
@@ -251,12 +258,23 @@ fn the_console_survives_the_device_going_away_and_coming_back() {
     // Same session: the second request carries the first exchange.
     let reqs = fake.requests_to("/chat/completions");
     assert_eq!(reqs.len(), 2);
-    assert!(reqs[1].body.contains("\"content\":\"first\""), "{}", reqs[1].body);
-    assert!(reqs[1].body.contains("\"content\":\"second\""), "{}", reqs[1].body);
+    assert!(
+        reqs[1].body.contains("\"content\":\"first\""),
+        "{}",
+        reqs[1].body
+    );
+    assert!(
+        reqs[1].body.contains("\"content\":\"second\""),
+        "{}",
+        reqs[1].body
+    );
 
     // One warning for the outage, one line when it is back; not one per retry.
     let log = child.log();
     assert_eq!(log.matches("lost (").count(), 1, "{log}");
     assert_eq!(log.matches(": back,").count(), 1, "{log}");
-    assert!(!log.contains("still cannot open"), "retries are debug-level: {log}");
+    assert!(
+        !log.contains("still cannot open"),
+        "retries are debug-level: {log}"
+    );
 }

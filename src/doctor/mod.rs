@@ -143,7 +143,10 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
             emit(c);
         }
     }
-    emit(clock_check(crate::clock::now(), crate::runtime::build_epoch()));
+    emit(clock_check(
+        crate::clock::now(),
+        crate::runtime::build_epoch(),
+    ));
     emit(disk_check(&home.dir));
     emit(memory_check());
     emit(database_check(&home));
@@ -194,7 +197,9 @@ fn mode_of(p: &Path) -> Option<u32> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        std::fs::metadata(p).ok().map(|m| m.permissions().mode() & 0o777)
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o777)
     }
     #[cfg(not(unix))]
     {
@@ -289,7 +294,11 @@ fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
         Check::new(
             Verdict::Ok,
             "api key",
-            format!("{} is set (from {})", p.api_key_env, where_from(&p.api_key_env)),
+            format!(
+                "{} is set (from {})",
+                p.api_key_env,
+                where_from(&p.api_key_env)
+            ),
         )
     } else if p.base_url.starts_with("https://") {
         Check::new(
@@ -304,7 +313,10 @@ fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
         Check::new(
             Verdict::Ok,
             "api key",
-            format!("{} not set; none needed for a local http:// provider", p.api_key_env),
+            format!(
+                "{} not set; none needed for a local http:// provider",
+                p.api_key_env
+            ),
         )
     });
     for f in &cfg.fallbacks {
@@ -365,7 +377,7 @@ pub fn clock_check(now: i64, built: i64) -> Check {
         Check::new(
             Verdict::Ok,
             "clock",
-            crate::clock::format_at(now, "UTC").to_string(),
+            crate::clock::format_at(now, "UTC"),
         )
     }
 }
@@ -459,14 +471,18 @@ fn database_check(home: &Home) -> Check {
         );
     }
     // Open without creating or migrating anything: doctor only looks.
-    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = match rusqlite::Connection::open_with_flags(&path, flags) {
         Ok(c) => c,
         Err(e) => {
             return Check::new(
                 Verdict::Fail,
                 "database",
-                format!("cannot open {}: {e}: check its owner and mode", path.display()),
+                format!(
+                    "cannot open {}: {e}: check its owner and mode",
+                    path.display()
+                ),
             );
         }
     };
@@ -511,9 +527,7 @@ fn database_check(home: &Home) -> Check {
         Check::new(
             Verdict::Fail,
             "database",
-            format!(
-                "schema {version} is newer than this yoctoclaw ({want}): upgrade yoctoclaw"
-            ),
+            format!("schema {version} is newer than this yoctoclaw ({want}): upgrade yoctoclaw"),
         )
     } else if version < want {
         Check::new(
@@ -541,7 +555,9 @@ fn fts5_check() -> Check {
         Err(e) => Check::new(
             Verdict::Fail,
             "fts5",
-            format!("SQLite has no FTS5 ({e}): this build cannot search memory; use an official build"),
+            format!(
+                "SQLite has no FTS5 ({e}): this build cannot search memory; use an official build"
+            ),
         ),
     }
 }
@@ -557,7 +573,11 @@ mod tests {
         assert_eq!(disk_verdict(DISK_WARN_BYTES), Verdict::Ok);
         assert_eq!(clock_check(100, 200).verdict, Verdict::Warn);
         assert_eq!(clock_check(300, 200).verdict, Verdict::Ok);
-        assert!(clock_check(86_400, 1_700_000_000).text.contains("1970-01-02"));
+        assert!(
+            clock_check(86_400, 1_700_000_000)
+                .text
+                .contains("1970-01-02")
+        );
     }
 
     #[test]
@@ -573,7 +593,10 @@ mod tests {
         install_secret_literals(["doctor-secret-123".to_string()]);
         let c = Check::new(Verdict::Fail, "x", "token doctor-secret-123 refused");
         assert!(!c.to_string().contains("doctor-secret-123"));
-        assert!(c.to_string().starts_with("FAIL x          token [REDACTED]"));
+        assert!(
+            c.to_string()
+                .starts_with("FAIL x          token [REDACTED]")
+        );
         assert_eq!(
             Check::new(Verdict::Ok, "disk", "fine").to_string(),
             "OK   disk       fine"

@@ -94,7 +94,10 @@ pub fn reach(name: &'static str, url: &str) -> Check {
         return Check::new(
             Verdict::Fail,
             name,
-            format!("{} is not an http(s) URL: fix it in config.json", http::host_of(url)),
+            format!(
+                "{} is not an http(s) URL: fix it in config.json",
+                http::host_of(url)
+            ),
         );
     };
     let target = ep.display();
@@ -112,7 +115,10 @@ pub fn reach(name: &'static str, url: &str) -> Check {
             );
         }
     };
-    let first = addrs.first().map(|a| a.ip().to_string()).unwrap_or_default();
+    let first = addrs
+        .first()
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default();
     let mut last_err = String::from("no address");
     let mut connected = false;
     for a in addrs.iter().take(MAX_ADDRS_TRIED) {
@@ -204,7 +210,10 @@ pub fn bot_token(api_base: &str, token: &str, token_env: &str) -> Check {
             return Check::new(
                 Verdict::Fail,
                 NAME,
-                format!("getMe failed ({}): check the network", e.into_provider(&url)),
+                format!(
+                    "getMe failed ({}): check the network",
+                    e.into_provider(&url)
+                ),
             );
         }
     };
@@ -461,9 +470,15 @@ mod tests {
     #[test]
     fn endpoints_parse() {
         let e = Endpoint::parse("https://openrouter.ai/api/v1").unwrap();
-        assert_eq!((e.https, e.host.as_str(), e.port), (true, "openrouter.ai", 443));
+        assert_eq!(
+            (e.https, e.host.as_str(), e.port),
+            (true, "openrouter.ai", 443)
+        );
         let e = Endpoint::parse("http://127.0.0.1:11434/v1").unwrap();
-        assert_eq!((e.https, e.host.as_str(), e.port), (false, "127.0.0.1", 11434));
+        assert_eq!(
+            (e.https, e.host.as_str(), e.port),
+            (false, "127.0.0.1", 11434)
+        );
         let e = Endpoint::parse("http://[::1]:8080/v1").unwrap();
         assert_eq!((e.host.as_str(), e.port), ("::1", 8080));
         assert_eq!(e.display(), "[::1]:8080");

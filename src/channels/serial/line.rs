@@ -251,7 +251,10 @@ mod tests {
                 cut: true
             }]
         );
-        assert_eq!(out, b"01234567\x07\r\n", "one bell, then nothing until the end");
+        assert_eq!(
+            out, b"01234567\x07\r\n",
+            "one bell, then nothing until the end"
+        );
         // The next line starts fresh.
         let (lines, _) = run(&mut ed, b"ok\n");
         assert_eq!(

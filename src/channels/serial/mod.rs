@@ -180,9 +180,30 @@ pub fn start(
     let writer = SerialWriter::new();
     let w = writer.clone();
     let device = device.to_string();
-    spawn_thread("yc-serial", move || reader_loop(&device, baud, echo, &tx, &w))
-        .map_err(SerialError::Thread)?;
+    spawn_thread("yc-serial", move || {
+        reader_loop(&device, baud, echo, &tx, &w)
+    })
+    .map_err(SerialError::Thread)?;
     Ok((rx, writer))
+}
+
+/// `start` for the gateway's console when `serial.device` is set; `None` when it is not.
+///
+/// ```ignore
+/// if let Some(started) = serial::start_from_config(&cfg.serial) {
+///     let (lines, writer) = started?;
+///     let (agent, device) = (agent.clone(), cfg.serial.device.clone());
+///     ex.spawn(async move { serial::run_console(&agent, &device, lines, writer).await }).detach();
+/// }
+/// ```
+pub fn start_from_config(
+    cfg: &crate::config::SerialConfig,
+) -> Option<Result<(Receiver<String>, SerialWriter), SerialError>> {
+    if cfg.device.trim().is_empty() {
+        return None;
+    }
+    let baud = u32::try_from(cfg.baud).unwrap_or(u32::MAX);
+    Some(start(&cfg.device, baud, cfg.echo))
 }
 
 /// How one connection ended.
@@ -252,13 +273,7 @@ fn sleep_unless_closed(tx: &Sender<String>, secs: u64) {
 }
 
 /// Read one connection until it fails or the console goes away.
-fn serve(
-    file: &File,
-    device: &str,
-    echo: bool,
-    tx: &Sender<String>,
-    got_data: &mut bool,
-) -> Ended {
+fn serve(file: &File, device: &str, echo: bool, tx: &Sender<String>, got_data: &mut bool) -> Ended {
     let mut reader = file;
     if let Err(e) = write_all(file, banner(device).as_bytes()) {
         return Ended::Lost(e.to_string());
@@ -307,7 +322,12 @@ fn serve(
 }
 
 /// Answer lines from `lines` in session `serial:<device>` until the reader stops.
-pub async fn run_console(agent: &Agent, device: &str, lines: Receiver<String>, writer: SerialWriter) {
+pub async fn run_console(
+    agent: &Agent,
+    device: &str,
+    lines: Receiver<String>,
+    writer: SerialWriter,
+) {
     let session = session_id(device);
     while let Ok(line) = lines.recv().await {
         let text = line.trim();
@@ -371,6 +391,18 @@ mod tests {
         assert!(matches!(
             start("/dev/null", 5_000_000, false),
             Err(SerialError::BadBaud(_))
+        ));
+    }
+
+    #[test]
+    fn the_gateway_starts_a_console_only_when_a_device_is_set() {
+        let mut cfg = crate::config::SerialConfig::default();
+        assert!(start_from_config(&cfg).is_none());
+        cfg.device = "/dev/null".into();
+        cfg.baud = 1;
+        assert!(matches!(
+            start_from_config(&cfg),
+            Some(Err(SerialError::BadBaud(1)))
         ));
     }
 

@@ -65,7 +65,10 @@ mod tests {
         let path = std::env::temp_dir().join(format!("yc-notatty-{}", std::process::id()));
         std::fs::write(&path, b"x").unwrap();
         let err = open(path.to_str().unwrap(), 115_200).unwrap_err();
-        assert_eq!(err.raw_os_error(), Some(rustix::io::Errno::NOTTY.raw_os_error()));
+        assert_eq!(
+            err.raw_os_error(),
+            Some(rustix::io::Errno::NOTTY.raw_os_error())
+        );
         let _ = std::fs::remove_file(&path);
         assert!(open("/nonexistent/tty", 9600).is_err());
     }
