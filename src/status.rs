@@ -208,7 +208,7 @@ pub fn report(l: &Loaded) -> String {
     };
     let _ = writeln!(
         s,
-        "provider:   {} {} ({}), key {} {key}{}",
+        "provider:   {} {} ({}), key {} ({key}){}",
         match cfg.provider.kind {
             crate::config::ProviderKind::OpenAi => "openai",
             crate::config::ProviderKind::Anthropic => "anthropic",
@@ -229,7 +229,7 @@ pub fn report(l: &Loaded) -> String {
             "NOT SET"
         };
         channels.push(format!(
-            "telegram (token {} {token}, {} allowed)",
+            "telegram (token {} {token}, {} user(s) allowed)",
             cfg.telegram.token_env,
             cfg.telegram.allow_from.len()
         ));

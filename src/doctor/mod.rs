@@ -374,11 +374,7 @@ pub fn clock_check(now: i64, built: i64) -> Check {
             ),
         )
     } else {
-        Check::new(
-            Verdict::Ok,
-            "clock",
-            crate::clock::format_at(now, "UTC"),
-        )
+        Check::new(Verdict::Ok, "clock", crate::clock::format_at(now, "UTC"))
     }
 }
 
