@@ -10,7 +10,8 @@
 //! Blocking network calls and child processes run on the fixed worker pool of
 //! `runtime::Workers`; each channel that reads a blocking source (stdin, Telegram
 //! long-poll, serial) has one dedicated thread that feeds the executor over a bounded
-//! async-channel. Nothing else starts threads.
+//! async-channel. Nothing else starts threads (except `doctor`, a one-shot command, which
+//! resolves host names on short-lived threads so a hung resolver cannot hold it).
 
 pub mod agent;
 pub mod channels;
