@@ -20,6 +20,9 @@ pub struct Cli {
     /// print the version and exit
     #[argh(switch, short = 'V')]
     pub version: bool,
+    /// write logs to this file instead of stderr, rotated at 1 MiB to FILE.1
+    #[argh(option)]
+    pub log_file: Option<PathBuf>,
     #[argh(subcommand)]
     pub cmd: Option<Cmd>,
 }
@@ -303,6 +306,14 @@ pub fn run(args: &[String]) -> i32 {
             };
         }
     };
+    if let Some(path) = &cli.log_file
+        && let Err(e) = crate::logging::log_to_file(path, crate::logging::LOG_FILE_MAX_BYTES)
+    {
+        eprintln!(
+            "yoctoclaw: cannot open the log file {}: {e}; logging to stderr",
+            path.display()
+        );
+    }
     match dispatch(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -443,12 +454,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         }
         Cmd::Heartbeat(_) => crate::scheduler::cli::heartbeat_command(home),
         Cmd::Cron(c) => crate::scheduler::cli::cron_command(home, c.cmd),
-        Cmd::Serial(_) | Cmd::Doctor(_) => {
-            let _ = load(home, true)?;
-            Err(CliError::Runtime(
-                "this command is not available in this build yet".into(),
-            ))
+        Cmd::Serial(s) => {
+            let l = load(home, false)?;
+            crate::channels::serial::command(&l, &s.device, s.baud, s.echo)
         }
+        Cmd::Doctor(_) => crate::doctor::command(home),
     }
 }
 

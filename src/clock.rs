@@ -1,39 +1,52 @@
-//! Wall-clock helpers: "now" for the scheduler (with a test hook), formatting "now" for the
-//! prompt in the configured timezone, and the build-time floor used on boards without a
-//! real-time clock.
+//! Wall-clock helpers: the one place that reads the wall clock (`now`), formatting "now"
+//! for the prompt in the configured timezone, and the build-time floor used on boards
+//! without a real-time clock.
 //!
 //! # Test hook
-//! `YOCTOCLAW_TEST_NOW=<unix seconds>` in the environment freezes [`now`] at that instant
-//! for the whole process (read once). Integration tests use it to fake a 1970 board or a
-//! job whose time has passed; it is not a user setting and is not documented as one.
+//! `YOCTOCLAW_TEST_NOW=<unix seconds>` makes `now` return that fixed time for the whole
+//! process (read once). It exists so integration tests can put the binary in 1970 (a board
+//! without an RTC) and check `doctor` and cron behave; it is not a user setting. Every
+//! reader of the wall clock goes through `now` (`runtime::now_secs` forwards here), so the
+//! hook moves the whole program's idea of time, log timestamps included. TLS certificate
+//! checks use the real clock.
 
-use crate::runtime::{build_epoch, now_secs};
+use crate::runtime::build_epoch;
 use std::sync::OnceLock;
 
-/// Name of the hidden environment variable that freezes [`now`] (tests only).
+/// The test hook's environment variable (see the module doc).
 pub const TEST_NOW_ENV: &str = "YOCTOCLAW_TEST_NOW";
 
-/// Seconds since the Unix epoch: the wall clock, or `YOCTOCLAW_TEST_NOW` when set to a
-/// whole number. Scheduler, heartbeat and cron read the time only through this.
+/// Seconds since the Unix epoch by the wall clock (0 if the clock is before 1970), or the
+/// fixed `YOCTOCLAW_TEST_NOW` when set to an integer.
 pub fn now() -> i64 {
-    static FROZEN: OnceLock<Option<i64>> = OnceLock::new();
-    let frozen = FROZEN.get_or_init(|| {
+    static FIXED: OnceLock<Option<i64>> = OnceLock::new();
+    let fixed = FIXED.get_or_init(|| {
         std::env::var(TEST_NOW_ENV)
             .ok()
             .and_then(|v| v.trim().parse::<i64>().ok())
     });
-    frozen.unwrap_or_else(now_secs)
+    if let Some(t) = fixed {
+        return *t;
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs().min(i64::MAX as u64) as i64)
+        .unwrap_or(0)
+}
+
+fn now_secs() -> i64 {
+    now()
 }
 
 /// True when the wall clock is earlier than the binary's build time (a board that booted
 /// without an RTC and has not synced yet).
 pub fn clock_is_insane() -> bool {
-    now() < build_epoch()
+    now_secs() < build_epoch()
 }
 
 /// `YYYY-MM-DD HH:MM (zone, ±HH:MM)` for the prompt.
 pub fn format_now(timezone: &str) -> String {
-    format_at(now(), timezone)
+    format_at(now_secs(), timezone)
 }
 
 pub fn format_at(utc: i64, timezone: &str) -> String {

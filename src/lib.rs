@@ -11,13 +11,16 @@
 //! `runtime::Workers`; each channel that reads a blocking source (stdin, Telegram
 //! long-poll, serial) has one dedicated thread that feeds the executor over a bounded
 //! async-channel; Telegram's outgoing messages go out on one sender thread fed the same
-//! way (so replies never wait behind a provider call). Nothing else starts threads.
+//! way (so replies never wait behind a provider call). Nothing else starts threads
+//! (except `doctor`, a one-shot command, which resolves host names on short-lived threads
+//! so a hung resolver cannot hold it).
 
 pub mod agent;
 pub mod channels;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod doctor;
 pub mod files;
 pub mod gateway;
 pub mod json;

@@ -79,12 +79,10 @@ where
         .spawn(f)
 }
 
-/// Seconds since the Unix epoch by the wall clock (0 if the clock is before 1970).
+/// Seconds since the Unix epoch by the wall clock (0 if the clock is before 1970); see
+/// `clock::now`, which this forwards to (it holds the test hook).
 pub fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    crate::clock::now()
 }
 
 /// When this binary was built (seconds since the epoch): a floor for a sane wall clock.

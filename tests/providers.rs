@@ -683,7 +683,8 @@ fn a_used_up_budget_refuses_new_turns() {
     );
     let status = text(&run(&home, &["status"]).stdout);
     assert!(
-        status.contains("tokens:    today 30 of 20 (20 in, 10 out), this month 30 (20 in, 10 out)"),
+        status
+            .contains("tokens:     today 30 of 20 (20 in, 10 out), this month 30 (20 in, 10 out)"),
         "{status}"
     );
 }

@@ -2,6 +2,7 @@
 //! plus the delivery targets used by heartbeat and cron (`telegram:<id>`, `stdout`, log).
 
 pub mod deliver;
+pub mod serial;
 pub mod telegram;
 pub mod terminal;
 
