@@ -395,6 +395,23 @@ fn file_len(p: &Path) -> u64 {
     std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
 }
 
+/// `tokens:     today N (P in, C out), this month M (…)` (UTC days), with the budgets
+/// when set.
+fn tokens_line(db: &Db, budget: &crate::config::BudgetConfig, now: i64) -> String {
+    let day = crate::store::usage::day_of(now);
+    let month = day.get(..7).unwrap_or(&day);
+    let (dp, dc) = db.usage_totals(&day).unwrap_or((0, 0));
+    let (mp, mc) = db.usage_totals(month).unwrap_or((0, 0));
+    let of = |limit: Option<u64>| limit.map(|n| format!(" of {n}")).unwrap_or_default();
+    format!(
+        "tokens:     today {}{} ({dp} in, {dc} out), this month {}{} ({mp} in, {mc} out)",
+        dp.saturating_add(dc),
+        of(budget.daily_tokens),
+        mp.saturating_add(mc),
+        of(budget.monthly_tokens),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,21 +493,4 @@ mod tests {
         assert!(c.ends_with('…'));
         assert_eq!(cut("short"), "short");
     }
-}
-
-/// `tokens:     today N (P in, C out), this month M (…)` (UTC days), with the budgets
-/// when set.
-fn tokens_line(db: &Db, budget: &crate::config::BudgetConfig, now: i64) -> String {
-    let day = crate::store::usage::day_of(now);
-    let month = day.get(..7).unwrap_or(&day);
-    let (dp, dc) = db.usage_totals(&day).unwrap_or((0, 0));
-    let (mp, mc) = db.usage_totals(month).unwrap_or((0, 0));
-    let of = |limit: Option<u64>| limit.map(|n| format!(" of {n}")).unwrap_or_default();
-    format!(
-        "tokens:     today {}{} ({dp} in, {dc} out), this month {}{} ({mp} in, {mc} out)",
-        dp.saturating_add(dc),
-        of(budget.daily_tokens),
-        mp.saturating_add(mc),
-        of(budget.monthly_tokens),
-    )
 }
