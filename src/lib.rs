@@ -35,5 +35,7 @@ pub mod security;
 pub mod signals;
 pub mod status;
 pub mod store;
+#[cfg(test)]
+pub mod testkit;
 pub mod text;
 pub mod tools;

@@ -251,17 +251,7 @@ impl fmt::Display for CivilDateTime {
 mod tests {
     use super::*;
 
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-    }
+    use crate::testkit::XorShift;
 
     #[test]
     fn known_dates() {

@@ -1058,20 +1058,7 @@ mod tests {
     use super::fixtures::*;
     use super::*;
 
-    struct XorShift(u64);
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use crate::testkit::XorShift;
 
     fn utc(text: &str) -> i64 {
         CivilDateTime::parse(text).expect("test date").to_unix()

@@ -1301,22 +1301,7 @@ mod tests {
         chunks
     }
 
-    struct XorShift(u64);
-
-    impl XorShift {
-        fn next(&mut self) -> u64 {
-            let mut x = self.0;
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            self.0 = x;
-            x
-        }
-
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
+    use crate::testkit::XorShift;
 
     // --- markdown_to_html -------------------------------------------------
 
@@ -1543,11 +1528,11 @@ mod tests {
         let mut rng = XorShift(7);
         let mut s = String::new();
         while utf16_len(&s) < 10_000 {
-            for _ in 0..rng.below(40) + 5 {
-                s.push_str(words[rng.below(words.len())]);
+            for _ in 0..rng.index(40) + 5 {
+                s.push_str(words[rng.index(words.len())]);
                 s.push(' ');
             }
-            s.push_str(match rng.below(4) {
+            s.push_str(match rng.index(4) {
                 0 => "\n\n",
                 1 => "\n",
                 _ => "",
@@ -1749,13 +1734,13 @@ mod tests {
         let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..3000 {
             let mut s = String::new();
-            for _ in 0..rng.below(200) {
-                s.push_str(ALPHABET[rng.below(ALPHABET.len())]);
+            for _ in 0..rng.index(200) {
+                s.push_str(ALPHABET[rng.index(ALPHABET.len())]);
             }
-            let limit = if rng.below(4) == 0 {
-                rng.below(20)
+            let limit = if rng.index(4) == 0 {
+                rng.index(20)
             } else {
-                rng.below(300)
+                rng.index(300)
             };
 
             let html = md(&s);
@@ -1786,7 +1771,7 @@ mod tests {
         ];
         let mut s = String::new();
         while s.len() < 1_000_000 {
-            s.push_str(pieces[rng.below(pieces.len())]);
+            s.push_str(pieces[rng.index(pieces.len())]);
         }
         let html = md(&s);
         check_split_html(&html, TELEGRAM_MAX_MESSAGE_UTF16);
