@@ -2,6 +2,7 @@
 //! fuzz-style tests (no proptest dependency).
 
 /// xorshift64: fast, deterministic, good enough to generate test inputs.
+#[allow(clippy::should_implement_trait)]
 pub struct XorShift(pub u64);
 
 impl XorShift {
