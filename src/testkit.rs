@@ -2,10 +2,10 @@
 //! fuzz-style tests (no proptest dependency).
 
 /// xorshift64: fast, deterministic, good enough to generate test inputs.
-#[allow(clippy::should_implement_trait)]
 pub struct XorShift(pub u64);
 
 impl XorShift {
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x << 13;
