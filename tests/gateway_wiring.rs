@@ -81,7 +81,11 @@ fn tg_config(llm: &FakeServer, tg: &FakeTelegram, extra: &str) -> String {
 
 /// The same config with `"stream":true` in the provider section.
 fn streaming(config: String) -> String {
-    config.replacen(r#""model":"fake-model""#, r#""model":"fake-model","stream":true"#, 1)
+    config.replacen(
+        r#""model":"fake-model""#,
+        r#""model":"fake-model","stream":true"#,
+        1,
+    )
 }
 
 fn db(home: &TempHome) -> Db {
@@ -297,7 +301,13 @@ fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
     cron_add(
         &home,
         T - 7200,
-        &["every 1h", "Water the plants", "--to", "telegram:42", "--message"],
+        &[
+            "every 1h",
+            "Water the plants",
+            "--to",
+            "telegram:42",
+            "--message",
+        ],
     );
     let now = T.to_string();
     let mut g = Gateway::start(
@@ -319,7 +329,10 @@ fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
     });
     let log = g.stop();
     assert!(!log.contains("nothing to do"), "{log}");
-    assert!(log.contains("telegram.enabled is false: running cron"), "{log}");
+    assert!(
+        log.contains("telegram.enabled is false: running cron"),
+        "{log}"
+    );
     let sent = tg.sent_to(ALICE);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0].text, "Water the plants");
@@ -432,7 +445,10 @@ fn a_streamed_reply_is_one_message_edited_in_place_when_drafts_are_missing() {
     // The draft was refused (404): one message, then edits of it.
     assert_eq!(methods[0], "sendMessageDraft", "{methods:?}");
     assert_eq!(methods[1], "sendMessage", "{methods:?}");
-    assert!(methods[2..].iter().all(|m| *m == "editMessageText"), "{methods:?}");
+    assert!(
+        methods[2..].iter().all(|m| *m == "editMessageText"),
+        "{methods:?}"
+    );
     assert!(methods.len() >= 4, "it grew in several steps: {methods:?}");
     check_stream(&shown[1..], "sendMessage");
     let last = shown.last().unwrap();
@@ -464,7 +480,10 @@ fn a_streamed_reply_uses_drafts_when_the_server_has_them() {
     let shown = tg.shown_to(ALICE);
     let (last, drafts) = shown.split_last().unwrap();
     assert!(!drafts.is_empty(), "{shown:?}");
-    assert!(drafts.iter().all(|s| s.method == "sendMessageDraft"), "{shown:?}");
+    assert!(
+        drafts.iter().all(|s| s.method == "sendMessageDraft"),
+        "{shown:?}"
+    );
     let id = drafts[0].target.unwrap();
     assert!(id != 0 && drafts.iter().all(|s| s.target == Some(id)));
     check_stream(&shown, "sendMessageDraft");
@@ -506,21 +525,26 @@ fn a_long_streamed_reply_ends_as_the_same_messages_as_a_non_streamed_one() {
         .filter(|s| s.method == "editMessageText")
         .collect();
     let sends = tg.sent_to(group);
-    let streamed = edits.last().map_or(sends[0].text.as_str(), |e| e.text.as_str());
+    let streamed = edits
+        .last()
+        .map_or(sends[0].text.as_str(), |e| e.text.as_str());
     assert_eq!(streamed, want[0]);
     assert!(edits.iter().all(|s| s.target == edits[0].target));
     // …and the other parts follow as new messages, in order, after it.
     let rest: Vec<String> = sends[1..].iter().map(|s| s.text.clone()).collect();
     assert_eq!(rest, want[1..].to_vec());
-    assert!(sends[0].reply_to.is_some(), "the group reply answers the question");
+    assert!(
+        sends[0].reply_to.is_some(),
+        "the group reply answers the question"
+    );
     assert_eq!(shown.last().unwrap().text, want[want.len() - 1]);
 }
 
 #[test]
 fn a_429_on_an_edit_holds_the_next_one_for_retry_after() {
     let answer = [
-        "One, ", "two, ", "three, ", "four, ", "five, ", "six, ", "seven, ", "eight, ",
-        "nine, ", "ten.",
+        "One, ", "two, ", "three, ", "four, ", "five, ", "six, ", "seven, ", "eight, ", "nine, ",
+        "ten.",
     ];
     let full: String = answer.concat();
     let llm = model(vec![sse(&answer, Duration::from_millis(400))]);

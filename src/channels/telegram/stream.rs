@@ -865,4 +865,121 @@ mod tests {
             let _ = render(&s, false);
         }
     }
+
+    /// A chat as Telegram keeps it: messages by id, edits in place; calls fail at
+    /// random with the errors a real server gives.
+    struct Chat {
+        messages: RefCell<Vec<(i64, String, bool)>>,
+        rng: RefCell<u64>,
+        failing: bool,
+    }
+
+    impl Chat {
+        fn roll(&self) -> Option<ApiError> {
+            if !self.failing {
+                return None;
+            }
+            let mut x = self.rng.borrow_mut();
+            *x ^= *x << 13;
+            *x ^= *x >> 7;
+            *x ^= *x << 17;
+            match *x % 10 {
+                0 => Some(ApiError::RateLimited {
+                    retry_after_secs: 1,
+                }),
+                1 => Some(ApiError::Server { status: 502 }),
+                2 => Some(rejected("Bad Request: can't parse entities")),
+                3 => Some(ApiError::NotFound),
+                4 => Some(rejected("Bad Request: message to edit not found")),
+                _ => None,
+            }
+        }
+    }
+
+    impl BotCalls for Chat {
+        fn send(&self, m: &OutText<'_>) -> Result<Option<i64>, ApiError> {
+            if let Some(e) = self.roll().filter(|e| !matches!(e, ApiError::NotFound)) {
+                return Err(e);
+            }
+            let mut msgs = self.messages.borrow_mut();
+            let id = 1 + msgs.len() as i64;
+            msgs.push((id, m.text.to_string(), m.html));
+            Ok(Some(id))
+        }
+        fn edit(&self, id: i64, m: &OutText<'_>) -> Result<(), ApiError> {
+            if let Some(e) = self.roll().filter(|e| !matches!(e, ApiError::NotFound)) {
+                return Err(e);
+            }
+            let mut msgs = self.messages.borrow_mut();
+            let Some(msg) = msgs.iter_mut().find(|(i, _, _)| *i == id) else {
+                return Err(rejected("Bad Request: message to edit not found"));
+            };
+            if msg.1 == m.text && msg.2 == m.html {
+                return Err(rejected("Bad Request: message is not modified"));
+            }
+            msg.1 = m.text.to_string();
+            msg.2 = m.html;
+            Ok(())
+        }
+        fn draft(&self, _id: i64, _m: &OutText<'_>) -> Result<(), ApiError> {
+            self.roll().map_or(Ok(()), Err)
+        }
+    }
+
+    #[test]
+    fn whatever_previews_meet_the_chat_ends_with_the_reply_parts() {
+        let words = ["**bold** ", "a < b ", "& ", "😀 ", "word ", "\n\n", "`x` "];
+        let mut x: u64 = 0xA5A5_1234_0F0F_9876;
+        let mut step = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (b, stop) = quick();
+        for case in 0..300 {
+            let chat_id = if case % 2 == 0 { 7 } else { -7 };
+            let (s, mut sink) = streamer(chat_id);
+            let chat = Chat {
+                messages: RefCell::new(Vec::new()),
+                rng: RefCell::new(step() | 1),
+                failing: true,
+            };
+            let mut drafts = DraftSupport::new();
+            let mut answer = String::new();
+            // Long enough, now and then, to need several messages.
+            let n = 1 + step() % if case % 10 == 0 { 3_000 } else { 40 };
+            for _ in 0..n {
+                let w = words[(step() % words.len() as u64) as usize];
+                answer.push_str(w);
+                sink.text(w);
+                if step() % 50 == 0 {
+                    sink.round_end(true);
+                    answer.clear();
+                }
+                if step() % 4 == 0 {
+                    preview(&chat, &s.live, &b, &mut drafts);
+                    assert!(!s.live.lock().pending);
+                }
+            }
+            sink.round_end(false);
+            let answer = answer.trim().to_string();
+            let chat = Chat {
+                failing: false,
+                ..chat
+            };
+            let r = finish(&chat, &s.live, &answer, &b, &stop);
+            let want = send::reply_parts(&answer, true);
+            assert_eq!(r, Ok(want.len()), "case {case}");
+            let msgs = chat.messages.borrow();
+            let tail: Vec<String> = msgs
+                .iter()
+                .skip(msgs.len().saturating_sub(want.len()))
+                .map(|(_, t, _)| t.clone())
+                .collect();
+            // Also after previews fell back to plain text: the final answer is HTML
+            // again unless Telegram refuses it.
+            assert_eq!(tail, want, "case {case}");
+        }
+    }
 }
