@@ -437,3 +437,26 @@ async fn shutdown(bot: &Bot, outbox: &Outbox) {
         log::warn!("gateway: exiting with Telegram messages still unsent");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_status_values_are_read_in_kib() {
+        let s = "Name:\tyoctoclaw\nVmHWM:\t    5120 kB\nVmRSS:\t    4096 kB\nThreads:\t5\n";
+        assert_eq!(proc_status_kib(s, "VmRSS:"), Some(4096));
+        assert_eq!(proc_status_kib(s, "VmHWM:"), Some(5120));
+        assert_eq!(proc_status_kib(s, "VmSwap:"), None);
+        assert_eq!(proc_status_kib("VmRSS:\tlots kB", "VmRSS:"), None);
+        assert_eq!(proc_status_kib("", "VmRSS:"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_resident_size() {
+        // Linux only (the boards run Linux); elsewhere the record holds zeros.
+        if let Ok(s) = std::fs::read_to_string("/proc/self/status") {
+            assert!(proc_status_kib(&s, "VmRSS:").is_some_and(|k| k > 0));
+        }
+    }
+}

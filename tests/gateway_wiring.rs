@@ -279,6 +279,36 @@ fn a_heartbeat_that_needs_attention_is_delivered_by_the_gateway() {
 }
 
 #[test]
+fn sigterm_during_a_heartbeat_turn_stops_the_scheduler_at_once() {
+    let slow = Response::Delay(
+        Duration::from_secs(20),
+        Box::new(Response::json(200, &openai_text("late"))),
+    );
+    let llm = model(vec![slow]);
+    let tg = FakeTelegram::start();
+    let home = TempHome::onboarded(
+        "gw-hb-stop",
+        &tg_config(&llm, &tg, r#","heartbeat":{"deliver_to":"telegram:42"}"#),
+    );
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), TASKS).unwrap();
+    db(&home)
+        .set_state(heartbeat::LAST_RUN_KEY, &(T - 7200).to_string())
+        .unwrap();
+    let now = T.to_string();
+    let mut g = Gateway::start(
+        &home,
+        &[
+            ("YOCTOCLAW_TEST_NOW", &now),
+            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
+        ],
+    );
+    g.wait_for("the heartbeat's model call", || !llm.requests().is_empty());
+    // `stop` checks: status 0 within the bound, "gateway: stopped".
+    g.stop();
+    assert!(tg.sent_to(ALICE).is_empty());
+}
+
+#[test]
 fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
     let llm = model(vec![Response::json(200, &openai_text("unused"))]);
     // Telegram is off: the job goes out through the standalone sender to this fake.
