@@ -1,4 +1,5 @@
 //! `yoctoclaw gateway`: the daemon. Start-up checks, the Telegram channel's threads,
+//! the scheduler (cron, heartbeat, daily memory retention), a periodic status record,
 //! the executor, signal handling and a bounded shutdown, in [`run`].
 //!
 //! Why it exists: this is the program's main loop, written once and read top to bottom
@@ -6,16 +7,21 @@
 //!
 //! # Threads
 //! The calling thread runs the smol `LocalExecutor` (Telegram update handling, the
-//! agent's turns, SQLite). `yc-tg-poll` runs the long poll, `yc-tg-send` sends replies
-//! and chat actions, the `Workers` pool runs provider calls. They talk over bounded
+//! agent's turns, the scheduler's timers, SQLite). `yc-tg-poll` runs the long poll,
+//! `yc-tg-send` sends replies, streamed previews, heartbeat and cron deliveries and
+//! chat actions, the `Workers` pool runs provider calls. They talk over bounded
 //! async-channels only.
 //!
 //! # Bounds
-//! - Shutdown: running turns get `TURN_GRACE_MS` to finish; then chats left unanswered
-//!   are told to resend, and pending replies get until `SHUTDOWN_LIMIT_MS` after the
-//!   signal; the process then exits with status 0 whatever is still in flight.
+//! - Shutdown: the scheduler stops at once (a heartbeat or cron turn in flight is
+//!   dropped; its run was claimed, so it does not run twice); running turns get
+//!   `TURN_GRACE_MS` to finish; then chats left unanswered are told to resend, and
+//!   pending replies get until `SHUTDOWN_LIMIT_MS` after the signal; the process then
+//!   exits with status 0 whatever is still in flight.
 //! - Start-up: `getMe` is retried with backoff on network errors (a board that boots
-//!   before its network); a refused token (401/404) is fatal at once.
+//!   before its network); a refused token (401/404) is fatal at once. The scheduler and
+//!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
+//! - The status record is rewritten every `STATUS_RECORD_SECS`.
 //!
 //! # Test hook
 //! `YOCTOCLAW_TEST_BACKOFF_SCALE` (a number in 0.001..=1) multiplies every Telegram
@@ -33,8 +39,10 @@ use crate::channels::telegram::send::{Outbox, sender_loop};
 use crate::cli::{CliError, Loaded, build_agent, open_db, runtime};
 use crate::config::TelegramConfig;
 use crate::limits::{INBOUND_QUEUE_LEN, WORKER_THREADS};
-use crate::runtime::{Workers, spawn_thread};
+use crate::runtime::{Workers, build_epoch, spawn_thread};
+use crate::scheduler::{self, heartbeat};
 use crate::signals::Signals;
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -44,19 +52,30 @@ pub const TURN_GRACE_MS: u64 = 1_000;
 pub const SHUTDOWN_LIMIT_MS: u64 = 1_700;
 /// Overall timeout of one outgoing Bot API call (sendMessage, getMe…).
 pub const SEND_TIMEOUT_SECS: u64 = 30;
-/// The hidden test variable that shortens backoff waits.
-pub const TEST_BACKOFF_SCALE_ENV: &str = "YOCTOCLAW_TEST_BACKOFF_SCALE";
+pub use crate::channels::telegram::backoff::TEST_BACKOFF_SCALE_ENV;
+/// How often the gateway rewrites its status record.
+pub const STATUS_RECORD_SECS: u64 = 60;
+/// The `state` key of the gateway's status record.
+pub const STATUS_KEY: &str = "gateway.status";
 /// How often shutdown checks whether turns and sends are done.
 const SHUTDOWN_TICK_MS: u64 = 20;
 
+/// The Telegram bot once it is serving (for the status record).
+type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
+
 /// Run the daemon until SIGINT or SIGTERM (exit status 0), or a fatal start-up error.
 ///
-/// 1. Open the database, start the worker pool, build the agent, watch for signals.
-/// 2. If Telegram is enabled: check the token's shape, ask `getMe` who we are (retrying
-///    network errors; a refused token is a clear fatal error naming its variable).
-/// 3. Start the sender thread and the poller thread (from the persisted offset), then
-///    handle updates on the executor until a signal arrives.
-/// 4. Stop polling, give running turns a moment, tell unanswered chats to resend,
+/// 1. Open the database, start the worker pool, build the agent, watch for signals,
+///    apply memory retention once.
+/// 2. If Telegram is enabled: check the token's shape and start the sender thread.
+/// 3. Start the scheduler (cron jobs, heartbeat, daily retention; its Telegram
+///    deliveries go through the sender) and the status record timer, both stopped
+///    as soon as a signal arrives.
+/// 4. Telegram: ask `getMe` who we are (retrying network errors; a refused token is a
+///    clear fatal error naming its variable), start the poller thread (from the
+///    persisted offset), then handle updates until a signal arrives. Without Telegram:
+///    wait for the signal (the gateway is then a cron and heartbeat daemon).
+/// 5. Stop polling, give running turns a moment, tell unanswered chats to resend,
 ///    flush what can be sent, and return.
 pub fn run(l: &Loaded) -> Result<(), CliError> {
     let db = open_db(l)?;
@@ -71,40 +90,196 @@ pub fn run(l: &Loaded) -> Result<(), CliError> {
     } else {
         None
     };
+    memory_retention(&agent);
+    announce(&agent);
+    let stop = Stop::new();
+    let sender = match &token {
+        Some(token) => Some(start_sender(tg, token, backoff, &stop)?),
+        None => None,
+    };
     let ex: smol::LocalExecutor<'static> = smol::LocalExecutor::new();
+    let bot: BotSlot = Rc::new(RefCell::new(None));
+    // Closed when a signal arrives: stops the scheduler and the status timer.
+    let (stopping, stopped) = async_channel::bounded::<()>(1);
+    ex.spawn(until_closed(
+        scheduler_task(agent.clone(), sender.as_ref().map(|(_, o)| o.clone())),
+        stopped.clone(),
+    ))
+    .detach();
+    ex.spawn(until_closed(
+        status_task(agent.clone(), bot.clone()),
+        stopped,
+    ))
+    .detach();
     smol::block_on(ex.run(async {
-        match token {
-            Some(token) => serve_telegram(&ex, &agent, tg, &token, backoff, &signals).await,
-            None => {
-                log::warn!(
-                    "gateway: telegram.enabled is false, so there is nothing to serve yet; waiting for SIGINT/SIGTERM"
-                );
+        match (token, sender) {
+            (Some(token), Some((api, outbox))) => {
+                let t = Telegram {
+                    cfg: tg,
+                    token: &token,
+                    api,
+                    outbox,
+                    backoff,
+                    stop,
+                };
+                serve_telegram(&ex, &agent, t, &signals, &stopping, &bot).await
+            }
+            _ => {
                 signals.wait().await;
+                stopping.close();
+                log::info!("gateway: stopped");
                 Ok(())
             }
         }
     }))
 }
 
-/// Steps 2 to 4 of [`run`] for Telegram: identify, start the threads, serve until a
+/// Run `task` until the channel closes.
+async fn until_closed(task: impl Future<Output = ()>, closed: async_channel::Receiver<()>) {
+    smol::future::or(task, async {
+        let _ = closed.recv().await;
+    })
+    .await;
+}
+
+/// The scheduler loop with the gateway's daily hooks (never returns).
+async fn scheduler_task(agent: Rc<Agent>, outbox: Option<Outbox>) {
+    let opts = scheduler::Options {
+        daily: vec![Box::new(memory_retention)],
+        outbox,
+        ..scheduler::Options::default()
+    };
+    scheduler::run(&agent, opts).await;
+}
+
+/// Rewrite the status record now and every `STATUS_RECORD_SECS` (never returns).
+async fn status_task(agent: Rc<Agent>, bot: BotSlot) {
+    loop {
+        let sessions = bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
+        write_status_record(&agent, sessions);
+        smol::Timer::after(Duration::from_secs(STATUS_RECORD_SECS)).await;
+    }
+}
+
+/// Delete expired memories (`memory.*_days`), unless the clock is not set yet.
+fn memory_retention(agent: &Agent) {
+    let now = crate::clock::now();
+    if now < build_epoch() {
+        return;
+    }
+    if let Err(e) = crate::memory::run_retention(&agent.db, &agent.cfg.memory, now) {
+        log::warn!("memory retention failed: {e}");
+    }
+}
+
+/// Say what the gateway will do; warn when it has nothing to do.
+fn announce(agent: &Agent) {
+    let telegram = agent.cfg.telegram.enabled;
+    let heartbeat = agent.cfg.heartbeat.enabled
+        && crate::agent::prompt::read_capped(
+            &agent.home.workspace().join(heartbeat::HEARTBEAT_FILE),
+            heartbeat::MAX_HEARTBEAT_FILE_BYTES,
+        )
+        .is_some_and(|t| heartbeat::has_tasks(&t));
+    let jobs = match agent.db.list_cron_jobs() {
+        Ok(list) => list.iter().filter(|j| j.enabled).count(),
+        Err(e) => {
+            log::warn!("gateway: cannot read cron jobs: {e}");
+            0
+        }
+    };
+    if !telegram && !heartbeat && jobs == 0 {
+        log::warn!(
+            "gateway: nothing to do yet: telegram.enabled is false, the heartbeat has no tasks (heartbeat.enabled or HEARTBEAT.md) and there are no cron jobs; running anyway (jobs added later run), waiting for SIGINT/SIGTERM"
+        );
+    } else if !telegram {
+        log::info!(
+            "gateway: telegram.enabled is false: running cron ({jobs} job(s)) and the heartbeat ({}) only",
+            if heartbeat { "has tasks" } else { "no tasks" }
+        );
+    }
+}
+
+/// Write the `gateway.status` state record: pid, memory, sessions, time.
+pub fn write_status_record(agent: &Agent, live_sessions: usize) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let record = format!(
+        r#"{{"pid":{},"rss_kib":{},"hwm_kib":{},"sessions":{},"updated":{}}}"#,
+        std::process::id(),
+        proc_status_kib(&status, "VmRSS:").unwrap_or(0),
+        proc_status_kib(&status, "VmHWM:").unwrap_or(0),
+        live_sessions,
+        crate::clock::now()
+    );
+    if let Err(e) = agent.db.set_state(STATUS_KEY, &record) {
+        log::warn!("gateway: cannot write the status record: {e}");
+    }
+}
+
+/// The kB value of a `/proc/self/status` line such as `VmRSS:\t  1234 kB`.
+pub fn proc_status_kib(status: &str, key: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The sender thread and its API client.
+fn start_sender(
+    tg: &TelegramConfig,
+    token: &str,
+    backoff: Backoff,
+    stop: &Stop,
+) -> Result<(Api, Outbox), CliError> {
+    let api = Api::new(&tg.api_base, token, SEND_TIMEOUT_SECS);
+    let (outbox, out_rx) = Outbox::new();
+    let (a, stop) = (api.clone(), stop.clone());
+    spawn_thread("yc-tg-send", move || sender_loop(a, out_rx, backoff, stop))
+        .map_err(|e| runtime(format!("cannot start the Telegram sender: {e}")))?;
+    Ok((api, outbox))
+}
+
+/// What [`serve_telegram`] needs.
+struct Telegram<'a> {
+    cfg: &'a TelegramConfig,
+    token: &'a str,
+    /// The sender's client (`getMe` uses it too).
+    api: Api,
+    outbox: Outbox,
+    backoff: Backoff,
+    /// Stops the poller and the sender's waits.
+    stop: Stop,
+}
+
+/// Step 4 and 5 of [`run`] for Telegram: identify, start polling, serve until a
 /// signal, shut down.
 async fn serve_telegram(
     ex: &smol::LocalExecutor<'static>,
     agent: &Rc<Agent>,
-    tg: &TelegramConfig,
-    token: &str,
-    backoff: Backoff,
+    t: Telegram<'_>,
     signals: &Signals,
+    stopping: &async_channel::Sender<()>,
+    slot: &BotSlot,
 ) -> Result<(), CliError> {
-    let send_api = Api::new(&tg.api_base, token, SEND_TIMEOUT_SECS);
-    let identify = identify(&send_api, &agent.workers, &backoff, &tg.token_env);
+    let tg = t.cfg;
+    let identify = identify(&t.api, &agent.workers, &t.backoff, &tg.token_env);
     let stopped = async {
         signals.wait().await;
         Ok(None)
     };
-    let Some(me) = smol::future::or(identify, stopped).await? else {
-        log::info!("gateway: stopped before Telegram answered");
-        return Ok(());
+    let me = match smol::future::or(identify, stopped).await {
+        Ok(Some(me)) => me,
+        other => {
+            stopping.close();
+            t.stop.set();
+            if other.is_ok() {
+                log::info!("gateway: stopped before Telegram answered");
+            }
+            return other.map(|_| ());
+        }
     };
 
     let (allow, bad) = AllowList::parse(&tg.allow_from);
@@ -118,21 +293,13 @@ async fn serve_telegram(
         );
     }
 
-    let stop = Stop::new();
-    let (outbox, out_rx) = Outbox::new();
-    {
-        let (api, stop) = (send_api.clone(), stop.clone());
-        spawn_thread("yc-tg-send", move || {
-            sender_loop(api, out_rx, backoff, stop)
-        })
-        .map_err(|e| runtime(format!("cannot start the Telegram sender: {e}")))?;
-    }
-    let bot = Rc::new(Bot::new(agent.clone(), me.clone(), allow, outbox.clone()));
+    let bot = Rc::new(Bot::new(agent.clone(), me.clone(), allow, t.outbox.clone()));
+    *slot.borrow_mut() = Some(bot.clone());
     let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
     {
         let poll_timeout = tg.poll_timeout_secs;
-        let api = Api::new(&tg.api_base, token, poll_timeout + POLL_MARGIN_SECS);
-        let (offset, stop) = (bot.next_offset(), stop.clone());
+        let api = Api::new(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
+        let (offset, stop, backoff) = (bot.next_offset(), t.stop.clone(), t.backoff);
         spawn_thread("yc-tg-poll", move || {
             let fetch = |off| api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
             poll_loop(fetch, offset, &backoff, &tx, &stop);
@@ -140,11 +307,16 @@ async fn serve_telegram(
         .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
     }
     log::info!(
-        "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?})",
+        "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
         me.username,
-        send_api.host(),
+        t.api.host(),
         allow_len,
-        tg.group_mode
+        tg.group_mode,
+        if agent.cfg.provider.stream {
+            "on"
+        } else {
+            "off"
+        }
     );
 
     let serve = async {
@@ -156,12 +328,13 @@ async fn serve_telegram(
         true
     };
     let by_signal = smol::future::or(serve, signalled).await;
-    stop.set();
+    stopping.close();
+    t.stop.set();
     if !by_signal {
         return Err(runtime("the Telegram poller stopped unexpectedly"));
     }
     log::info!("gateway: stopping");
-    shutdown(&bot, &outbox).await;
+    shutdown(&bot, &t.outbox).await;
     log::info!("gateway: stopped");
     Ok(())
 }
@@ -188,7 +361,7 @@ fn bot_token(l: &Loaded) -> Result<String, CliError> {
     Ok(token)
 }
 
-/// The backoff waits: the spec's, or shortened by the test variable.
+/// The backoff waits: the spec's, or shortened by the test variable (logged).
 fn test_backoff() -> Backoff {
     let Ok(v) = std::env::var(TEST_BACKOFF_SCALE_ENV) else {
         return Backoff::standard();
@@ -262,5 +435,28 @@ async fn shutdown(bot: &Bot, outbox: &Outbox) {
     }
     if !outbox.is_idle() {
         log::warn!("gateway: exiting with Telegram messages still unsent");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_status_values_are_read_in_kib() {
+        let s = "Name:\tyoctoclaw\nVmHWM:\t    5120 kB\nVmRSS:\t    4096 kB\nThreads:\t5\n";
+        assert_eq!(proc_status_kib(s, "VmRSS:"), Some(4096));
+        assert_eq!(proc_status_kib(s, "VmHWM:"), Some(5120));
+        assert_eq!(proc_status_kib(s, "VmSwap:"), None);
+        assert_eq!(proc_status_kib("VmRSS:\tlots kB", "VmRSS:"), None);
+        assert_eq!(proc_status_kib("", "VmRSS:"), None);
+    }
+
+    #[test]
+    fn this_process_has_a_resident_size() {
+        // Linux only (the boards run Linux); elsewhere the record holds zeros.
+        if let Ok(s) = std::fs::read_to_string("/proc/self/status") {
+            assert!(proc_status_kib(&s, "VmRSS:").is_some_and(|k| k > 0));
+        }
     }
 }

@@ -19,7 +19,7 @@
 //!   Sleeps are capped at `MAX_SLEEP_SECS`, so a jump is noticed within that time.
 //!
 //! Daily hooks: `Options::daily` callbacks run once when the loop first sees a sane clock
-//! and then after every local midnight (the lead adds `memory::run_retention` here).
+//! and then after every local midnight (the gateway passes `memory::run_retention`).
 //!
 //! Stop the loop by dropping its future (e.g. `future::or` with a shutdown signal): it
 //! holds no state that needs flushing between awaits.
@@ -33,6 +33,7 @@ use super::jobs;
 use super::tz::Tz;
 use crate::agent::Agent;
 use crate::channels::deliver::DeliverCtx;
+use crate::channels::telegram::send::Outbox;
 use crate::store::Db;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -58,6 +59,9 @@ pub struct Options {
     pub floor: i64,
     /// Run once a day (see the module doc).
     pub daily: Vec<DailyHook>,
+    /// The gateway's Telegram sender: deliveries to `telegram:<id>` go through it
+    /// (`None`: the standalone sender of `channels::deliver`).
+    pub outbox: Option<Outbox>,
 }
 
 impl Default for Options {
@@ -66,6 +70,7 @@ impl Default for Options {
             clock: Rc::new(crate::clock::now),
             floor: crate::runtime::build_epoch(),
             daily: Vec::new(),
+            outbox: None,
         }
     }
 }
@@ -141,7 +146,8 @@ pub async fn run(agent: &Agent, opts: Options) {
             Tz::Utc
         }
     };
-    let dctx = DeliverCtx::new(&agent.cfg, &agent.env, agent.workers.clone());
+    let mut dctx = DeliverCtx::new(&agent.cfg, &agent.env, agent.workers.clone());
+    dctx.outbox = opts.outbox.clone();
     let changes = super::jobs_changed();
     // When the loop first saw a sane clock: a heartbeat that never ran is due one
     // interval after that.

@@ -10,7 +10,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One request as the fake server saw it.
 #[derive(Clone, Debug)]
@@ -19,6 +19,8 @@ pub struct Request {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// When the whole request had arrived.
+    pub at: Instant,
 }
 
 impl Request {
@@ -226,6 +228,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         path,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        at: Instant::now(),
     })
 }
 

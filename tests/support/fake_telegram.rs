@@ -1,12 +1,14 @@
-//! A fake Telegram Bot API on `fake_http`: scripted answers for the first `getUpdates`
-//! and `sendMessage` calls, then Telegram-like behaviour (updates from the requested
-//! offset, a short hold when there is nothing new), and a record of every call.
+//! A fake Telegram Bot API on `fake_http`: scripted answers for the first `getUpdates`,
+//! `sendMessage` and `editMessageText` calls, then Telegram-like behaviour (updates from
+//! the requested offset, a short hold when there is nothing new), `sendMessageDraft`
+//! only when switched on (else 404 like an older server), and a record of every call
+//! with its arrival time.
 #![allow(dead_code)]
 
 use super::fake_http::{FakeServer, Request, Response, json_str};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The fake bot's identity.
 pub const BOT_ID: i64 = 7_000_001;
@@ -22,6 +24,9 @@ struct State {
     next_message_id: i64,
     poll_script: VecDeque<Response>,
     send_script: VecDeque<Response>,
+    edit_script: VecDeque<Response>,
+    /// Answer `sendMessageDraft` (Bot API 9.3+); off: 404 like an older server.
+    drafts: bool,
     get_me: Option<Response>,
     /// Serve every update on every poll, whatever the offset (a broken proxy).
     ignore_offset: bool,
@@ -34,6 +39,19 @@ pub struct Sent {
     pub text: String,
     pub parse_mode: Option<String>,
     pub reply_to: Option<i64>,
+}
+
+/// One call that shows text (`sendMessage`, `editMessageText`, `sendMessageDraft`).
+#[derive(Debug, Clone)]
+pub struct Shown {
+    /// The Bot API method.
+    pub method: String,
+    pub chat_id: i64,
+    pub text: String,
+    pub parse_mode: Option<String>,
+    /// `message_id` of an edit, `draft_id` of a draft.
+    pub target: Option<i64>,
+    pub at: Instant,
 }
 
 pub struct FakeTelegram {
@@ -69,6 +87,29 @@ impl FakeTelegram {
     /// Answers for the next `sendMessage` calls, in order.
     pub fn script_sends(&self, responses: Vec<Response>) {
         self.with(|s| s.send_script.extend(responses));
+    }
+
+    /// Answers for the next `editMessageText` calls, in order.
+    pub fn script_edits(&self, responses: Vec<Response>) {
+        self.with(|s| s.edit_script.extend(responses));
+    }
+
+    /// Accept `sendMessageDraft` (off by default: 404).
+    pub fn set_drafts(&self, on: bool) {
+        self.with(|s| s.drafts = on);
+    }
+
+    /// Every text-showing call to `chat_id` in arrival order (including refused ones).
+    pub fn shown_to(&self, chat_id: i64) -> Vec<Shown> {
+        let mut out: Vec<Shown> = self
+            .server
+            .requests()
+            .iter()
+            .filter_map(parse_shown)
+            .filter(|s| s.chat_id == chat_id)
+            .collect();
+        out.sort_by_key(|s| s.at);
+        out
     }
 
     pub fn set_get_me(&self, r: Response) {
@@ -163,6 +204,26 @@ fn parse_sent(r: &Request) -> Option<Sent> {
     })
 }
 
+fn parse_shown(r: &Request) -> Option<Shown> {
+    use yoctoclaw::json::{as_i64, as_str, get};
+    let method = r.path.rsplit('/').next()?;
+    let target = match method {
+        "sendMessage" => None,
+        "editMessageText" => Some("message_id"),
+        "sendMessageDraft" => Some("draft_id"),
+        _ => return None,
+    };
+    let v = yoctoclaw::json::parse_value(&r.body).ok()?;
+    Some(Shown {
+        method: method.to_string(),
+        chat_id: get(&v, "chat_id").and_then(as_i64)?,
+        text: get(&v, "text").and_then(as_str)?.to_string(),
+        parse_mode: get(&v, "parse_mode").and_then(as_str).map(str::to_string),
+        target: target.and_then(|k| get(&v, k).and_then(as_i64)),
+        at: r.at,
+    })
+}
+
 fn ok(result: &str) -> Response {
     Response::json(200, &format!(r#"{{"ok":true,"result":{result}}}"#))
 }
@@ -209,6 +270,13 @@ fn handle(state: &Mutex<State>, req: &Request) -> Response {
                 s.next_message_id
             ))
         }
+        "editMessageText" => {
+            if let Some(r) = s.edit_script.pop_front() {
+                return r;
+            }
+            ok(r#"{"message_id":1,"chat":{"id":1,"type":"private"},"date":1,"edit_date":2}"#)
+        }
+        "sendMessageDraft" if s.drafts => ok("true"),
         "sendChatAction" => ok("true"),
         _ => Response::json(
             404,

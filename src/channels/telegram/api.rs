@@ -1,5 +1,5 @@
 //! Typed Telegram Bot API calls (`getMe`, `getUpdates`, `sendMessage`,
-//! `sendChatAction`), the parsing of their answers, and one error type that says what
+//! `editMessageText`, `sendMessageDraft`, `sendChatAction`), the parsing of their answers, and one error type that says what
 //! the caller should do (wait `retry_after`, wait out a 409, give up on a bad token).
 //!
 //! Why it exists: the poller, the sender and the start-up check share the envelope
@@ -116,6 +116,13 @@ impl ApiError {
             }
             _ => false,
         }
+    }
+
+    /// An edit that would not change the message (`Bad Request: message is not
+    /// modified`): the message already shows the text, so the edit counts as done.
+    pub fn is_not_modified(&self) -> bool {
+        matches!(self, ApiError::Rejected { status: 400, description }
+            if description.to_ascii_lowercase().contains("message is not modified"))
     }
 
     /// Worth trying the same call again later (after a wait).
@@ -243,9 +250,24 @@ impl Api {
         parse_updates(&r)
     }
 
-    /// Send one message (at most 4096 UTF-16 units: split before calling).
-    pub fn send_message(&self, m: &OutText<'_>) -> Result<(), ApiError> {
-        self.call("sendMessage", &message_request(m)).map(|_| ())
+    /// Send one message (at most 4096 UTF-16 units: split before calling). Returns the
+    /// new message's id (`None` when the answer does not say).
+    pub fn send_message(&self, m: &OutText<'_>) -> Result<Option<i64>, ApiError> {
+        let r = self.call("sendMessage", &message_request(m))?;
+        Ok(get(&r, "message_id").and_then(as_i64))
+    }
+
+    /// Replace the text of message `message_id` in `m.chat_id` (`m.reply_to` is unused).
+    pub fn edit_message_text(&self, message_id: i64, m: &OutText<'_>) -> Result<(), ApiError> {
+        self.call("editMessageText", &edit_request(message_id, m))
+            .map(|_| ())
+    }
+
+    /// Show (or update) the animated draft `draft_id` in a private chat: Bot API 9.3+,
+    /// for streaming a reply while it is written. Servers without it answer 404.
+    pub fn send_message_draft(&self, draft_id: i64, m: &OutText<'_>) -> Result<(), ApiError> {
+        self.call("sendMessageDraft", &draft_request(draft_id, m))
+            .map(|_| ())
     }
 
     /// Show "typing…" in a chat (Telegram clears it after ~5 s or at the next message).
@@ -308,6 +330,32 @@ pub fn message_request(m: &OutText<'_>) -> String {
                 ("allow_sending_without_reply", Value::Bool(true)),
             ]),
         ));
+    }
+    json::to_string(&json::object(pairs))
+}
+
+/// The `editMessageText` request body.
+pub fn edit_request(message_id: i64, m: &OutText<'_>) -> String {
+    let mut pairs = vec![
+        ("chat_id", int(m.chat_id)),
+        ("message_id", int(message_id)),
+        ("text", json::string(m.text)),
+    ];
+    if m.html {
+        pairs.push(("parse_mode", json::string("HTML")));
+    }
+    json::to_string(&json::object(pairs))
+}
+
+/// The `sendMessageDraft` request body.
+pub fn draft_request(draft_id: i64, m: &OutText<'_>) -> String {
+    let mut pairs = vec![
+        ("chat_id", int(m.chat_id)),
+        ("draft_id", int(draft_id)),
+        ("text", json::string(m.text)),
+    ];
+    if m.html {
+        pairs.push(("parse_mode", json::string("HTML")));
     }
     json::to_string(&json::object(pairs))
 }
@@ -590,6 +638,33 @@ mod tests {
             !p.contains("parse_mode") && !p.contains("reply_parameters"),
             "{p}"
         );
+        let html = OutText {
+            chat_id: 5,
+            text: "<b>x</b>",
+            html: true,
+            reply_to: Some(1),
+        };
+        let e = edit_request(77, &html);
+        assert!(e.contains(r#""message_id":77"#), "{e}");
+        assert!(e.contains(r#""parse_mode":"HTML""#), "{e}");
+        assert!(!e.contains("reply_parameters"), "{e}");
+        let d = draft_request(3, &html);
+        assert!(
+            d.contains(r#""draft_id":3"#) && d.contains(r#""chat_id":5"#),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn not_modified_is_recognised() {
+        let e = parse_envelope(
+            400,
+            r#"{"ok":false,"error_code":400,"description":"Bad Request: message is not modified: specified new message content and reply markup are exactly the same"}"#,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.is_not_modified() && !e.is_parse_entities());
+        assert!(!ApiError::NotFound.is_not_modified());
     }
 
     #[test]

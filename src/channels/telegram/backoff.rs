@@ -35,6 +35,8 @@ pub const MIN_POLL_INTERVAL_MS: u64 = 1_000;
 pub const MAX_RETRY_AFTER_SECS: u64 = 600;
 /// Smallest accepted test scale.
 pub const MIN_SCALE: f64 = 0.001;
+/// The hidden test variable that shortens backoff waits.
+pub const TEST_BACKOFF_SCALE_ENV: &str = "YOCTOCLAW_TEST_BACKOFF_SCALE";
 
 /// The wait durations of the Telegram threads.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,6 +86,15 @@ impl Backoff {
             min_poll_interval: s.min_poll_interval.mul_f64(f),
             scale: f,
         }
+    }
+
+    /// The spec's values, shortened by `YOCTOCLAW_TEST_BACKOFF_SCALE` when it holds a
+    /// number (silently: the gateway logs it once at start).
+    pub fn from_env() -> Backoff {
+        std::env::var(TEST_BACKOFF_SCALE_ENV)
+            .ok()
+            .and_then(|v| Backoff::parse_scale(&v))
+            .map_or_else(Backoff::standard, Backoff::scaled)
     }
 
     /// Parse a scale such as `0.01`; `None` when it is not a number.

@@ -20,6 +20,7 @@
 use super::api::{BotIdentity, Update};
 use super::inbound::{self, Action, AllowList, RefusalLimiter, Request, Rules};
 use super::send::{Outbound, Outbox};
+use super::stream::Streamer;
 use crate::agent::router::{BUSY_REPLY, Offer, Router};
 use crate::agent::{Agent, AgentError, commands};
 use crate::channels::ChannelKind;
@@ -92,6 +93,11 @@ impl Bot {
     /// Chats with a running turn.
     pub fn running_turns(&self) -> usize {
         self.running.borrow().len()
+    }
+
+    /// Sessions held in RAM by the router (running, queued or idle).
+    pub fn live_sessions(&self) -> usize {
+        self.router.borrow().len()
     }
 
     /// Handle updates until the poller's channel closes. Turns run as tasks on `ex`.
@@ -209,31 +215,54 @@ impl Bot {
             self.notice(req.chat_id, answer, req.reply_to).await;
             return;
         }
-        let turn = self
-            .agent
-            .run_turn(session, ChannelKind::Telegram, &req.text);
-        let result = smol::future::or(turn, self.typing(req.chat_id)).await;
-        let job = match result {
-            Ok(text) => Outbound::Reply {
+        let job = if self.agent.cfg.provider.stream {
+            self.streamed_turn(session, &req).await
+        } else {
+            let turn = self
+                .agent
+                .run_turn(session, ChannelKind::Telegram, &req.text);
+            let result = smol::future::or(turn, self.typing(req.chat_id)).await;
+            result.map(|text| Outbound::Reply {
                 chat_id: req.chat_id,
                 text,
                 reply_to: req.reply_to,
-            },
-            Err(e) => {
-                log::warn!("telegram: the turn in {session} failed: {e}");
-                Outbound::Notice {
-                    chat_id: req.chat_id,
-                    text: format!("Sorry, I could not answer that: {e}"),
-                    reply_to: req.reply_to,
-                }
-            }
+            })
         };
+        let job = job.unwrap_or_else(|e| {
+            log::warn!("telegram: the turn in {session} failed: {e}");
+            Outbound::Notice {
+                chat_id: req.chat_id,
+                text: format!("Sorry, I could not answer that: {e}"),
+                reply_to: req.reply_to,
+            }
+        });
         if !self.outbox.push(job).await {
             log::error!(
                 "telegram: the sender thread is gone; a reply to chat {} was lost",
                 req.chat_id
             );
         }
+    }
+
+    /// A turn whose answer is shown while it is written (see `stream`); returns the job
+    /// that makes the streamed reply final.
+    async fn streamed_turn(&self, session: &str, req: &Request) -> Result<Outbound, AgentError> {
+        let streamer = Streamer::new(req.chat_id, req.reply_to);
+        let mut sink = streamer.sink();
+        let turn =
+            self.agent
+                .run_turn_streamed(session, ChannelKind::Telegram, &req.text, &mut sink);
+        let background = async {
+            smol::future::zip(streamer.pump(&self.outbox), self.typing(req.chat_id))
+                .await
+                .1
+        };
+        let result = smol::future::or(turn, background).await;
+        streamer.settle().await;
+        result.map(|text| Outbound::StreamEnd {
+            live: streamer.live(),
+            text,
+        })
     }
 
     /// Keep "typing…" on while awaited (never completes).

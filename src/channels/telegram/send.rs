@@ -1,32 +1,40 @@
 //! Reply delivery: markdown to Telegram HTML, split into messages Telegram accepts,
 //! sent in order on one dedicated sender thread, with retries, and a plain-text
-//! fallback when Telegram refuses our HTML.
+//! fallback when Telegram refuses our HTML. The one Telegram send implementation:
+//! the gateway's replies, heartbeat and cron deliveries (inside the gateway through
+//! the [`Outbox`], outside it through [`deliver_blocking`] on a worker) and the end of
+//! streamed replies (`stream`) all go through [`deliver_parts`].
 //!
 //! Why it exists: a reply must never be silently lost. Each part is retried on 429
 //! (after `retry_after`), 5xx and network errors (exponential backoff); a 400 "can't
 //! parse entities" resends the rest of the reply as plain text; a reply that still
-//! fails is logged with its chat id. Every outgoing text passes through the scrubber
-//! (a model could echo a secret).
+//! fails is logged with its chat id (and, for deliveries, reported to the caller).
+//! Every outgoing text passes through the scrubber (a model could echo a secret).
 //!
 //! The executor hands work over through an [`Outbox`] (bounded channel plus a count of
 //! unfinished jobs, so shutdown can wait for the last replies); chat actions
-//! ("typing…") go through the same thread and are best-effort: one attempt, dropped
-//! when the queue is full.
+//! ("typing…") and streamed previews go through the same thread and are best-effort:
+//! one attempt, dropped when the queue is full.
 //!
 //! # Bounds
 //! - At most `SEND_QUEUE_LEN` jobs wait; `Outbox::push` then waits (back-pressure).
 //! - Each message part is tried at most `MAX_SEND_ATTEMPTS` times; a 429 wait is capped
 //!   by `Backoff::retry_after`.
-//! - Parts are at most `TELEGRAM_MAX_MESSAGE_UTF16` UTF-16 code units.
+//! - Parts are at most `TELEGRAM_MAX_MESSAGE_UTF16` UTF-16 code units; a reply goes
+//!   out in at most `MAX_REPLY_PARTS` messages, the last one ending with `CUT_MARKER`
+//!   when more was cut.
 //!
 //! # Blocking
-//! [`deliver`] and [`sender_loop`] block (HTTP and backoff sleeps): sender thread only.
-//! A retried send whose first answer was lost may show twice: a duplicate is preferred
-//! to a lost reply.
+//! [`deliver`], [`deliver_parts`], [`deliver_blocking`] and [`sender_loop`] block (HTTP
+//! and backoff sleeps): sender thread or worker only. A retried send whose first answer
+//! was lost may show twice: a duplicate is preferred to a lost reply.
 
 use super::api::{Api, ApiError, OutText};
 use super::backoff::{Backoff, ErrorDelay, Stop};
-use super::format::{TELEGRAM_MAX_MESSAGE_UTF16, markdown_to_html, split_html, split_plain};
+use super::format::{
+    TELEGRAM_MAX_MESSAGE_UTF16, markdown_to_html, split_html, split_plain, utf16_len,
+};
+use super::stream::{self, DraftSupport, LiveReply};
 use crate::security::scrub::scrub;
 use std::fmt;
 use std::sync::Arc;
@@ -36,9 +44,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub const SEND_QUEUE_LEN: usize = 32;
 /// Tries per message part before the reply is given up (and logged).
 pub const MAX_SEND_ATTEMPTS: u32 = 5;
+/// Most messages one reply or delivery goes out in (64 Ki UTF-16 units).
+pub const MAX_REPLY_PARTS: usize = 16;
+/// Ends the last message of a reply that was cut at `MAX_REPLY_PARTS`.
+pub const CUT_MARKER: &str = "\n[… cut]";
+
+/// What the sender thread reports for a delivery: parts sent, or why it stopped.
+pub type DeliveryResult = Result<usize, Undelivered>;
 
 /// Work for the sender thread.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Outbound {
     /// A model answer in markdown: sent as HTML, plain if Telegram refuses it.
     Reply {
@@ -54,13 +69,24 @@ pub enum Outbound {
     },
     /// Show "typing…" (best effort).
     Typing { chat_id: i64 },
+    /// A heartbeat or cron delivery, sent like a `Reply`; the outcome goes back on
+    /// `done` so the scheduler records what really happened.
+    Delivery {
+        chat_id: i64,
+        text: String,
+        done: async_channel::Sender<DeliveryResult>,
+    },
+    /// Show a streamed reply's text so far (one attempt; see `stream`).
+    Preview(Arc<LiveReply>),
+    /// A streamed reply ended with `text`: make what the chat shows the final answer.
+    StreamEnd { live: Arc<LiveReply>, text: String },
 }
 
 /// Why a reply was not (fully) delivered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SendError {
     Api(ApiError),
-    /// Shutdown began while waiting to retry.
+    /// Shutdown began while waiting to retry (or the sender thread is gone).
     Stopped,
 }
 
@@ -83,12 +109,28 @@ pub struct Undelivered {
     pub sent: usize,
 }
 
+impl fmt::Display for Undelivered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({} part(s) sent before)", self.error, self.sent)
+    }
+}
+
+impl std::error::Error for Undelivered {}
+
 /// The executor's handle on the sender thread.
 #[derive(Clone)]
 pub struct Outbox {
     tx: async_channel::Sender<Outbound>,
     /// Jobs pushed and not yet finished by the sender thread.
     pending: Arc<AtomicUsize>,
+}
+
+impl fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Outbox")
+            .field("pending", &self.pending.load(Ordering::SeqCst))
+            .finish()
+    }
 }
 
 /// The sender thread's end of an [`Outbox`].
@@ -120,7 +162,7 @@ impl Outbox {
         true
     }
 
-    /// Queue a job unless the queue is full (for "typing…").
+    /// Queue a job unless the queue is full (for "typing…" and previews).
     pub fn try_push(&self, job: Outbound) -> bool {
         self.pending.fetch_add(1, Ordering::SeqCst);
         if self.tx.try_send(job).is_err() {
@@ -128,6 +170,24 @@ impl Outbox {
             return false;
         }
         true
+    }
+
+    /// Deliver markdown `text` to a chat like a reply and wait for the outcome.
+    pub async fn deliver(&self, chat_id: i64, text: &str) -> DeliveryResult {
+        let gone = Undelivered {
+            error: SendError::Stopped,
+            sent: 0,
+        };
+        let (done, outcome) = async_channel::bounded(1);
+        let job = Outbound::Delivery {
+            chat_id,
+            text: text.to_string(),
+            done,
+        };
+        if !self.push(job).await {
+            return Err(gone);
+        }
+        outcome.recv().await.unwrap_or(Err(gone))
     }
 
     /// Nothing queued and nothing being sent.
@@ -138,19 +198,23 @@ impl Outbox {
 
 /// The sender thread: run jobs in order until every [`Outbox`] is dropped.
 pub fn sender_loop(api: Api, rx: OutboxReceiver, backoff: Backoff, stop: Stop) {
+    let mut drafts = DraftSupport::new();
     while let Ok(job) = rx.rx.recv_blocking() {
-        run_job(&api, job, &backoff, &stop);
+        run_job(&api, job, &backoff, &stop, &mut drafts);
         rx.pending.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-fn run_job(api: &Api, job: Outbound, backoff: &Backoff, stop: &Stop) {
-    let mut send = |m: &OutText<'_>| api.send_message(m);
+fn run_job(api: &Api, job: Outbound, backoff: &Backoff, stop: &Stop, drafts: &mut DraftSupport) {
     let (chat_id, result) = match job {
         Outbound::Typing { chat_id } => {
             if let Err(e) = api.send_chat_action(chat_id) {
                 log::debug!("telegram: typing action for chat {chat_id} failed: {e}");
             }
+            return;
+        }
+        Outbound::Preview(live) => {
+            stream::preview(api, &live, backoff, drafts);
             return;
         }
         Outbound::Reply {
@@ -159,7 +223,7 @@ fn run_job(api: &Api, job: Outbound, backoff: &Backoff, stop: &Stop) {
             reply_to,
         } => (
             chat_id,
-            deliver(&mut send, chat_id, &text, true, reply_to, backoff, stop),
+            deliver_blocking(api, chat_id, &text, true, reply_to, backoff, stop),
         ),
         Outbound::Notice {
             chat_id,
@@ -167,7 +231,21 @@ fn run_job(api: &Api, job: Outbound, backoff: &Backoff, stop: &Stop) {
             reply_to,
         } => (
             chat_id,
-            deliver(&mut send, chat_id, &text, false, reply_to, backoff, stop),
+            deliver_blocking(api, chat_id, &text, false, reply_to, backoff, stop),
+        ),
+        Outbound::Delivery {
+            chat_id,
+            text,
+            done,
+        } => {
+            let r = deliver_blocking(api, chat_id, &text, true, None, backoff, stop);
+            // The waiting side may be gone (shutdown): then the log line below is all.
+            let _ = done.try_send(r.clone());
+            (chat_id, r)
+        }
+        Outbound::StreamEnd { live, text } => (
+            live.chat_id,
+            stream::finish(api, &live, &text, backoff, stop),
         ),
     };
     match result {
@@ -178,6 +256,27 @@ fn run_job(api: &Api, job: Outbound, backoff: &Backoff, stop: &Stop) {
             u.error
         ),
     }
+}
+
+/// [`deliver`] through the Bot API (blocks: sender thread or a worker).
+pub fn deliver_blocking(
+    api: &Api,
+    chat_id: i64,
+    text: &str,
+    markdown: bool,
+    reply_to: Option<i64>,
+    backoff: &Backoff,
+    stop: &Stop,
+) -> DeliveryResult {
+    deliver(
+        &mut |m: &OutText<'_>| api.send_message(m).map(|_| ()),
+        chat_id,
+        text,
+        markdown,
+        reply_to,
+        backoff,
+        stop,
+    )
 }
 
 /// Send `text` to a chat: as HTML converted from markdown when `markdown` is true,
@@ -191,17 +290,78 @@ pub fn deliver<F>(
     reply_to: Option<i64>,
     backoff: &Backoff,
     stop: &Stop,
-) -> Result<usize, Undelivered>
+) -> DeliveryResult
 where
     F: FnMut(&OutText<'_>) -> Result<(), ApiError>,
 {
+    deliver_parts(
+        &mut |_, m: &OutText<'_>| send(m),
+        chat_id,
+        text,
+        markdown,
+        reply_to,
+        backoff,
+        stop,
+    )
+}
+
+/// The messages `text` goes out as: scrubbed, converted to HTML when `markdown`, split
+/// to Telegram's limit, at most `MAX_REPLY_PARTS`.
+pub fn reply_parts(text: &str, markdown: bool) -> Vec<String> {
     let text = scrub(text);
-    let mut html = markdown;
-    let mut parts = if markdown {
-        split_html(&markdown_to_html(&text), TELEGRAM_MAX_MESSAGE_UTF16)
+    if markdown {
+        cap_parts(
+            split_html(&markdown_to_html(&text), TELEGRAM_MAX_MESSAGE_UTF16),
+            MAX_REPLY_PARTS,
+            true,
+        )
     } else {
-        split_plain(&text, TELEGRAM_MAX_MESSAGE_UTF16)
-    };
+        cap_parts(
+            split_plain(&text, TELEGRAM_MAX_MESSAGE_UTF16),
+            MAX_REPLY_PARTS,
+            false,
+        )
+    }
+}
+
+/// Keep at most `max` parts; the last one kept is shortened and ends with `CUT_MARKER`.
+fn cap_parts(mut parts: Vec<String>, max: usize, html: bool) -> Vec<String> {
+    if parts.len() <= max {
+        return parts;
+    }
+    parts.truncate(max.max(1));
+    if let Some(last) = parts.last_mut() {
+        let room = TELEGRAM_MAX_MESSAGE_UTF16 - utf16_len(CUT_MARKER);
+        let mut kept = if html {
+            split_html(last, room)
+        } else {
+            split_plain(last, room)
+        }
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+        kept.push_str(CUT_MARKER);
+        *last = kept;
+    }
+    parts
+}
+
+/// [`deliver`] where `send` also gets the number of parts already sent (0 for the
+/// first): a streamed reply edits its message with the first part.
+pub fn deliver_parts<F>(
+    send: &mut F,
+    chat_id: i64,
+    text: &str,
+    markdown: bool,
+    reply_to: Option<i64>,
+    backoff: &Backoff,
+    stop: &Stop,
+) -> DeliveryResult
+where
+    F: FnMut(usize, &OutText<'_>) -> Result<(), ApiError>,
+{
+    let mut html = markdown;
+    let mut parts = reply_parts(text, markdown);
     let mut sent = 0;
     let mut i = 0;
     while let Some(part) = parts.get(i) {
@@ -211,7 +371,7 @@ where
             html,
             reply_to: if sent == 0 { reply_to } else { None },
         };
-        match send_part(send, &msg, backoff, stop) {
+        match send_part(&mut |m: &OutText<'_>| send(sent, m), &msg, backoff, stop) {
             Ok(()) => {
                 sent += 1;
                 i += 1;
@@ -226,7 +386,11 @@ where
                     .iter()
                     .map(|p| html_to_plain(p))
                     .collect();
-                parts = split_plain(&rest, TELEGRAM_MAX_MESSAGE_UTF16);
+                parts = cap_parts(
+                    split_plain(&rest, TELEGRAM_MAX_MESSAGE_UTF16),
+                    MAX_REPLY_PARTS.saturating_sub(sent),
+                    false,
+                );
                 html = false;
                 i = 0;
             }
@@ -354,7 +518,6 @@ fn entity(e: &str) -> Option<char> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::channels::telegram::format::utf16_len;
 
     fn quick() -> (Backoff, Stop) {
         (Backoff::scaled(0.001), Stop::new())
@@ -570,7 +733,7 @@ mod tests {
         assert!(o.try_push(Outbound::Typing { chat_id: 1 }));
         assert!(!o.is_idle());
         let job = r.rx.try_recv().unwrap();
-        assert_eq!(job, Outbound::Typing { chat_id: 1 });
+        assert!(matches!(job, Outbound::Typing { chat_id: 1 }));
         r.pending.fetch_sub(1, Ordering::SeqCst);
         assert!(o.is_idle());
         drop(r);
