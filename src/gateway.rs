@@ -54,9 +54,9 @@ pub const SHUTDOWN_LIMIT_MS: u64 = 1_700;
 pub const SEND_TIMEOUT_SECS: u64 = 30;
 pub use crate::channels::telegram::backoff::TEST_BACKOFF_SCALE_ENV;
 /// How often the gateway rewrites its status record.
-pub const STATUS_RECORD_SECS: u64 = 60;
+pub const STATUS_RECORD_SECS: u64 = crate::status::GATEWAY_RECORD_INTERVAL_SECS;
 /// The `state` key of the gateway's status record.
-pub const STATUS_KEY: &str = "gateway.status";
+pub const STATUS_KEY: &str = crate::status::GATEWAY_STATUS_KEY;
 /// How often shutdown checks whether turns and sends are done.
 const SHUTDOWN_TICK_MS: u64 = 20;
 
@@ -108,9 +108,20 @@ pub fn run(l: &Loaded) -> Result<(), CliError> {
     .detach();
     ex.spawn(until_closed(
         status_task(agent.clone(), bot.clone()),
-        stopped,
+        stopped.clone(),
     ))
     .detach();
+    // The serial console beside Telegram when `serial.device` is set.
+    if let Some(started) = crate::channels::serial::start_from_config(&l.cfg.serial) {
+        let (lines, writer) = started
+            .map_err(|e| CliError::Usage(format!("serial console {}: {e}", l.cfg.serial.device)))?;
+        let (a, device) = (agent.clone(), l.cfg.serial.device.clone());
+        ex.spawn(until_closed(
+            async move { crate::channels::serial::run_console(&a, &device, lines, writer).await },
+            stopped,
+        ))
+        .detach();
+    }
     smol::block_on(ex.run(async {
         match (token, sender) {
             (Some(token), Some((api, outbox))) => {
@@ -200,31 +211,19 @@ fn announce(agent: &Agent) {
     }
 }
 
-/// Write the `gateway.status` state record: pid, memory, sessions, time.
+/// Write the gateway's status record (`status::write_gateway_record`): pid, memory,
+/// live sessions, time. `yoctoclaw status` reads it.
 pub fn write_status_record(agent: &Agent, live_sessions: usize) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let record = format!(
-        r#"{{"pid":{},"rss_kib":{},"hwm_kib":{},"sessions":{},"updated":{}}}"#,
+    let rss = crate::status::self_rss_kib().unwrap_or_default();
+    if let Err(e) = crate::status::write_gateway_record(
+        &agent.db,
         std::process::id(),
-        proc_status_kib(&status, "VmRSS:").unwrap_or(0),
-        proc_status_kib(&status, "VmHWM:").unwrap_or(0),
+        rss,
         live_sessions,
-        crate::clock::now()
-    );
-    if let Err(e) = agent.db.set_state(STATUS_KEY, &record) {
+        crate::clock::now(),
+    ) {
         log::warn!("gateway: cannot write the status record: {e}");
     }
-}
-
-/// The kB value of a `/proc/self/status` line such as `VmRSS:\t  1234 kB`.
-pub fn proc_status_kib(status: &str, key: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// The sender thread and its API client.
@@ -435,28 +434,5 @@ async fn shutdown(bot: &Bot, outbox: &Outbox) {
     }
     if !outbox.is_idle() {
         log::warn!("gateway: exiting with Telegram messages still unsent");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn proc_status_values_are_read_in_kib() {
-        let s = "Name:\tyoctoclaw\nVmHWM:\t    5120 kB\nVmRSS:\t    4096 kB\nThreads:\t5\n";
-        assert_eq!(proc_status_kib(s, "VmRSS:"), Some(4096));
-        assert_eq!(proc_status_kib(s, "VmHWM:"), Some(5120));
-        assert_eq!(proc_status_kib(s, "VmSwap:"), None);
-        assert_eq!(proc_status_kib("VmRSS:\tlots kB", "VmRSS:"), None);
-        assert_eq!(proc_status_kib("", "VmRSS:"), None);
-    }
-
-    #[test]
-    fn this_process_has_a_resident_size() {
-        // Linux only (the boards run Linux); elsewhere the record holds zeros.
-        if let Ok(s) = std::fs::read_to_string("/proc/self/status") {
-            assert!(proc_status_kib(&s, "VmRSS:").is_some_and(|k| k > 0));
-        }
     }
 }

@@ -278,3 +278,38 @@ fn the_console_survives_the_device_going_away_and_coming_back() {
         "retries are debug-level: {log}"
     );
 }
+
+#[test]
+fn the_gateway_runs_a_serial_console_when_serial_device_is_set() {
+    let Some((pty, slave)) = Pty::open() else {
+        return;
+    };
+    let fake = counting_provider();
+    let home = TempHome::new("serial-gateway");
+    let dev = home.dir.join("ttyGW");
+    let out = home.run(&["onboard"]);
+    assert!(out.status.success());
+    link(&slave, &dev);
+    home.write_config(&config_for(
+        &fake.url(),
+        &format!(
+            r#""serial":{{"device":"{}","baud":115200}},"heartbeat":{{"enabled":false}}"#,
+            dev.display()
+        ),
+    ));
+    let log = home.dir.join("gateway-stderr.log");
+    let child = home
+        .cmd(&["gateway"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(File::create(&log).unwrap()))
+        .spawn()
+        .expect("spawn gateway");
+    let mut child = Running(child, log);
+    pty.wait_for("> ", 1, &mut child);
+    pty.send(b"hi from the uart\r");
+    let out = pty.wait_for("line two of 1\r\n", 1, &mut child);
+    assert!(out.contains("reply 1\r\n"), "{out:?}");
+    let reqs = fake.requests_to("/chat/completions");
+    assert_eq!(reqs.len(), 1);
+    assert!(reqs[0].body.contains("Channel: serial"), "{}", reqs[0].body);
+}
