@@ -99,8 +99,10 @@ impl fmt::Display for DeliverError {
 
 impl std::error::Error for DeliverError {}
 
-/// Deliver `text` to `target`.
+/// Deliver `text` to `target`, scrubbed of credentials first (every delivery is an
+/// outbound message).
 pub async fn deliver(ctx: &DeliverCtx, target: &Target, text: &str) -> Result<(), DeliverError> {
+    let text = &*scrub(text);
     match target {
         Target::Log => {
             log::info!("delivery (log only): {text}");

@@ -1,20 +1,35 @@
 //! The tools the model can call: their schemas, argument parsing and dispatch.
 //!
 //! Every tool validates its arguments and answers a `ToolError` (shown to the model as a
-//! tool error it can recover from) instead of panicking. Results are scrubbed of
-//! credentials and cut to `agent.max_tool_result_bytes` by the agent before they enter
-//! history.
+//! tool error it can recover from) instead of panicking. Results are cut to
+//! `agent.max_tool_result_bytes` and scrubbed of credentials by the agent
+//! (`output::scrub_capped`) before they enter history.
+//!
+//! Which calls need the user: [`needs_approval`] lists the tools that change files, run
+//! commands or change what runs unattended; the agent refuses them under `read_only`
+//! autonomy and asks first under `supervised` (`agent::approval`), showing the one-line
+//! [`Tools::approval_summary`], which also validates the call (a malformed or refused
+//! call is an error at once, nobody is asked about it).
 //!
 //! # Bounds
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
+//! Blocking work (commands, HTTP, `statvfs`) runs on `Workers`.
 
 mod args;
 pub mod cron;
+pub mod exec;
 pub mod fs;
 pub mod memory;
+pub mod message;
+pub mod output;
+pub mod process;
+pub mod sysinfo;
+pub mod web;
+pub mod write;
 
 pub use args::Args;
 
+use crate::channels::deliver::DeliverCtx;
 use crate::config::Config;
 use crate::provider::ToolSpec;
 use crate::runtime::{Workers, now_secs};
@@ -62,24 +77,33 @@ pub struct Tools {
     pub cfg: Rc<Config>,
     pub workers: Workers,
     pub db: Rc<Db>,
+    /// Where `send_message` delivers (set by the agent; `None` refuses sending).
+    pub deliver: Option<DeliverCtx>,
 }
 
 const ALL: &[ToolSpec] = &[
     fs::READ_FILE,
+    write::WRITE_FILE,
+    write::EDIT_FILE,
     fs::LIST_DIR,
+    exec::EXEC,
+    web::WEB_FETCH,
     memory::MEMORY_STORE,
     memory::MEMORY_SEARCH,
     memory::MEMORY_FORGET,
     cron::CRON_ADD,
     cron::CRON_LIST,
     cron::CRON_REMOVE,
+    message::SEND_MESSAGE,
+    sysinfo::SYSTEM_INFO,
 ];
 
-/// Tools that ask the user first under `supervised` autonomy (and are refused under
-/// `read_only`): they change what runs unattended.
-const NEEDS_APPROVAL: &[&str] = &["cron_add", "cron_remove"];
+/// Tools that ask the user first under `supervised` autonomy and are refused under
+/// `read_only`: they change files, run commands, or change what runs unattended.
+const NEEDS_APPROVAL: &[&str] = &["write_file", "edit_file", "exec", "cron_add", "cron_remove"];
 
-/// True when a call to `name` needs the user's approval under `supervised` autonomy.
+/// True when a call to `name` needs the user's approval under `supervised` autonomy
+/// (and is refused under `read_only`).
 pub fn needs_approval(name: &str) -> bool {
     NEEDS_APPROVAL.contains(&name)
 }
@@ -91,6 +115,7 @@ impl Tools {
             cfg,
             workers,
             db,
+            deliver: None,
         }
     }
 
@@ -103,6 +128,31 @@ impl Tools {
         ALL.iter().any(|t| t.name == name)
     }
 
+    /// The one-line summary the user approves for a call of a [`needs_approval`] tool,
+    /// after checking the call as the tool will (arguments, confinement, the command
+    /// policy). `Ok(None)` for other tools.
+    pub fn approval_summary(
+        &self,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Option<String>, ToolError> {
+        if !needs_approval(name) {
+            return Ok(None);
+        }
+        let args = Args::parse(arguments)?;
+        let restrict = self.cfg.agent.restrict_to_workspace;
+        let ws = &self.workspace;
+        let s = match name {
+            "write_file" => write::write_summary(ws, restrict, &args)?,
+            "edit_file" => write::edit_summary(ws, restrict, &args)?,
+            "exec" => exec::summary(self, &args)?,
+            "cron_add" => cron::add_summary(&args)?,
+            "cron_remove" => cron::remove_summary(&args)?,
+            other => return Err(ToolError::Unknown(other.to_string())),
+        };
+        Ok(Some(s))
+    }
+
     /// Run one tool call.
     pub async fn call(
         &self,
@@ -112,15 +162,22 @@ impl Tools {
     ) -> Result<String, ToolError> {
         let args = Args::parse(arguments)?;
         let restrict = self.cfg.agent.restrict_to_workspace;
+        let ws = &self.workspace;
         match name {
-            "read_file" => fs::read_file(&self.workspace, restrict, &args),
-            "list_dir" => fs::list_dir(&self.workspace, restrict, &args),
+            "read_file" => fs::read_file(ws, restrict, &args),
+            "write_file" => write::write_file(ws, restrict, &args),
+            "edit_file" => write::edit_file(ws, restrict, &args),
+            "list_dir" => fs::list_dir(ws, restrict, &args),
+            "exec" => exec::exec(self, &args).await,
+            "web_fetch" => web::web_fetch(self, &args).await,
             "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
             "memory_search" => memory::memory_search(&self.db, &args, now_secs()),
             "memory_forget" => memory::memory_forget(&self.db, &args),
             "cron_add" => cron::add(&self.db, &self.cfg, ctx, &args, crate::clock::now()),
             "cron_list" => cron::list(&self.db, &self.cfg),
             "cron_remove" => cron::remove(&self.db, &self.cfg, &args),
+            "send_message" => message::send_message(self, ctx, &args).await,
+            "system_info" => sysinfo::system_info(self).await,
             other => Err(ToolError::Unknown(other.to_string())),
         }
     }
@@ -157,9 +214,19 @@ mod tests {
     }
 
     #[test]
-    fn cron_changes_need_approval_and_listing_does_not() {
-        assert!(needs_approval("cron_add") && needs_approval("cron_remove"));
-        assert!(!needs_approval("cron_list") && !needs_approval("read_file"));
+    fn changes_need_approval_and_reading_does_not() {
+        for t in ["write_file", "edit_file", "exec", "cron_add", "cron_remove"] {
+            assert!(needs_approval(t), "{t}");
+        }
+        for t in [
+            "cron_list",
+            "read_file",
+            "list_dir",
+            "web_fetch",
+            "system_info",
+        ] {
+            assert!(!needs_approval(t), "{t}");
+        }
     }
 
     #[test]
