@@ -1,35 +1,128 @@
 //! Scrubbing for streamed answers: a [`StreamSink`] wrapper that passes text on only
-//! after the credential scrubber has seen it whole.
+//! once the credential scrubber can judge it.
 //!
 //! Why: the final answer is scrubbed in `Agent::finish`, but a streamed answer reaches
-//! the user piece by piece, and a secret can arrive split over several deltas. Every
-//! secret shape the scrubber knows fits on one line (tokens, `key=value`, `Bearer …`,
-//! literals) except PEM private keys, so text is released a whole line at a time,
-//! scrubbed; a `BEGIN … PRIVATE KEY` line switches to swallowing lines until its `END`
-//! line (one `[REDACTED]` stands for the block).
+//! the user piece by piece, and a secret can arrive split over several deltas. So text is
+//! held back while it could still turn into something the scrubber redacts
+//! ([`may_continue_secret`]): a word that could be the start of a token, a key name, a
+//! scheme (`Bearer`) or an installed secret; a key or scheme waiting for its value; a line
+//! that could be a PEM `BEGIN` line. Everything else goes out at once, scrubbed, so plain
+//! words still stream word by word (usually as they arrive).
 //!
-//! A long line is not held to its end: once [`HOLD_BYTES`] are waiting, the text up to a
-//! space at least [`KEEP_BYTES`] before the end is released, but only if scrubbing the
-//! two sides apart gives the same result as scrubbing them together (so the cut does not
-//! split anything the scrubber would redact, as long as it is shorter than `KEEP_BYTES`).
-//! Past [`MAX_HOLD_BYTES`] everything waiting is released, scrubbed.
+//! When the end of the held text is such a case, the text before it is released if it can
+//! be cut at a space without splitting anything the scrubber would redact (scrubbing the
+//! two parts apart gives the same text as scrubbing them together). A complete
+//! `BEGIN … PRIVATE KEY` line switches to swallowing lines until the matching `END` line:
+//! one `[REDACTED]` stands for the block.
 //!
 //! # Bounds
-//! At most `MAX_HOLD_BYTES` (plus one delta) are held; at most `MAX_CUT_TRIES` places are
-//! tried per release. Held text is released at the end of each model request and when the
-//! wrapper is dropped.
+//! At most `MAX_HOLD_BYTES` (plus one delta) are held, then released scrubbed (or
+//! swallowed inside a key block); at most `MAX_CUT_TRIES` cut places are tried per delta.
+//! Held text is released at the end of each model request and when the wrapper is dropped.
 
 use super::streaming::StreamSink;
-use crate::security::scrub::{REDACTED, scrub};
+use crate::security::scrub::{REDACTED, TOKEN_PREFIXES, ends_inside_literal, scrub};
 
-/// A line longer than this is released in parts.
-pub const HOLD_BYTES: usize = 1024;
-/// A part is cut at least this far before the end of what is held.
-pub const KEEP_BYTES: usize = 512;
 /// Held text beyond this is released whatever it is.
 pub const MAX_HOLD_BYTES: usize = 16 * 1024;
-/// Cut places tried per release.
-const MAX_CUT_TRIES: usize = 8;
+/// Cut places tried per delta.
+const MAX_CUT_TRIES: usize = 16;
+
+/// Key names an assignment's value is redacted after (lowercase; the scrubber's list,
+/// spelled out).
+const SECRET_KEYS: &[&str] = &[
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_key",
+    "access-key",
+    "accesskey",
+    "secret_key",
+    "secret-key",
+    "secretkey",
+    "private_key",
+    "private-key",
+    "privatekey",
+    "token",
+    "password",
+    "passwd",
+    "passphrase",
+    "pass_phrase",
+    "pass-phrase",
+    "secret",
+];
+
+/// Authorization schemes whose next word is a credential (lowercase).
+const SCHEMES: &[&str] = &["bearer", "basic"];
+
+/// Could text that follows `text` turn its end into something the scrubber redacts?
+pub fn may_continue_secret(text: &str) -> bool {
+    if text.is_empty() {
+        return false;
+    }
+    if ends_inside_literal(text) {
+        return true;
+    }
+    let line = &text[text.rfind('\n').map_or(0, |i| i + 1)..];
+    if line.contains("-----") {
+        // A PEM BEGIN line in the making: wait for the whole line.
+        return true;
+    }
+    let trimmed = text.trim_end();
+    let (before, word) = split_last_word(trimmed);
+    if trimmed.len() < text.len() {
+        return waiting_for_value(word);
+    }
+    // A word being written: it may itself be the start of a secret, or the value the
+    // word before it is waiting for.
+    partial_word_hazard(word) || waiting_for_value(split_last_word(before.trim_end()).1)
+}
+
+/// `text` without its last word, and that word (after the last whitespace).
+fn split_last_word(text: &str) -> (&str, &str) {
+    let at = text.rfind(char::is_whitespace).map_or(0, |i| {
+        i + text[i..].chars().next().map_or(1, char::len_utf8)
+    });
+    text.split_at(at)
+}
+
+/// The last complete word is a scheme, a secret key or a separator: its value may follow.
+fn waiting_for_value(word: &str) -> bool {
+    let w = word.trim_matches(['"', '\'', '`']).to_ascii_lowercase();
+    if w.ends_with(':') || w.ends_with('=') {
+        return true;
+    }
+    let key = w.trim_end_matches([':', '=', '"', '\'']);
+    SCHEMES.contains(&key) || SECRET_KEYS.iter().any(|k| key.ends_with(k))
+}
+
+/// The word still being written could become (part of) a secret.
+fn partial_word_hazard(word: &str) -> bool {
+    if word.contains([':', '=']) || word.ends_with('-') || word.bytes().any(|b| b.is_ascii_digit())
+    {
+        return true;
+    }
+    // Where a token or key name could start: the word's start and after any separator.
+    let starts = std::iter::once(0).chain(
+        word.char_indices()
+            .filter(|(_, c)| !c.is_alphanumeric())
+            .map(|(i, c)| i + c.len_utf8()),
+    );
+    for s in starts {
+        let t = &word[s..];
+        if t.is_empty() {
+            continue;
+        }
+        let lower = t.to_ascii_lowercase();
+        let near = |known: &str, cand: &str| known.starts_with(cand) || cand.starts_with(known);
+        if SECRET_KEYS.iter().chain(SCHEMES).any(|k| near(k, &lower))
+            || TOKEN_PREFIXES.iter().any(|p| near(p, t))
+        {
+            return true;
+        }
+    }
+    false
+}
 
 /// Wraps a sink; see the module documentation.
 pub struct ScrubSink<'a> {
@@ -47,85 +140,93 @@ impl<'a> ScrubSink<'a> {
         }
     }
 
-    /// Release everything held.
+    /// Release everything held (swallowed inside a key block).
     pub fn flush(&mut self) {
         let rest = std::mem::take(&mut self.held);
-        if !rest.is_empty() {
-            self.release_line(&rest);
+        if !self.in_pem && !rest.is_empty() {
+            self.emit(&scrub(&rest));
         }
+        self.in_pem = false;
     }
 
     fn release(&mut self) {
-        while let Some(nl) = self.held.find('\n') {
-            let line: String = self.held.drain(..=nl).collect();
-            self.release_line(&line);
+        loop {
+            if self.in_pem {
+                if !self.skip_key_line() {
+                    return;
+                }
+                continue;
+            }
+            let Some((start, after)) = pem_begin_line(&self.held) else {
+                break;
+            };
+            let before: String = self.held.drain(..start).collect();
+            self.emit(&scrub(&before));
+            self.held.drain(..after - start);
+            self.emit(REDACTED);
+            self.in_pem = true;
         }
         if self.held.len() >= MAX_HOLD_BYTES {
             self.flush();
-        } else if self.held.len() >= HOLD_BYTES
-            && !self.in_pem
-            && !self.held.contains("-----")
-            && let Some(cut) = self.safe_cut()
-        {
+        } else if let Some(cut) = self.safe_cut() {
             let part: String = self.held.drain(..cut).collect();
             self.emit(&scrub(&part));
         }
     }
 
-    /// A cut place in `held` that splits nothing the scrubber would redact.
-    fn safe_cut(&self) -> Option<usize> {
-        let h = &self.held;
-        let whole = scrub(h);
-        let limit = h.len().saturating_sub(KEEP_BYTES);
-        let mut end = limit;
-        for _ in 0..MAX_CUT_TRIES {
-            let cut = h[..crate::tools::output::floor_boundary(h, end)].rfind([' ', '\t'])?;
-            let (a, b) = h.split_at(cut);
-            let (sa, sb) = (scrub(a), scrub(b));
-            if whole.len() == sa.len() + sb.len()
-                && whole.starts_with(&*sa)
-                && whole.ends_with(&*sb)
-            {
-                return (cut > 0).then_some(cut);
+    /// Inside a key block: drop one held line; `true` when the block ended or another
+    /// line was dropped (look again), `false` to wait for more text.
+    fn skip_key_line(&mut self) -> bool {
+        let Some(nl) = self.held.find('\n') else {
+            if self.held.len() >= MAX_HOLD_BYTES {
+                self.held.clear();
             }
-            end = cut;
+            return false;
+        };
+        let line: String = self.held.drain(..=nl).collect();
+        if let Some(at) = line.find("-----END")
+            && line[at..].contains("PRIVATE KEY")
+        {
+            self.in_pem = false;
+            self.emit("\n");
         }
-        None
+        true
     }
 
-    /// One line (or the last piece of text), PEM blocks swallowed.
-    fn release_line(&mut self, line: &str) {
-        if self.in_pem {
-            if let Some(at) = line.find("-----END")
-                && line[at..].contains("PRIVATE KEY")
-            {
-                self.in_pem = false;
-                let after = line[at..].find("-----\n").map(|i| at + i + 5);
-                if let Some(after) = after {
-                    let rest = &line[after..];
-                    self.emit(&scrub(rest));
-                } else if line.ends_with('\n') {
-                    self.emit("\n");
+    /// How much of `held` can go out now.
+    fn safe_cut(&self) -> Option<usize> {
+        let h = &self.held;
+        if h.is_empty() {
+            return None;
+        }
+        if !may_continue_secret(h) {
+            return Some(h.len());
+        }
+        // No cut inside a line that could become a PEM BEGIN line.
+        let line_start = h.rfind('\n').map_or(0, |i| i + 1);
+        let mut end = if h[line_start..].contains("-----") {
+            line_start
+        } else {
+            h.len()
+        };
+        let mut whole = None;
+        for _ in 0..MAX_CUT_TRIES {
+            let ws = h[..end].rfind(char::is_whitespace)?;
+            let cut = ws + h[ws..].chars().next().map_or(1, char::len_utf8);
+            let (a, b) = h.split_at(cut);
+            if !may_continue_secret(a) {
+                let whole = whole.get_or_insert_with(|| scrub(h));
+                let (sa, sb) = (scrub(a), scrub(b));
+                if whole.len() == sa.len() + sb.len()
+                    && whole.starts_with(&*sa)
+                    && whole.ends_with(&*sb)
+                {
+                    return Some(cut);
                 }
             }
-            return;
+            end = ws;
         }
-        let clean = scrub(line);
-        if let Some(at) = line.find("-----BEGIN")
-            && line[at..].contains("PRIVATE KEY")
-            && !line[at..].contains("-----END")
-        {
-            // The scrubber redacts an unterminated block to the end: the rest of the
-            // block arrives on later lines and is swallowed.
-            self.in_pem = true;
-            let shown = clean.trim_end_matches('\n');
-            self.emit(shown);
-            if !shown.ends_with(REDACTED) {
-                self.emit(REDACTED);
-            }
-            return;
-        }
-        self.emit(&clean);
+        None
     }
 
     fn emit(&mut self, s: &str) {
@@ -133,6 +234,22 @@ impl<'a> ScrubSink<'a> {
             self.inner.text(s);
         }
     }
+}
+
+/// A complete `-----BEGIN … PRIVATE KEY-----` line in `text` (without its `END` on the
+/// same line): where it starts and where the next line starts.
+fn pem_begin_line(text: &str) -> Option<(usize, usize)> {
+    let mut from = 0;
+    while let Some(off) = text[from..].find("-----BEGIN") {
+        let start = from + off;
+        let nl = start + text[start..].find('\n')?;
+        let line = &text[start..nl];
+        if line.contains("PRIVATE KEY") && !line.contains("-----END") {
+            return Some((start, nl + 1));
+        }
+        from = nl;
+    }
+    None
 }
 
 impl StreamSink for ScrubSink<'_> {
@@ -143,7 +260,6 @@ impl StreamSink for ScrubSink<'_> {
 
     fn round_end(&mut self, more: bool) {
         self.flush();
-        self.in_pem = false;
         self.inner.round_end(more);
     }
 }
@@ -234,9 +350,63 @@ mod tests {
             }
             s.round_end(false);
         }
-        assert!(parts > 1, "a long line is not held to its end");
+        assert!(parts > 100, "words stream as they come: {parts} parts");
         assert!(!out.contains("AbCdEf"));
         assert_eq!(out, scrub(&text));
+    }
+
+    #[test]
+    fn plain_words_go_out_at_once_and_risky_ones_wait() {
+        let mut out: Vec<String> = Vec::new();
+        {
+            let mut collect = |d: &str| out.push(d.to_string());
+            let mut s = ScrubSink::new(&mut collect);
+            s.text("Hello");
+            s.text(" there,");
+            s.text(" your");
+            s.text(" token");
+            s.text(" is");
+            s.text(" ghp_AbCdEfGhIjKlMn");
+            s.text("OpQrStUvWxYz0123456789");
+            s.text(" ok");
+            s.round_end(false);
+        }
+        assert_eq!(out[0], "Hello");
+        assert_eq!(out[1], " there,");
+        assert_eq!(out[2], " your");
+        assert_eq!(out.concat(), "Hello there, your token is [REDACTED] ok");
+        assert!(out.iter().all(|p| !p.contains("ghp_")), "{out:?}");
+    }
+
+    #[test]
+    fn hazards_are_recognised() {
+        for risky in [
+            "a Bearer ",
+            "password = ",
+            "password",
+            "pass",
+            "the api",
+            "x sk",
+            "x sk-pr",
+            "AKIA",
+            "bot 123456",
+            "x token:",
+            "\"api_key\": ",
+            "-----BEGIN RSA",
+            "db.pass",
+        ] {
+            assert!(may_continue_secret(risky), "{risky:?}");
+        }
+        for safe in [
+            "Hello",
+            "Hello there",
+            "café ",
+            "well done. ",
+            "the end\n",
+            "friend.",
+        ] {
+            assert!(!may_continue_secret(safe), "{safe:?}");
+        }
     }
 
     #[test]
@@ -260,9 +430,9 @@ mod tests {
             "-----BEGIN",
             "-----",
         ];
-        for _ in 0..500 {
+        for _ in 0..300 {
             let mut text = String::new();
-            for _ in 0..(next() % 300) {
+            for _ in 0..(next() % 200) {
                 text.push_str(words[(next() % words.len() as u64) as usize]);
             }
             let out = stream(&text, 1 + (next() % 30) as usize);

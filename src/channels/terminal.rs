@@ -189,8 +189,12 @@ impl Asker for TerminalAsker {
             let _ = o.write_all(text.as_bytes());
             let _ = o.flush();
         }
-        let woke = self.asked.try_send(()).is_ok();
-        Box::pin(async move { woke })
+        // Full means the reader is already woken and will see this question too.
+        let reader_alive = !matches!(
+            self.asked.try_send(()),
+            Err(async_channel::TrySendError::Closed(_))
+        );
+        Box::pin(async move { reader_alive })
     }
 }
 
@@ -249,7 +253,9 @@ async fn answer_approvals(
                 None => break,
                 // End of input: nobody will answer.
                 Some(None) => {
-                    agent.approvals.answer(session, Decision::No);
+                    if let Some(reply) = agent.approvals.answer(session, Decision::No) {
+                        println!("{reply} (end of input)");
+                    }
                     break;
                 }
                 Some(Some(line)) => line,

@@ -229,6 +229,167 @@ mod tests {
         }
     }
 
+    fn test_tools(tag: &str, cfg: Config) -> (Tools, PathBuf) {
+        let d = std::env::temp_dir().join(format!("yc-tools-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("workspace")).unwrap();
+        let db = Rc::new(Db::open_in_memory().unwrap());
+        let t = Tools::new(d.join("workspace"), Rc::new(cfg), Workers::start(1), db);
+        (t, d)
+    }
+
+    #[test]
+    fn approval_summaries_validate_the_call_first() {
+        let (t, d) = test_tools("summary", Config::default());
+        let s = |name: &str, args: &str| t.approval_summary(name, args);
+        assert_eq!(
+            s("exec", r#"{"command":"ls -la"}"#).unwrap().as_deref(),
+            Some("Run command: ls -la")
+        );
+        assert!(matches!(
+            s("exec", r#"{"command":"rm -rf ~"}"#),
+            Err(ToolError::Denied(_))
+        ));
+        assert!(matches!(s("exec", "{}"), Err(ToolError::BadArgs(_))));
+        assert_eq!(
+            s("write_file", r#"{"path":"notes.md","content":"hello"}"#)
+                .unwrap()
+                .as_deref(),
+            Some("Write file notes.md (5 bytes, new file)")
+        );
+        assert!(matches!(
+            s("write_file", r#"{"path":"../x","content":""}"#),
+            Err(ToolError::Denied(_))
+        ));
+        std::fs::write(d.join("workspace/n.md"), "abc").unwrap();
+        assert_eq!(
+            s(
+                "edit_file",
+                r#"{"path":"n.md","old_text":"b","new_text":"xyz"}"#
+            )
+            .unwrap()
+            .as_deref(),
+            Some("Edit file n.md (replace 1 bytes with 3 bytes)")
+        );
+        assert_eq!(
+            s(
+                "cron_add",
+                r#"{"schedule":"every 2h","prompt":"drink water","message":true}"#
+            )
+            .unwrap()
+            .as_deref(),
+            Some("Add cron job (every 2h): send \"drink water\"")
+        );
+        assert_eq!(
+            s("cron_remove", r#"{"id":3}"#).unwrap().as_deref(),
+            Some("Remove cron job 3")
+        );
+        assert_eq!(s("read_file", r#"{"path":"x"}"#), Ok(None));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn messages_go_to_this_chat_or_allowed_numeric_ids() {
+        use crate::channels::{ChannelKind, Target};
+        let mut cfg = Config::default();
+        cfg.telegram.allow_from = vec!["42".into(), "@bob".into()];
+        let (t, d) = test_tools("message", cfg);
+        let ctx = |channel, session: &str| CallContext {
+            session: session.into(),
+            channel,
+        };
+        let tg = ctx(ChannelKind::Telegram, "telegram:-100");
+        assert_eq!(message::target(&t, &tg, None), Ok(Target::Telegram(-100)));
+        assert_eq!(
+            message::target(&t, &tg, Some("telegram:42")),
+            Ok(Target::Telegram(42))
+        );
+        assert!(matches!(
+            message::target(&t, &tg, Some("telegram:43")),
+            Err(ToolError::Denied(_))
+        ));
+        for bad in ["@bob", "telegram:abc", "stdout", "telegram:"] {
+            assert!(
+                matches!(
+                    message::target(&t, &tg, Some(bad)),
+                    Err(ToolError::BadArgs(_))
+                ),
+                "{bad}"
+            );
+        }
+        let term = ctx(ChannelKind::Terminal, "stdio:default");
+        assert_eq!(message::target(&t, &term, Some(" ")), Ok(Target::Stdout));
+        let hb = ctx(ChannelKind::Heartbeat, "heartbeat");
+        assert!(matches!(
+            message::target(&t, &hb, None),
+            Err(ToolError::BadArgs(_))
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn random_arguments_never_panic() {
+        let (t, d) = test_tools("fuzz", Config::default());
+        let parts = [
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\"path\"",
+            "\"content\"",
+            "\"command\"",
+            "\"old_text\"",
+            "\"new_text\"",
+            "\"url\"",
+            "\"id\"",
+            "\"schedule\"",
+            "\"prompt\"",
+            "\"../x\"",
+            "\"a.txt\"",
+            "\"/etc\"",
+            "\"\"",
+            "null",
+            "true",
+            "-1",
+            "1e400",
+            "\"é\\u0000\"",
+            "\"x\"",
+            " ",
+        ];
+        let mut x: u64 = 0xC0FF_EE00_1234_5678;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let ctx = CallContext {
+            session: "stdio:fuzz".into(),
+            channel: crate::channels::ChannelKind::Terminal,
+        };
+        for _ in 0..3000 {
+            let mut a = String::new();
+            for _ in 0..next() % 12 {
+                a.push_str(parts[(next() % parts.len() as u64) as usize]);
+            }
+            for name in NEEDS_APPROVAL {
+                let _ = t.approval_summary(name, &a);
+            }
+            for name in [
+                "read_file",
+                "write_file",
+                "edit_file",
+                "list_dir",
+                "cron_list",
+            ] {
+                let _ = smol::block_on(t.call(name, &a, &ctx));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn every_schema_is_valid_json_object() {
         for t in ALL {

@@ -109,7 +109,8 @@ pub fn report(src: &Sources) -> String {
     if let Some(release) = read_small(&src.proc_dir.join("sys/kernel/osrelease")) {
         lines.push(format!("kernel: {}", release.trim()));
     }
-    if let Some(cpu) = read_small(&src.proc_dir.join("cpuinfo")) {
+    let cpuinfo = read_small(&src.proc_dir.join("cpuinfo"));
+    if let Some(cpu) = &cpuinfo {
         let model = [
             "model name",
             "Model",
@@ -120,12 +121,21 @@ pub fn report(src: &Sources) -> String {
             "cpu",
         ]
         .iter()
-        .find_map(|k| field(&cpu, k).filter(|v| !v.is_empty()));
+        .find_map(|k| field(cpu, k).filter(|v| !v.is_empty()));
         if let Some(m) = model {
             lines.push(format!("cpu: {m}"));
         }
     }
-    if let Ok(n) = std::thread::available_parallelism() {
+    // Counted from the kernel's files: std's available_parallelism parses cgroups (and
+    // costs kilobytes of code) to answer a different question.
+    let online = read_small(&src.sys_dir.join("devices/system/cpu/online"))
+        .and_then(|s| count_cpu_list(s.trim()));
+    let listed = cpuinfo.as_deref().map(|c| {
+        c.lines()
+            .filter(|l| l.split(':').next().map(str::trim) == Some("processor"))
+            .count() as u64
+    });
+    if let Some(n) = online.or(listed).filter(|n| *n > 0) {
         lines.push(format!("cores: {n}"));
     }
     if let Some(load) = read_small(&src.proc_dir.join("loadavg")) {
@@ -179,6 +189,22 @@ pub fn report(src: &Sources) -> String {
     }
     lines.extend(temperatures(&src.sys_dir.join("class/thermal")));
     lines.join("\n")
+}
+
+/// `0-3,5` (the kernel's CPU list) → 5; `None` when malformed.
+fn count_cpu_list(s: &str) -> Option<u64> {
+    let mut n = 0u64;
+    for part in s.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.trim().parse::<u64>().ok()?, b.trim().parse::<u64>().ok()?),
+            None => {
+                let a = part.trim().parse::<u64>().ok()?;
+                (a, a)
+            }
+        };
+        n = n.checked_add(b.checked_sub(a)?.checked_add(1)?)?;
+    }
+    Some(n)
 }
 
 /// `thermal_zoneN/temp` (millidegrees) with its `type`, in zone order.
@@ -270,6 +296,7 @@ mod tests {
         );
         assert!(r.contains("uptime: 1 d 1 h 1 min"), "{r}");
         assert!(r.contains("kernel: 6.6.31+rpt-rpi-v8"), "{r}");
+        assert!(r.contains("cores: 1\n"), "counted from cpuinfo: {r}");
         assert!(r.contains("temperature (cpu-thermal): 48.3 °C"), "{r}");
         assert!(r.contains("disk (workspace): "), "{r}");
         assert!(!r.contains("zone 1"), "an unreadable zone is skipped: {r}");
@@ -301,5 +328,9 @@ mod tests {
         assert_eq!(human_bytes(1536), "1.5 KiB");
         assert_eq!(human_secs(59), "0 min");
         assert_eq!(human_secs(3660), "1 h 1 min");
+        assert_eq!(count_cpu_list("0-3"), Some(4));
+        assert_eq!(count_cpu_list("0-3,5,7-8"), Some(7));
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
     }
 }
