@@ -128,7 +128,9 @@ pub fn run_blocking(spec: RunSpec) -> Result<Outcome, String> {
         }
         if eof {
             // The pipe closed but the shell runs on: just wait for it.
-            std::thread::sleep(Duration::from_millis(POLL_SLICE_MS).min(deadline - now));
+            std::thread::sleep(
+                Duration::from_millis(POLL_SLICE_MS).min(deadline.saturating_duration_since(now)),
+            );
             continue;
         }
         let limit = match exited {
