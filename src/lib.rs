@@ -14,6 +14,8 @@
 //! way (so replies never wait behind a provider call). Nothing else starts threads.
 
 pub mod agent;
+#[cfg(feature = "bench-alloc")]
+pub mod alloc_count;
 pub mod channels;
 pub mod cli;
 pub mod clock;
