@@ -66,7 +66,7 @@ impl FakeBot {
             Condvar::new(),
         ));
         let sh = shared.clone();
-        let server = FakeServer::start(move |req| handle(&sh, req));
+        let server = FakeServer::start_keep_alive(move |req| handle(&sh, req));
         FakeBot { server, shared }
     }
 

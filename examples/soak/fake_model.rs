@@ -36,7 +36,7 @@ impl FakeModel {
     pub fn start() -> FakeModel {
         let stats = Arc::new(ModelStats::default());
         let st = stats.clone();
-        let server = FakeServer::start(move |req| {
+        let server = FakeServer::start_keep_alive(move |req| {
             if req.method != "POST" || !req.path.ends_with("/chat/completions") {
                 return Response::json(404, r#"{"error":{"message":"no route"}}"#);
             }

@@ -189,23 +189,82 @@ fn prepare_home(o: &Opts, home: &Path, model: &FakeModel, bot: &FakeBot) -> Resu
     Ok(())
 }
 
-/// Store `n` memories the way a long-used assistant would have them.
+/// Store `n` memories the way a long-used assistant would have them: varied facts, one
+/// in ten `core`, some sharing words with the soak's messages.
 fn seed_memories(db: &Path, n: u64) -> Result<(), String> {
     use yoctoclaw::store::Db;
     use yoctoclaw::store::memory::Category;
+    const WHO: &[&str] = &[
+        "Anna",
+        "the owner",
+        "Dad",
+        "Mum",
+        "the neighbour",
+        "Tom",
+        "the landlord",
+        "Sara",
+    ];
+    const DOES: &[&str] = &[
+        "prefers",
+        "asked about",
+        "booked",
+        "forgot",
+        "paid for",
+        "wants to try",
+        "recommended",
+        "is allergic to",
+        "bought",
+        "cancelled",
+        "moved",
+        "likes",
+    ];
+    const WHAT: &[&str] = &[
+        "oat milk in coffee",
+        "the blue bicycle",
+        "a table at the Italian place",
+        "the gym membership",
+        "the electricity bill",
+        "a trip to Porto",
+        "the new router",
+        "peanuts",
+        "green tea",
+        "the piano lessons",
+        "the car service",
+        "a standing desk",
+        "the dentist",
+        "the garden hose",
+        "running shoes",
+        "the library books",
+        "the heating repair",
+        "a birthday cake",
+    ];
+    const WHEN: &[&str] = &[
+        "last Monday",
+        "in March",
+        "every Friday",
+        "before the holidays",
+        "this morning",
+        "next week",
+        "twice a month",
+        "on weekends",
+    ];
     let db = Db::open(db, 256).map_err(|e| e.to_string())?;
     let _ = db.conn.execute_batch("BEGIN");
+    let pick = |list: &[&'static str], x: u64| list[(x % list.len() as u64) as usize];
     for i in 0..n {
-        let cat = [
-            Category::Core,
-            Category::Daily,
-            Category::Conversation,
-            Category::Custom,
-        ][(i % 4) as usize];
+        let cat = match i % 10 {
+            0 => Category::Core,
+            1..=4 => Category::Daily,
+            5..=7 => Category::Conversation,
+            _ => Category::Custom,
+        };
+        let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16;
         let text = format!(
-            "Note {i}: {} (mentioned while talking about {})",
-            plan::search_words(i * 3 + 1),
-            plan::search_words(i * 7 + 2)
+            "{} {} {} {} (note {i})",
+            pick(WHO, h),
+            pick(DOES, h >> 8),
+            pick(WHAT, h >> 16),
+            pick(WHEN, h >> 24)
         );
         db.memory_store(&format!("seed-{i}"), &text, cat, 1_700_000_000)
             .map_err(|e| e.to_string())?;

@@ -34,7 +34,8 @@ pub fn agent(timeout_secs: u64) -> ureq::Agent {
 }
 
 /// An agent with our connector chain: proxy CONNECT, TCP, then TLS with the build-time
-/// clock floor (`provider::tls`).
+/// clock floor (`provider::tls`), and our resolver (`provider::resolve`: no lookup, and no
+/// thread, per request).
 pub fn with_config(config: ureq::config::Config) -> ureq::Agent {
     use ureq::unversioned::transport::{ConnectProxyConnector, Connector, TcpConnector};
     let connector =
@@ -44,7 +45,7 @@ pub fn with_config(config: ureq::config::Config) -> ureq::Agent {
     ureq::Agent::with_parts(
         config,
         connector,
-        ureq::unversioned::resolver::DefaultResolver::default(),
+        super::resolve::CachingResolver::default(),
     )
 }
 
