@@ -9,7 +9,7 @@
 //! Remembers which error turns already failed (one number per error turn).
 
 use crate::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_call};
-use crate::plan::{Kind, final_answer, parse_tag, search_words};
+use crate::plan::{Kind, final_answer, kind_of, parse_tag, search_words};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,14 +33,15 @@ pub struct FakeModel {
 }
 
 impl FakeModel {
-    pub fn start() -> FakeModel {
+    /// `plain`: every turn is a plain answer (no tools, long replies or errors).
+    pub fn start(plain: bool) -> FakeModel {
         let stats = Arc::new(ModelStats::default());
         let st = stats.clone();
         let server = FakeServer::start_keep_alive(move |req| {
             if req.method != "POST" || !req.path.ends_with("/chat/completions") {
                 return Response::json(404, r#"{"error":{"message":"no route"}}"#);
             }
-            answer(&st, &req.body)
+            answer(&st, &req.body, plain)
         });
         FakeModel { server, stats }
     }
@@ -51,7 +52,7 @@ impl FakeModel {
     }
 }
 
-fn answer(st: &ModelStats, body: &str) -> Response {
+fn answer(st: &ModelStats, body: &str, plain: bool) -> Response {
     st.requests.fetch_add(1, Ordering::Relaxed);
     st.request_bytes
         .fetch_add(body.len() as u64, Ordering::Relaxed);
@@ -75,10 +76,11 @@ fn answer(st: &ModelStats, body: &str) -> Response {
         .rev()
         .filter(|m| role(m) == "user")
         .find_map(|m| parse_tag(&content(m)));
-    let Some((i, kind)) = tag else {
+    let Some(i) = tag else {
         st.untagged.fetch_add(1, Ordering::Relaxed);
         return Response::json(200, &openai_text("I am not sure what you mean."));
     };
+    let kind = if plain { Kind::Chat } else { kind_of(i) };
     let last_is_tool = msgs.last().is_some_and(|m| role(m) == "tool");
     if last_is_tool {
         return Response::json(200, &openai_text(&final_answer(i, kind)));
@@ -96,7 +98,7 @@ fn answer(st: &ModelStats, body: &str) -> Response {
         Kind::Store => call(
             "memory_store",
             format!(
-                r#"{{"key":"fact-{}","text":"The user said on message {i}: {}","category":"daily"}}"#,
+                r#"{{"key":"fact-{}","text":"The user mentioned {}","category":"daily"}}"#,
                 i % 200,
                 search_words(i)
             ),

@@ -15,7 +15,8 @@
 //! them.
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
-//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--keep-home]`
+//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]`
+//! (`--plain`: every turn a plain answer, for the cost of the simplest message).
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
@@ -51,11 +52,12 @@ struct Opts {
     max_peak_kib: Option<u64>,
     alloc: bool,
     keep_home: bool,
+    plain: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--keep-home]"
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]"
     );
     std::process::exit(2)
 }
@@ -71,6 +73,7 @@ fn opts() -> Opts {
         max_peak_kib: None,
         alloc: false,
         keep_home: false,
+        plain: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -88,6 +91,7 @@ fn opts() -> Opts {
             "--max-peak-kib" => o.max_peak_kib = Some(num()),
             "--alloc" => o.alloc = true,
             "--keep-home" => o.keep_home = true,
+            "--plain" => o.plain = true,
             "--bin" => o.bin = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             _ => usage(),
         }
@@ -260,7 +264,7 @@ fn seed_memories(db: &Path, n: u64) -> Result<(), String> {
         };
         let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16;
         let text = format!(
-            "{} {} {} {} (note {i})",
+            "{} {} {} {}",
             pick(WHO, h),
             pick(DOES, h >> 8),
             pick(WHAT, h >> 16),
@@ -329,7 +333,7 @@ struct Report {
 }
 
 fn run(o: &Opts) -> Result<i32, String> {
-    let model = FakeModel::start();
+    let model = FakeModel::start(o.plain);
     let bot = FakeBot::start(o.chats, o.n);
     let home = temp_home();
     prepare_home(o, &home, &model, &bot)?;
@@ -673,8 +677,9 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         .collect();
     println!("  RSS KiB by messages answered: {}", cps.join(" "));
     let mut line = format!(
-        "BENCH n={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={:.3} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_data_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
+        "BENCH n={} mix={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={:.3} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_data_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
         r.n,
+        if o.plain { "plain" } else { "mixed" },
         r.chats,
         r.idle.rss_kib,
         r.after100.rss_kib,

@@ -310,11 +310,19 @@ impl Db {
         mut each: impl FnMut(Memory) -> bool,
     ) -> Result<(), StoreError> {
         let limit = limit.min(MAX_MEMORY_LIST_ROWS) as i64;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT key, text, category, created, updated FROM memories
-             WHERE ?1 IS NULL OR category = ?1
-             ORDER BY updated DESC, id DESC LIMIT ?2",
-        )?;
+        // Two statements, so that a category walks `memories_by_category` backwards and
+        // stops at `limit` (one `?1 IS NULL OR category = ?1` statement scans and sorts
+        // the whole table; the prompt lists core memories on every message).
+        let mut stmt = match category {
+            Some(_) => self.conn.prepare_cached(
+                "SELECT key, text, category, created, updated FROM memories
+                 WHERE category = ?1 ORDER BY updated DESC, id DESC LIMIT ?2",
+            )?,
+            None => self.conn.prepare_cached(
+                "SELECT key, text, category, created, updated FROM memories
+                 WHERE ?1 IS NULL ORDER BY updated DESC, id DESC LIMIT ?2",
+            )?,
+        };
         let rows = stmt.query_map(params![category.map(Category::as_str), limit], |r| {
             row_to_memory(r)
         })?;
