@@ -12,7 +12,8 @@
 //! read_file, list_dir, memory_store, memory_search; 5 % replies over 4,096 characters;
 //! 5 % a provider 500 first, retried with fast backoff), one turn in flight per chat.
 //! Figures are for the gateway's process tree; the fakes' CPU (this process) is not in
-//! them.
+//! them. `YOCTOCLAW_*` variables of the soak's environment reach the gateway (config
+//! overrides such as `YOCTOCLAW_MEMORY_CACHE_KIB=64`, for experiments).
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
 //! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]`
@@ -287,6 +288,11 @@ fn start_gateway(o: &Opts, home: &Path, log: &Path, stats: &Path) -> Result<Chil
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
         .env("YOCTOCLAW_TEST_BACKOFF_MS", "1")
+        // Config overrides for experiments (YOCTOCLAW_MEMORY_CACHE_KIB=64 …) pass through.
+        .envs(std::env::vars_os().filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| k.starts_with("YOCTOCLAW_") && k != "YOCTOCLAW_HOME")
+        }))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log_file);
@@ -325,6 +331,7 @@ struct Report {
     version_p90_ms: f64,
     bin_bytes: u64,
     smaps: procfs::Breakdown,
+    idle_smaps: procfs::Breakdown,
     alloc: Option<([u64; 4], [u64; 4])>,
     exit_ok: bool,
     exit_ms: u128,
@@ -438,6 +445,7 @@ fn soak(
     let cpu0 = cpu_ticks(pid);
     std::thread::sleep(Duration::from_secs(o.idle_secs));
     r.idle = sample(pid);
+    r.idle_smaps = procfs::smaps(pid, &o.bin).unwrap_or_default();
     let cpu1 = cpu_ticks(pid);
     r.cpu_idle_s = (cpu1 - cpu0) as f64 / tck;
     let alloc0 = if o.alloc {
@@ -626,22 +634,25 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
             "reported",
         );
         row(
-            "live heap at the end / peak",
-            format!("{} / {}", mib(z[2] / 1024), mib(z[3] / 1024)),
+            "live heap idle / end / peak",
+            format!("{} / {} / {} KiB", a[2] / 1024, z[2] / 1024, z[3] / 1024),
             "",
         );
     }
-    println!(
-        "  smaps at the end (resident KiB): exe text {} + exe data {} + libs {} + heap {} + anon {} + stack {} + other {} = {}",
-        b.exe_text,
-        b.exe_data,
-        b.libs,
-        b.heap,
-        b.anon,
-        b.stack,
-        b.other,
-        b.total()
-    );
+    for (when, b) in [("idle", &r.idle_smaps), ("end", b)] {
+        println!(
+            "  smaps {when:<4} (resident KiB): exe text {} + exe ro {} + exe rw {} + libs {} + heap {} + anon {} + stack {} + other {} = {}",
+            b.exe_text,
+            b.exe_ro,
+            b.exe_rw,
+            b.libs,
+            b.heap,
+            b.anon,
+            b.stack,
+            b.other,
+            b.total()
+        );
+    }
     let top: Vec<String> = b
         .anon_maps
         .iter()
@@ -677,7 +688,7 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         .collect();
     println!("  RSS KiB by messages answered: {}", cps.join(" "));
     let mut line = format!(
-        "BENCH n={} mix={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={:.3} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_data_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
+        "BENCH n={} mix={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={:.3} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_ro_kib={} smaps_exe_rw_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
         r.n,
         if o.plain { "plain" } else { "mixed" },
         r.chats,
@@ -691,7 +702,8 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         r.lat_p99_ms,
         r.bin_bytes,
         b.exe_text,
-        b.exe_data,
+        b.exe_ro,
+        b.exe_rw,
         b.libs,
         b.heap,
         b.anon,
@@ -703,9 +715,10 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
     if let Some((a, z)) = r.alloc {
         let n = r.n as f64;
         line.push_str(&format!(
-            " allocs_per_msg={:.0} alloc_bytes_per_msg={:.0} heap_live_end={} heap_peak={}",
+            " allocs_per_msg={:.0} alloc_bytes_per_msg={:.0} heap_live_idle={} heap_live_end={} heap_peak={}",
             (z[0] - a[0]) as f64 / n,
             (z[1] - a[1]) as f64 / n,
+            a[2],
             z[2],
             z[3]
         ));

@@ -108,8 +108,10 @@ pub fn clk_tck() -> u64 {
 pub struct Breakdown {
     /// The binary's code (r-x) pages.
     pub exe_text: u64,
-    /// The binary's read-only and writable data (relro, .data, .bss).
-    pub exe_data: u64,
+    /// The binary's read-only data (headers, relocations, .rodata, .eh_frame, relro).
+    pub exe_ro: u64,
+    /// The binary's writable data (.data, .bss, the GOT before relro).
+    pub exe_rw: u64,
     /// Shared libraries (libc, ld.so …), code and data.
     pub libs: u64,
     /// The brk heap (`[heap]`).
@@ -126,7 +128,14 @@ pub struct Breakdown {
 
 impl Breakdown {
     pub fn total(&self) -> u64 {
-        self.exe_text + self.exe_data + self.libs + self.heap + self.anon + self.stack + self.other
+        self.exe_text
+            + self.exe_ro
+            + self.exe_rw
+            + self.libs
+            + self.heap
+            + self.anon
+            + self.stack
+            + self.other
     }
 }
 
@@ -158,8 +167,10 @@ pub fn smaps(pid: u32, exe: &Path) -> Option<Breakdown> {
             let kind = if path == exe {
                 if perms.contains('x') {
                     "exe_text"
+                } else if perms.contains('w') {
+                    "exe_rw"
                 } else {
-                    "exe_data"
+                    "exe_ro"
                 }
             } else if path.contains(".so") {
                 "libs"
@@ -182,7 +193,8 @@ pub fn smaps(pid: u32, exe: &Path) -> Option<Breakdown> {
             let Some((kind, size)) = cur else { continue };
             match kind {
                 "exe_text" => b.exe_text += kib,
-                "exe_data" => b.exe_data += kib,
+                "exe_ro" => b.exe_ro += kib,
+                "exe_rw" => b.exe_rw += kib,
                 "libs" => b.libs += kib,
                 "heap" => b.heap += kib,
                 "stack" => b.stack += kib,
