@@ -688,7 +688,7 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         .collect();
     println!("  RSS KiB by messages answered: {}", cps.join(" "));
     let mut line = format!(
-        "BENCH n={} mix={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={:.3} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_ro_kib={} smaps_exe_rw_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
+        "BENCH n={} mix={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_ro_kib={} smaps_exe_rw_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
         r.n,
         if o.plain { "plain" } else { "mixed" },
         r.chats,
@@ -697,7 +697,7 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         r.peak_kib,
         r.end.rss_kib,
         r.end.threads,
-        r.t200_s.unwrap_or(0.0),
+        r.t200_s.map_or("na".to_string(), |t| format!("{t:.3}")),
         r.lat_p50_ms,
         r.lat_p99_ms,
         r.bin_bytes,
