@@ -349,7 +349,7 @@ fn run(o: &Opts) -> Result<i32, String> {
     let tck = procfs::clk_tck() as f64;
     let mut child = start_gateway(o, &home, &log, &stats)?;
     let pid = child.id();
-    let result = soak(o, &bot, &mut child, pid, tck, &log, &stats);
+    let result = soak(o, &bot, &mut child, pid, tck, &stats);
     let mut r = match result {
         Ok(r) => r,
         Err(e) => {
@@ -418,7 +418,6 @@ fn soak(
     child: &mut Child,
     pid: u32,
     tck: f64,
-    log: &Path,
     stats: &Path,
 ) -> Result<Report, String> {
     let mut r = Report {
@@ -454,7 +453,6 @@ fn soak(
     } else {
         None
     };
-    let _ = log;
 
     // Traffic.
     let t0 = Instant::now();
