@@ -16,6 +16,8 @@
 //! so a hung resolver cannot hold it).
 
 pub mod agent;
+#[cfg(feature = "bench-alloc")]
+pub mod alloc_count;
 pub mod channels;
 pub mod cli;
 pub mod clock;

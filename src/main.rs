@@ -1,5 +1,12 @@
 //! yoctoclaw's entry point: everything happens in `cli::run`, which returns the exit status.
 
+/// Benchmark builds only (`--features bench-alloc`): count every heap allocation.
+#[cfg(feature = "bench-alloc")]
+#[global_allocator]
+static ALLOC: yoctoclaw::alloc_count::Counting = yoctoclaw::alloc_count::Counting;
+
 fn main() {
+    #[cfg(feature = "bench-alloc")]
+    yoctoclaw::alloc_count::start_reporter();
     std::process::exit(yoctoclaw::cli::main());
 }

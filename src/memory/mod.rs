@@ -14,6 +14,7 @@
 pub mod cli;
 pub mod inject;
 pub mod query;
+pub mod snippet;
 pub mod transfer;
 
 use crate::config::MemoryConfig;

@@ -38,9 +38,14 @@ const STOPWORDS: &[&str] = &[
     "which", "who", "why", "will", "with", "would", "you", "your",
 ];
 
-/// A MATCH expression built only by this module, so it is always valid FTS5 syntax.
+/// A MATCH expression built only by this module, so it is always valid FTS5 syntax,
+/// with the terms it was built from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FtsQuery(String);
+pub struct FtsQuery {
+    expr: String,
+    /// Lower-case terms and whether each matches as a prefix.
+    terms: Vec<(String, bool)>,
+}
 
 impl FtsQuery {
     /// The words of `text` for an explicit search: stop words and one-letter words are
@@ -57,7 +62,12 @@ impl FtsQuery {
 
     /// The MATCH expression.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.expr
+    }
+
+    /// The terms (lower case) and whether each matches as a prefix (for snippets).
+    pub fn terms(&self) -> &[(String, bool)] {
+        &self.terms
     }
 }
 
@@ -124,19 +134,60 @@ fn build(text: &str, keywords_only: bool) -> Option<FtsQuery> {
     } else {
         weak
     };
-    let mut q = String::with_capacity(kept.iter().map(|t| t.len() + 8).sum());
-    for (i, t) in kept.iter().enumerate() {
-        if i > 0 {
-            q.push_str(" OR ");
+    let terms = kept
+        .into_iter()
+        .map(|t| {
+            let prefix = t.chars().count() >= PREFIX_MIN_CHARS;
+            (t, prefix)
+        })
+        .collect();
+    Some(FtsQuery::of_terms(terms))
+}
+
+/// `"term"` or `"term"*`, inner quotes doubled.
+fn push_term(q: &mut String, term: &str, prefix: bool) {
+    q.push('"');
+    q.push_str(&term.replace('"', "\"\""));
+    q.push('"');
+    if prefix {
+        q.push('*');
+    }
+}
+
+impl FtsQuery {
+    /// The OR of `terms` (lower case, is-prefix), in order.
+    fn of_terms(terms: Vec<(String, bool)>) -> FtsQuery {
+        let mut expr = String::with_capacity(terms.iter().map(|(t, _)| t.len() + 8).sum());
+        for (i, (t, prefix)) in terms.iter().enumerate() {
+            if i > 0 {
+                expr.push_str(" OR ");
+            }
+            push_term(&mut expr, t, *prefix);
         }
-        q.push('"');
-        q.push_str(&t.replace('"', "\"\""));
-        q.push('"');
-        if t.chars().count() >= PREFIX_MIN_CHARS {
-            q.push('*');
+        FtsQuery { expr, terms }
+    }
+
+    /// A query for term `i` alone, as a prefix or exactly; `None` past the last term.
+    pub fn single(&self, i: usize, prefix: bool) -> Option<FtsQuery> {
+        let (t, _) = self.terms.get(i)?;
+        Some(FtsQuery::of_terms(vec![(t.clone(), prefix)]))
+    }
+
+    /// The query narrowed to the terms whose index `keep` accepts; `None` when none is.
+    pub fn subset(&self, keep: impl Fn(usize) -> bool) -> Option<FtsQuery> {
+        let terms: Vec<(String, bool)> = self
+            .terms
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| keep(*i))
+            .map(|(_, t)| t.clone())
+            .collect();
+        if terms.is_empty() {
+            None
+        } else {
+            Some(FtsQuery::of_terms(terms))
         }
     }
-    Some(FtsQuery(q))
 }
 
 #[cfg(test)]
@@ -175,6 +226,22 @@ mod tests {
         assert_eq!(q.as_str(), r#""dog" OR "name"*"#);
         assert!(FtsQuery::keywords("what is it?").is_none());
         assert!(FtsQuery::keywords("a b c").is_none());
+    }
+
+    #[test]
+    fn single_terms_and_subsets_keep_the_syntax() {
+        let q = FtsQuery::from_text("garden tea \"quoted\"").unwrap();
+        assert_eq!(q.as_str(), r#""garden"* OR "tea" OR "quoted"*"#);
+        assert_eq!(q.single(0, false).unwrap().as_str(), r#""garden""#);
+        assert_eq!(q.single(0, true).unwrap().as_str(), r#""garden"*"#);
+        assert!(q.single(3, true).is_none());
+        assert_eq!(
+            q.subset(|i| i != 1).unwrap().as_str(),
+            r#""garden"* OR "quoted"*"#
+        );
+        assert_eq!(q.subset(|i| i != 1).unwrap().terms().len(), 2);
+        assert!(q.subset(|_| false).is_none());
+        assert_eq!(q.terms()[1], ("tea".to_string(), false));
     }
 
     #[test]

@@ -34,12 +34,10 @@ pub fn agent(timeout_secs: u64) -> ureq::Agent {
 }
 
 /// An agent with our connector chain: proxy CONNECT, TCP, then TLS with the build-time
-/// clock floor (`provider::tls`).
+/// clock floor (`provider::tls`), and our resolver (`provider::resolve`: no lookup, and no
+/// thread, per request).
 pub fn with_config(config: ureq::config::Config) -> ureq::Agent {
-    with_resolver(
-        config,
-        ureq::unversioned::resolver::DefaultResolver::default(),
-    )
+    with_resolver(config, super::resolve::CachingResolver::default())
 }
 
 /// [`with_config`] with another name resolver (`web_fetch` resolves through the

@@ -9,7 +9,9 @@
 //! Keys at most `MAX_MEMORY_KEY_BYTES`, texts at most `MAX_MEMORY_TEXT_BYTES` (longer is
 //! refused with `MemoryError`). At most `MAX_MEMORIES` rows: a new key beyond that is
 //! refused (updates still work). Lists and searches return at most the `limit` passed,
-//! itself capped at `MAX_MEMORY_LIST_ROWS`. Export walks rows one at a time (never all in
+//! itself capped at `MAX_MEMORY_LIST_ROWS`. A search ranks at most `MAX_RANKED_ROWS`
+//! matches (its rarest terms; see `Db::memory_search`), so its time stays bounded however
+//! common its words are. Export walks rows one at a time (never all in
 //! RAM). Retention deletes in batches of `RETENTION_BATCH_ROWS` so one run never builds
 //! a huge WAL on an SD card.
 //!
@@ -18,6 +20,7 @@
 
 use super::{Db, StoreError};
 use crate::memory::query::FtsQuery;
+use crate::memory::snippet::snippet;
 use rusqlite::{OptionalExtension, params};
 use std::fmt;
 
@@ -34,8 +37,11 @@ pub const RETENTION_BATCH_ROWS: i64 = 500;
 /// Retention statements per category per run (so one run deletes at most
 /// `RETENTION_BATCH_ROWS * RETENTION_MAX_BATCHES` rows per category; the next run goes on).
 pub const RETENTION_MAX_BATCHES: usize = 1000;
+/// Most matching rows a search ranks with bm25 (summed over the terms it keeps); rarer
+/// terms are kept first, more common ones dropped (see `Db::memory_search`).
+pub const MAX_RANKED_ROWS: i64 = 1_000;
 /// Tokens of context around the matches in a search snippet.
-pub const SNIPPET_TOKENS: i64 = 16;
+pub const SNIPPET_TOKENS: usize = 16;
 
 /// A memory's category: how long it is kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -304,11 +310,19 @@ impl Db {
         mut each: impl FnMut(Memory) -> bool,
     ) -> Result<(), StoreError> {
         let limit = limit.min(MAX_MEMORY_LIST_ROWS) as i64;
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT key, text, category, created, updated FROM memories
-             WHERE ?1 IS NULL OR category = ?1
-             ORDER BY updated DESC, id DESC LIMIT ?2",
-        )?;
+        // Two statements, so that a category walks `memories_by_category` backwards and
+        // stops at `limit` (one `?1 IS NULL OR category = ?1` statement scans and sorts
+        // the whole table; the prompt lists core memories on every message).
+        let mut stmt = match category {
+            Some(_) => self.conn.prepare_cached(
+                "SELECT key, text, category, created, updated FROM memories
+                 WHERE category = ?1 ORDER BY updated DESC, id DESC LIMIT ?2",
+            )?,
+            None => self.conn.prepare_cached(
+                "SELECT key, text, category, created, updated FROM memories
+                 WHERE ?1 IS NULL ORDER BY updated DESC, id DESC LIMIT ?2",
+            )?,
+        };
         let rows = stmt.query_map(params![category.map(Category::as_str), limit], |r| {
             row_to_memory(r)
         })?;
@@ -341,9 +355,18 @@ impl Db {
 
     /// Best matches first (bm25), at most `limit` (capped at `MAX_MEMORY_LIST_ROWS`).
     ///
-    /// Ranking reads only the FTS index (and the category when filtering); snippets and
-    /// texts are then fetched for the returned rows alone, which halves the time of a
-    /// query matching many memories.
+    /// Ranking costs time for every row that matches, so only the query's rarest terms
+    /// are ranked: terms are counted (up to `MAX_RANKED_ROWS` + 1 matches each) and kept,
+    /// rarest first, while their matches add up to at most `MAX_RANKED_ROWS`. A term more
+    /// common than that says little about which memory is meant (bm25 gives it a low
+    /// weight anyway) and would cost tens of milliseconds at 100k memories. When every
+    /// term is that common, the newest matching memories are returned with a score of 0
+    /// (no ranking, and below any relevance floor). Stores of at most `MAX_RANKED_ROWS`
+    /// memories skip the counting: every query is cheap there.
+    ///
+    /// Ranking reads only the FTS index (and the category when filtering); texts are then
+    /// fetched by id for the returned rows alone, and their snippets made in Rust
+    /// (`memory::snippet`): FTS5's `snippet()` would evaluate the MATCH again per row.
     pub fn memory_search(
         &self,
         query: &FtsQuery,
@@ -351,45 +374,58 @@ impl Db {
         limit: usize,
     ) -> Result<Vec<Hit>, StoreError> {
         let limit = limit.min(MAX_MEMORY_LIST_ROWS) as i64;
+        let cat = category.map(Category::as_str);
         let mut ranked: Vec<(i64, f64)> = Vec::new();
-        {
-            let mut stmt = match category {
-                None => self.conn.prepare_cached(
-                    "SELECT rowid, bm25(memories_fts) AS score FROM memories_fts
-                     WHERE memories_fts MATCH ?1 AND ?2 IS NULL
-                     ORDER BY score, rowid DESC LIMIT ?3",
-                )?,
-                Some(_) => self.conn.prepare_cached(
-                    "SELECT f.rowid, bm25(memories_fts) AS score
-                     FROM memories_fts f JOIN memories m ON m.id = f.rowid
-                     WHERE memories_fts MATCH ?1 AND m.category = ?2
-                     ORDER BY score, f.rowid DESC LIMIT ?3",
-                )?,
-            };
-            let rows = stmt.query_map(
-                params![query.as_str(), category.map(Category::as_str), limit],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
-            for row in rows {
-                ranked.push(row?);
+        match self.rankable(query)? {
+            Some(q) => {
+                let mut stmt = match category {
+                    None => self.conn.prepare_cached(
+                        "SELECT rowid, bm25(memories_fts) AS score FROM memories_fts
+                         WHERE memories_fts MATCH ?1 AND ?2 IS NULL
+                         ORDER BY score, rowid DESC LIMIT ?3",
+                    )?,
+                    Some(_) => self.conn.prepare_cached(
+                        "SELECT f.rowid, bm25(memories_fts) AS score
+                         FROM memories_fts f JOIN memories m ON m.id = f.rowid
+                         WHERE memories_fts MATCH ?1 AND m.category = ?2
+                         ORDER BY score, f.rowid DESC LIMIT ?3",
+                    )?,
+                };
+                let rows = stmt.query_map(params![q.as_str(), cat, limit], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+                for row in rows {
+                    ranked.push(row?);
+                }
+            }
+            None => {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT f.rowid FROM memories_fts f JOIN memories m ON m.id = f.rowid
+                     WHERE memories_fts MATCH ?1 AND (?2 IS NULL OR m.category = ?2)
+                     ORDER BY f.rowid DESC LIMIT ?3",
+                )?;
+                let rows = stmt.query_map(params![query.as_str(), cat, limit], |r| {
+                    Ok((r.get(0)?, 0.0))
+                })?;
+                for row in rows {
+                    ranked.push(row?);
+                }
             }
         }
         let mut out = Vec::with_capacity(ranked.len());
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT m.key, m.category, snippet(memories_fts, 1, '[', ']', '…', ?3),
-                    m.text, m.updated
-             FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-             WHERE memories_fts MATCH ?1 AND memories_fts.rowid = ?2",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT key, category, text, updated FROM memories WHERE id = ?1")?;
         for (rowid, score) in ranked {
             let hit = stmt
-                .query_row(params![query.as_str(), rowid, SNIPPET_TOKENS], |r| {
+                .query_row(params![rowid], |r| {
+                    let text: String = r.get(2)?;
                     Ok(Hit {
                         key: r.get(0)?,
                         category: category_of(&r.get::<_, String>(1)?),
-                        snippet: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-                        text: r.get(3)?,
-                        updated: r.get(4)?,
+                        snippet: snippet(&text, query.terms(), SNIPPET_TOKENS),
+                        text,
+                        updated: r.get(3)?,
                         score,
                     })
                 })
@@ -397,6 +433,53 @@ impl Db {
             out.extend(hit);
         }
         Ok(out)
+    }
+
+    /// The part of `query` worth ranking (see [`Db::memory_search`]): all of it in a small
+    /// store, else its rarest terms; `None` when every term is too common to rank.
+    fn rankable(&self, query: &FtsQuery) -> Result<Option<FtsQuery>, StoreError> {
+        let max_id: i64 = self
+            .conn
+            .prepare_cached("SELECT IFNULL(MAX(id), 0) FROM memories")?
+            .query_row([], |r| r.get(0))?;
+        if max_id <= MAX_RANKED_ROWS {
+            return Ok(Some(query.clone()));
+        }
+        let mut counted: Vec<(i64, usize)> = Vec::with_capacity(query.terms().len());
+        for (i, (_, prefix)) in query.terms().iter().enumerate() {
+            // The exact word first: counting it stops early, while a prefix term is
+            // expanded over the whole index before the first row.
+            let mut n = self.matches_up_to_cap(query.single(i, false))?;
+            if *prefix && n <= MAX_RANKED_ROWS {
+                n = self.matches_up_to_cap(query.single(i, true))?;
+            }
+            counted.push((n, i));
+        }
+        counted.sort_unstable();
+        let mut keep = vec![false; counted.len()];
+        let mut total = 0i64;
+        for (n, i) in counted {
+            if total + n > MAX_RANKED_ROWS {
+                break;
+            }
+            total += n;
+            if let Some(k) = keep.get_mut(i) {
+                *k = true;
+            }
+        }
+        Ok(query.subset(|i| keep.get(i).copied().unwrap_or(false)))
+    }
+
+    /// Rows matching `query`, counted up to `MAX_RANKED_ROWS` + 1.
+    fn matches_up_to_cap(&self, query: Option<FtsQuery>) -> Result<i64, StoreError> {
+        let Some(q) = query else { return Ok(0) };
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM (SELECT rowid FROM memories_fts
+                 WHERE memories_fts MATCH ?1 LIMIT ?2)",
+            )?
+            .query_row(params![q.as_str(), MAX_RANKED_ROWS + 1], |r| r.get(0))?)
     }
 
     /// How many memories each category holds (categories with none are left out).
@@ -562,6 +645,51 @@ mod tests {
         assert_eq!(hits[0].key, "car");
         assert!(hits[0].snippet.contains("[car]"), "{hits:?}");
         assert_eq!(db.memory_search(&q("roses"), None, 1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn common_terms_are_not_ranked_in_a_big_store() {
+        let db = Db::open_in_memory().unwrap();
+        db.conn.execute_batch("BEGIN").unwrap();
+        let n = MAX_RANKED_ROWS as usize + 100;
+        for i in 0..n {
+            let text = if i % 500 == 7 {
+                format!("common word and a rare zebra {i}")
+            } else {
+                format!("common word number {i}")
+            };
+            db.memory_store(&format!("k{i}"), &text, Category::Daily, i as i64)
+                .unwrap();
+        }
+        db.conn.execute_batch("COMMIT").unwrap();
+        // The rare term is ranked; the common one is dropped from ranking.
+        let hits = db.memory_search(&q("common zebra"), None, 10).unwrap();
+        assert_eq!(hits.len(), n.div_ceil(500));
+        assert!(hits.iter().all(|h| h.text.contains("zebra")), "{hits:?}");
+        assert!(hits.iter().all(|h| h.score < 0.0));
+        assert!(hits[0].snippet.contains("[common]") && hits[0].snippet.contains("[zebra]"));
+        // Only common terms: the newest matches, unranked.
+        let hits = db.memory_search(&q("common word"), None, 3).unwrap();
+        let keys: Vec<&str> = hits.iter().map(|h| h.key.as_str()).collect();
+        let newest: Vec<String> = (n - 3..n).rev().map(|i| format!("k{i}")).collect();
+        assert_eq!(keys, newest);
+        assert!(hits.iter().all(|h| h.score == 0.0));
+        // The category filter applies on both paths.
+        let hits = db
+            .memory_search(&q("common"), Some(Category::Core), 3)
+            .unwrap();
+        assert!(hits.is_empty());
+        db.memory_store("core1", "common core fact", Category::Core, 1)
+            .unwrap();
+        let hits = db
+            .memory_search(&q("common"), Some(Category::Core), 3)
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].key, "core1");
+        let hits = db
+            .memory_search(&q("zebra fact"), Some(Category::Core), 3)
+            .unwrap();
+        assert_eq!(hits.len(), 1);
     }
 
     #[test]

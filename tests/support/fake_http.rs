@@ -2,7 +2,10 @@
 //! and the Telegram Bot API are built on it. std only, one thread per connection.
 //!
 //! Every request is recorded; the handler decides the response. Responses close the
-//! connection (`Connection: close`), which every client handles, so no keep-alive logic.
+//! connection (`Connection: close`), which every client handles, so no keep-alive logic;
+//! except on a server started with [`FakeServer::start_keep_alive`] (the footprint soak),
+//! which answers plain responses with `Connection: keep-alive` and reads the next
+//! request from the same connection, as real APIs do.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -104,6 +107,21 @@ impl FakeServer {
     where
         F: Fn(&Request) -> Response + Send + Sync + 'static,
     {
+        FakeServer::start_with(handler, false)
+    }
+
+    /// Like [`FakeServer::start`], but connections stay open between requests.
+    pub fn start_keep_alive<F>(handler: F) -> FakeServer
+    where
+        F: Fn(&Request) -> Response + Send + Sync + 'static,
+    {
+        FakeServer::start_with(handler, true)
+    }
+
+    fn start_with<F>(handler: F, keep_alive: bool) -> FakeServer
+    where
+        F: Fn(&Request) -> Response + Send + Sync + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local addr").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -120,7 +138,7 @@ impl FakeServer {
                     let Ok(conn) = conn else { continue };
                     let requests = requests.clone();
                     let handler = handler.clone();
-                    thread::spawn(move || serve(conn, &requests, &*handler));
+                    thread::spawn(move || serve(conn, &requests, &*handler, keep_alive));
                 }
             });
         }
@@ -161,20 +179,59 @@ impl Drop for FakeServer {
     }
 }
 
-fn serve(conn: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler) {
+fn serve(conn: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler, keep_alive: bool) {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
     let Ok(write_half) = conn.try_clone() else {
         return;
     };
     let mut reader = BufReader::new(conn);
-    let Some(req) = read_request(&mut reader) else {
-        return;
-    };
-    if let Ok(mut r) = requests.lock() {
-        r.push(req.clone());
+    loop {
+        let Some(req) = read_request(&mut reader) else {
+            return;
+        };
+        if let Ok(mut r) = requests.lock() {
+            r.push(req.clone());
+        }
+        let resp = handler(&req);
+        let Ok(w) = write_half.try_clone() else {
+            return;
+        };
+        if !(keep_alive && write_keep_alive(&w, &resp)) {
+            write_response(w, resp);
+            return;
+        }
     }
-    let resp = handler(&req);
-    write_response(write_half, resp);
+}
+
+/// Write a plain response (after its delay, if any) without closing the connection;
+/// false for other kinds, which the caller writes and closes as usual.
+fn write_keep_alive(mut conn: &TcpStream, resp: &Response) -> bool {
+    match resp {
+        Response::Full {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!("HTTP/1.1 {} {}\r\n", status, reason(*status));
+            for (k, v) in headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str(&format!(
+                "Content-Length: {}\r\nConnection: keep-alive\r\n\r\n",
+                body.len()
+            ));
+            let mut all = head.into_bytes();
+            all.extend_from_slice(body);
+            let _ = conn.write_all(&all);
+            let _ = conn.flush();
+            true
+        }
+        Response::Delay(d, inner) if matches!(**inner, Response::Full { .. }) => {
+            thread::sleep(*d);
+            write_keep_alive(conn, inner)
+        }
+        _ => false,
+    }
 }
 
 fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {

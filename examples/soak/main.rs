@@ -1,0 +1,725 @@
+//! The footprint soak: runs the release `yoctoclaw gateway` against a fake Telegram Bot
+//! API and an instant fake OpenAI-compatible model (both in this process, on loopback),
+//! drives N messages from 8 chats through it, and reports the gateway's memory, CPU and
+//! speed as a table and as one `BENCH key=value …` line. No network, no API key.
+//!
+//! Why it exists: the budgets of SPEC.md ("Budgets") are measured here, never by timed
+//! unit tests. `scripts/bench-footprint.sh` builds and runs it; `scripts/ci-footprint.sh`
+//! runs a short soak with `--max-peak-kib` as a regression guard.
+//!
+//! What a soak does: onboard a temporary home, seed `--seed-memories` memories, start the
+//! gateway, wait until it polls, let it sit idle, then send messages (35 % tool turns:
+//! read_file, list_dir, memory_store, memory_search; 5 % replies over 4,096 characters;
+//! 5 % a provider 500 first, retried with fast backoff), one turn in flight per chat.
+//! Figures are for the gateway's process tree; the fakes' CPU (this process) is not in
+//! them. `YOCTOCLAW_*` variables of the soak's environment reach the gateway (config
+//! overrides such as `YOCTOCLAW_MEMORY_CACHE_KIB=64`, for experiments).
+//!
+//! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
+//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]`
+//! (`--plain`: every turn a plain answer, for the cost of the simplest message).
+//!
+//! # Bounds
+//! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
+//! printing the gateway log's tail. Exit 1 too when `--max-peak-kib` is exceeded.
+mod fake_bot;
+#[path = "../../tests/support/fake_http.rs"]
+mod fake_http;
+mod fake_model;
+mod plan;
+mod procfs;
+
+use fake_bot::FakeBot;
+use fake_model::FakeModel;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// No reply for this long ends the soak as failed.
+const STALL_SECS: u64 = 30;
+/// How long to wait for the gateway's first poll.
+const START_SECS: u64 = 30;
+/// A realistic bot token shape (the fake accepts anything).
+const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
+
+struct Opts {
+    bin: PathBuf,
+    n: u64,
+    chats: usize,
+    version_runs: usize,
+    seed_memories: u64,
+    idle_secs: u64,
+    max_peak_kib: Option<u64>,
+    alloc: bool,
+    keep_home: bool,
+    plain: bool,
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]"
+    );
+    std::process::exit(2)
+}
+
+fn opts() -> Opts {
+    let mut o = Opts {
+        bin: PathBuf::new(),
+        n: 1000,
+        chats: 8,
+        version_runs: 200,
+        seed_memories: 500,
+        idle_secs: 2,
+        max_peak_kib: None,
+        alloc: false,
+        keep_home: false,
+        plain: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut num = || -> u64 {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| usage())
+        };
+        match a.as_str() {
+            "-n" => o.n = num().max(1),
+            "--chats" => o.chats = num().clamp(1, 64) as usize,
+            "--version-runs" => o.version_runs = num() as usize,
+            "--seed-memories" => o.seed_memories = num(),
+            "--idle-secs" => o.idle_secs = num(),
+            "--max-peak-kib" => o.max_peak_kib = Some(num()),
+            "--alloc" => o.alloc = true,
+            "--keep-home" => o.keep_home = true,
+            "--plain" => o.plain = true,
+            "--bin" => o.bin = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
+            _ => usage(),
+        }
+    }
+    if o.bin.as_os_str().is_empty() {
+        usage()
+    }
+    o
+}
+
+fn main() {
+    let o = opts();
+    match run(&o) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("soak: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+/// One memory sample of the gateway's tree.
+#[derive(Debug, Clone, Copy, Default)]
+struct Mem {
+    rss_kib: u64,
+    hwm_kib: u64,
+    threads: u64,
+}
+
+fn sample(pid: u32) -> Mem {
+    let s = procfs::status(pid).unwrap_or_default();
+    let (child_rss, _) = procfs::descendants_usage(pid);
+    Mem {
+        rss_kib: s.rss_kib + child_rss,
+        hwm_kib: s.hwm_kib,
+        threads: s.threads,
+    }
+}
+
+fn cpu_ticks(pid: u32) -> u64 {
+    procfs::cpu_ticks(pid) + procfs::descendants_usage(pid).1
+}
+
+/// `allocs bytes live peak` from the bench-alloc stats file.
+fn alloc_stats(path: &Path) -> Option<[u64; 4]> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut out = [0u64; 4];
+    for (i, k) in ["allocs=", "bytes=", "live=", "peak="].iter().enumerate() {
+        let v = text.split_whitespace().find_map(|w| w.strip_prefix(k))?;
+        out[i] = v.parse().ok()?;
+    }
+    Some(out)
+}
+
+fn temp_home() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("yc-soak-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Onboard, write the config, a notes file for read_file, and seed memories.
+fn prepare_home(o: &Opts, home: &Path, model: &FakeModel, bot: &FakeBot) -> Result<(), String> {
+    let out = Command::new(&o.bin)
+        .arg("--home")
+        .arg(home)
+        .arg("onboard")
+        .env_clear()
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", o.bin.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "onboard failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let allow: Vec<String> = bot.user_ids().iter().map(|i| format!("\"{i}\"")).collect();
+    let config = format!(
+        r#"{{
+  "provider": {{ "kind": "openai", "base_url": "{}", "model": "fake-model", "stream": false }},
+  "telegram": {{ "enabled": true, "api_base": "{}", "allow_from": [{}], "poll_timeout_secs": 25 }},
+  "log_level": "info"
+}}
+"#,
+        model.base_url(),
+        bot.server.url(),
+        allow.join(",")
+    );
+    std::fs::write(home.join("config.json"), config).map_err(|e| e.to_string())?;
+    let notes = home.join("workspace").join("notes");
+    std::fs::create_dir_all(&notes).map_err(|e| e.to_string())?;
+    let today: String = (0..40)
+        .map(|i| format!("- {i}: water the tomatoes, check the soil, note the weather\n"))
+        .collect();
+    std::fs::write(notes.join("today.md"), today).map_err(|e| e.to_string())?;
+    if o.seed_memories > 0 {
+        seed_memories(&home.join("yoctoclaw.db"), o.seed_memories)?;
+    }
+    Ok(())
+}
+
+/// Store `n` memories the way a long-used assistant would have them: varied facts, one
+/// in ten `core`, some sharing words with the soak's messages.
+fn seed_memories(db: &Path, n: u64) -> Result<(), String> {
+    use yoctoclaw::store::Db;
+    use yoctoclaw::store::memory::Category;
+    const WHO: &[&str] = &[
+        "Anna",
+        "the owner",
+        "Dad",
+        "Mum",
+        "the neighbour",
+        "Tom",
+        "the landlord",
+        "Sara",
+    ];
+    const DOES: &[&str] = &[
+        "prefers",
+        "asked about",
+        "booked",
+        "forgot",
+        "paid for",
+        "wants to try",
+        "recommended",
+        "is allergic to",
+        "bought",
+        "cancelled",
+        "moved",
+        "likes",
+    ];
+    const WHAT: &[&str] = &[
+        "oat milk in coffee",
+        "the blue bicycle",
+        "a table at the Italian place",
+        "the gym membership",
+        "the electricity bill",
+        "a trip to Porto",
+        "the new router",
+        "peanuts",
+        "green tea",
+        "the piano lessons",
+        "the car service",
+        "a standing desk",
+        "the dentist",
+        "the garden hose",
+        "running shoes",
+        "the library books",
+        "the heating repair",
+        "a birthday cake",
+    ];
+    const WHEN: &[&str] = &[
+        "last Monday",
+        "in March",
+        "every Friday",
+        "before the holidays",
+        "this morning",
+        "next week",
+        "twice a month",
+        "on weekends",
+    ];
+    let db = Db::open(db, 256).map_err(|e| e.to_string())?;
+    let _ = db.conn.execute_batch("BEGIN");
+    let pick = |list: &[&'static str], x: u64| list[(x % list.len() as u64) as usize];
+    for i in 0..n {
+        let cat = match i % 10 {
+            0 => Category::Core,
+            1..=4 => Category::Daily,
+            5..=7 => Category::Conversation,
+            _ => Category::Custom,
+        };
+        let h = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16;
+        let text = format!(
+            "{} {} {} {}",
+            pick(WHO, h),
+            pick(DOES, h >> 8),
+            pick(WHAT, h >> 16),
+            pick(WHEN, h >> 24)
+        );
+        db.memory_store(&format!("seed-{i}"), &text, cat, 1_700_000_000)
+            .map_err(|e| e.to_string())?;
+    }
+    let _ = db.conn.execute_batch("COMMIT");
+    Ok(())
+}
+
+fn start_gateway(o: &Opts, home: &Path, log: &Path, stats: &Path) -> Result<Child, String> {
+    let log_file = std::fs::File::create(log).map_err(|e| e.to_string())?;
+    let mut c = Command::new(&o.bin);
+    c.arg("--home")
+        .arg(home)
+        .arg("gateway")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .env("YOCTOCLAW_TEST_BACKOFF_MS", "1")
+        // Config overrides for experiments (YOCTOCLAW_MEMORY_CACHE_KIB=64 …) pass through.
+        .envs(std::env::vars_os().filter(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| k.starts_with("YOCTOCLAW_") && k != "YOCTOCLAW_HOME")
+        }))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log_file);
+    if o.alloc {
+        c.env("YOCTOCLAW_ALLOC_STATS", stats);
+    }
+    c.spawn()
+        .map_err(|e| format!("cannot start the gateway: {e}"))
+}
+
+fn log_tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// Everything the report prints.
+#[derive(Default)]
+struct Report {
+    n: u64,
+    chats: usize,
+    idle: Mem,
+    after100: Mem,
+    checkpoints: Vec<(u64, u64)>,
+    end: Mem,
+    peak_kib: u64,
+    peak_sampled_kib: u64,
+    cpu_idle_s: f64,
+    cpu_s: f64,
+    idle_secs: u64,
+    traffic_s: f64,
+    t200_s: Option<f64>,
+    lat_p50_ms: f64,
+    lat_p99_ms: f64,
+    version_med_ms: f64,
+    version_p90_ms: f64,
+    bin_bytes: u64,
+    smaps: procfs::Breakdown,
+    idle_smaps: procfs::Breakdown,
+    alloc: Option<([u64; 4], [u64; 4])>,
+    exit_ok: bool,
+    exit_ms: u128,
+    log_warn: usize,
+    log_error: usize,
+}
+
+fn run(o: &Opts) -> Result<i32, String> {
+    let model = FakeModel::start(o.plain);
+    let bot = FakeBot::start(o.chats, o.n);
+    let home = temp_home();
+    prepare_home(o, &home, &model, &bot)?;
+    let log = home.join("gateway.log");
+    let stats = home.join("alloc.stats");
+    let tck = procfs::clk_tck() as f64;
+    let mut child = start_gateway(o, &home, &log, &stats)?;
+    let pid = child.id();
+    let result = soak(o, &bot, &mut child, pid, tck, &stats);
+    let mut r = match result {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let tail = log_tail(&log);
+            if !o.keep_home {
+                let _ = std::fs::remove_dir_all(&home);
+            }
+            return Err(format!("{e}\n--- gateway log (tail) ---\n{tail}"));
+        }
+    };
+    // Stop: SIGTERM, as a service manager would.
+    bot.stop();
+    let t = Instant::now();
+    let _ = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let status = loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            break Some(st);
+        }
+        if t.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    r.exit_ms = t.elapsed().as_millis();
+    r.exit_ok = status.is_some_and(|s| s.success());
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    r.log_warn = text.lines().filter(|l| l.contains(" WARN ")).count();
+    r.log_error = text.lines().filter(|l| l.contains(" ERROR ")).count();
+    if !o.alloc {
+        version_times(o, &mut r);
+    }
+    r.bin_bytes = std::fs::metadata(&o.bin).map(|m| m.len()).unwrap_or(0);
+    print_report(o, &r, &model, &bot);
+    if o.keep_home {
+        eprintln!("soak: home kept at {}", home.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&home);
+    }
+    let mut code = 0;
+    if let Some(max) = o.max_peak_kib
+        && r.peak_kib > max
+    {
+        eprintln!(
+            "soak: FAIL: peak RSS {} KiB is over the limit of {max} KiB",
+            r.peak_kib
+        );
+        code = 1;
+    }
+    if !r.exit_ok {
+        eprintln!("soak: FAIL: the gateway did not stop cleanly on SIGTERM");
+        code = 1;
+    }
+    Ok(code)
+}
+
+/// Idle, traffic, end samples; returns the report without the stop and version parts.
+fn soak(
+    o: &Opts,
+    bot: &FakeBot,
+    child: &mut Child,
+    pid: u32,
+    tck: f64,
+    stats: &Path,
+) -> Result<Report, String> {
+    let mut r = Report {
+        n: o.n,
+        chats: o.chats,
+        idle_secs: o.idle_secs,
+        ..Report::default()
+    };
+    let alive = |child: &mut Child| -> Result<(), String> {
+        match child.try_wait() {
+            Ok(Some(st)) => Err(format!("the gateway exited ({st})")),
+            _ => Ok(()),
+        }
+    };
+    // Started: the first poll arrived.
+    let t = Instant::now();
+    while bot.with(|s| s.polls) == 0 {
+        alive(child)?;
+        if t.elapsed() > Duration::from_secs(START_SECS) {
+            return Err("the gateway never polled Telegram".into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let cpu0 = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(o.idle_secs));
+    r.idle = sample(pid);
+    r.idle_smaps = procfs::smaps(pid, &o.bin).unwrap_or_default();
+    let cpu1 = cpu_ticks(pid);
+    r.cpu_idle_s = (cpu1 - cpu0) as f64 / tck;
+    let alloc0 = if o.alloc {
+        std::thread::sleep(Duration::from_millis(250));
+        alloc_stats(stats)
+    } else {
+        None
+    };
+
+    // Traffic.
+    let t0 = Instant::now();
+    bot.start_traffic();
+    let mut last_done = 0;
+    let mut last_progress = Instant::now();
+    let mut next_mark = 100u64.min(o.n);
+    loop {
+        std::thread::sleep(Duration::from_millis(5));
+        let done = bot.with(|s| s.done);
+        let m = sample(pid);
+        r.peak_sampled_kib = r.peak_sampled_kib.max(m.rss_kib);
+        if r.t200_s.is_none() && done >= 200 {
+            r.t200_s = Some(t0.elapsed().as_secs_f64());
+        }
+        while done >= next_mark && next_mark <= o.n {
+            if next_mark == 100.min(o.n) {
+                r.after100 = m;
+            }
+            r.checkpoints.push((next_mark, m.rss_kib));
+            next_mark += 100;
+        }
+        if done >= o.n {
+            break;
+        }
+        if done != last_done {
+            last_done = done;
+            last_progress = Instant::now();
+        }
+        alive(child)?;
+        if last_progress.elapsed() > Duration::from_secs(STALL_SECS) {
+            return Err(format!(
+                "no reply for {STALL_SECS} s after {done} of {} messages",
+                o.n
+            ));
+        }
+    }
+    r.traffic_s = t0.elapsed().as_secs_f64();
+    let cpu2 = cpu_ticks(pid);
+    r.cpu_s = (cpu2 - cpu1) as f64 / tck;
+    std::thread::sleep(Duration::from_millis(500));
+    r.end = sample(pid);
+    r.peak_kib = r.end.hwm_kib.max(r.peak_sampled_kib);
+    r.smaps = procfs::smaps(pid, &o.bin).unwrap_or_default();
+    if o.alloc {
+        std::thread::sleep(Duration::from_millis(250));
+        r.alloc = alloc0.zip(alloc_stats(stats));
+    }
+    let mut lat: Vec<Duration> = bot.with(|s| s.latencies.clone());
+    lat.sort();
+    let pct = |p: f64| -> f64 {
+        if lat.is_empty() {
+            return 0.0;
+        }
+        let i = ((lat.len() as f64 - 1.0) * p).round() as usize;
+        lat[i.min(lat.len() - 1)].as_secs_f64() * 1000.0
+    };
+    r.lat_p50_ms = pct(0.5);
+    r.lat_p99_ms = pct(0.99);
+    Ok(r)
+}
+
+/// Median and p90 wall time of `yoctoclaw --version` (spawn to exit, as a shell sees it).
+fn version_times(o: &Opts, r: &mut Report) {
+    if o.version_runs == 0 {
+        return;
+    }
+    let mut times = Vec::with_capacity(o.version_runs);
+    for _ in 0..o.version_runs {
+        let t = Instant::now();
+        let ok = Command::new(&o.bin)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            times.push(t.elapsed());
+        }
+    }
+    times.sort();
+    if let Some(m) = times.get(times.len() / 2) {
+        r.version_med_ms = m.as_secs_f64() * 1000.0;
+    }
+    if let Some(m) = times.get(times.len() * 9 / 10) {
+        r.version_p90_ms = m.as_secs_f64() * 1000.0;
+    }
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.2} MiB", kib as f64 / 1024.0)
+}
+
+fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
+    let ms = &model.stats;
+    let (sends, unmarked, typing, polls, empty) =
+        bot.with(|s| (s.sends, s.unmarked_sends, s.typing, s.polls, s.empty_polls));
+    let growth_pct = if r.after100.rss_kib > 0 {
+        (r.end.rss_kib as f64 / r.after100.rss_kib as f64 - 1.0) * 100.0
+    } else {
+        0.0
+    };
+    let cpu_ms = r.cpu_s * 1000.0 / r.n as f64;
+    let rate = r.n as f64 / r.traffic_s.max(1e-9);
+    let b = &r.smaps;
+    println!(
+        "yoctoclaw footprint soak: {} messages, {} chats, binary {}",
+        r.n,
+        r.chats,
+        o.bin.display()
+    );
+    println!("  {:<44} {:>14}   budget", "figure", "value");
+    let row = |k: &str, v: String, budget: &str| println!("  {k:<44} {v:>14}   {budget}");
+    row(
+        "idle RSS after start",
+        mib(r.idle.rss_kib),
+        "<= 3 MiB (stretch 2)",
+    );
+    row(
+        "RSS after the first 100 messages",
+        mib(r.after100.rss_kib),
+        "",
+    );
+    row("peak RSS (VmHWM)", mib(r.peak_kib), "<= 6 MiB (stretch 4)");
+    row("RSS at the end", mib(r.end.rss_kib), "");
+    row(
+        "growth, end vs after 100",
+        format!("{growth_pct:+.1} %"),
+        "<= +10 %",
+    );
+    row("threads", r.end.threads.to_string(), "");
+    row(
+        "CPU per message (gateway only)",
+        format!("{cpu_ms:.3} ms"),
+        "<= 1 ms (stretch 0.3)",
+    );
+    row(
+        "CPU while idle",
+        format!("{:.2} s in {} s", r.cpu_idle_s, r.idle_secs),
+        "",
+    );
+    row("messages per second", format!("{rate:.0}"), "");
+    if let Some(t) = r.t200_s {
+        row(
+            "first 200 messages answered",
+            format!("{t:.2} s"),
+            "<= 2 s (stretch 1)",
+        );
+    }
+    row(
+        "turn latency p50 / p99",
+        format!("{:.1} / {:.1} ms", r.lat_p50_ms, r.lat_p99_ms),
+        "",
+    );
+    if !o.alloc {
+        row(
+            "--version wall time, median (p90)",
+            format!("{:.2} ({:.2}) ms", r.version_med_ms, r.version_p90_ms),
+            "<= 5 ms (stretch 2)",
+        );
+    }
+    row(
+        "binary size (stripped)",
+        format!("{} bytes", r.bin_bytes),
+        "aarch64 <= 2.5 MB",
+    );
+    if let Some((a, z)) = r.alloc {
+        let n = r.n as f64;
+        row(
+            "heap allocations per message",
+            format!("{:.0}", (z[0] - a[0]) as f64 / n),
+            "reported",
+        );
+        row(
+            "heap bytes allocated per message",
+            format!("{:.0}", (z[1] - a[1]) as f64 / n),
+            "reported",
+        );
+        row(
+            "live heap idle / end / peak",
+            format!("{} / {} / {} KiB", a[2] / 1024, z[2] / 1024, z[3] / 1024),
+            "",
+        );
+    }
+    for (when, b) in [("idle", &r.idle_smaps), ("end", b)] {
+        println!(
+            "  smaps {when:<4} (resident KiB): exe text {} + exe ro {} + exe rw {} + libs {} + heap {} + anon {} + stack {} + other {} = {}",
+            b.exe_text,
+            b.exe_ro,
+            b.exe_rw,
+            b.libs,
+            b.heap,
+            b.anon,
+            b.stack,
+            b.other,
+            b.total()
+        );
+    }
+    let top: Vec<String> = b
+        .anon_maps
+        .iter()
+        .take(8)
+        .map(|(size, rss)| format!("{rss}/{size}"))
+        .collect();
+    println!(
+        "  biggest anonymous mappings (resident/size KiB): {}",
+        top.join(" ")
+    );
+    println!(
+        "  traffic: {} model requests ({} tool calls, {} 500s, {} summaries, {} untagged, {} KiB sent to the model); {} sendMessage ({} without marker), {} typing, {} polls ({} empty); log: {} warn, {} error; SIGTERM exit {} in {} ms",
+        ms.requests.load(Ordering::Relaxed),
+        ms.tool_calls.load(Ordering::Relaxed),
+        ms.errors.load(Ordering::Relaxed),
+        ms.summaries.load(Ordering::Relaxed),
+        ms.untagged.load(Ordering::Relaxed),
+        ms.request_bytes.load(Ordering::Relaxed) / 1024,
+        sends,
+        unmarked,
+        typing,
+        polls,
+        empty,
+        r.log_warn,
+        r.log_error,
+        if r.exit_ok { "ok" } else { "FAILED" },
+        r.exit_ms
+    );
+    let cps: Vec<String> = r
+        .checkpoints
+        .iter()
+        .map(|(n, k)| format!("{n}:{k}"))
+        .collect();
+    println!("  RSS KiB by messages answered: {}", cps.join(" "));
+    let mut line = format!(
+        "BENCH n={} mix={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_ro_kib={} smaps_exe_rw_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
+        r.n,
+        if o.plain { "plain" } else { "mixed" },
+        r.chats,
+        r.idle.rss_kib,
+        r.after100.rss_kib,
+        r.peak_kib,
+        r.end.rss_kib,
+        r.end.threads,
+        r.t200_s.map_or("na".to_string(), |t| format!("{t:.3}")),
+        r.lat_p50_ms,
+        r.lat_p99_ms,
+        r.bin_bytes,
+        b.exe_text,
+        b.exe_ro,
+        b.exe_rw,
+        b.libs,
+        b.heap,
+        b.anon,
+        b.stack
+    );
+    if !o.alloc {
+        line.push_str(&format!(" version_ms={:.2}", r.version_med_ms));
+    }
+    if let Some((a, z)) = r.alloc {
+        let n = r.n as f64;
+        line.push_str(&format!(
+            " allocs_per_msg={:.0} alloc_bytes_per_msg={:.0} heap_live_idle={} heap_live_end={} heap_peak={}",
+            (z[0] - a[0]) as f64 / n,
+            (z[1] - a[1]) as f64 / n,
+            a[2],
+            z[2],
+            z[3]
+        ));
+    }
+    println!("{line}");
+}
