@@ -8,6 +8,7 @@
 #   4. `yoctoclaw --home TMP agent -m ping` against the test suite's fake provider on
 #      http://127.0.0.1:PORT/v1 prints "pong"
 #   5. the same turn against http://localhost:PORT/v1: name resolution works in the binary
+#   6. each boards/*.conf runtime default config.json is accepted (one agent turn on it)
 # and print each stripped size against the SPEC budget (aarch64 <= 2.5 MB, stretch 2.0 MB).
 #
 #   scripts/ci-boards.sh [--no-install] [--smoke-only] [--gnu] [TRIPLE ...]
@@ -232,6 +233,24 @@ for t in "${triples[@]}"; do
             fi
         done
         extra_env=()
+
+        # 6. each board profile's runtime defaults are a config.json the binary accepts
+        #    (unknown keys are an error): onboard keeps the file, one agent turn runs on it.
+        for f in boards/*.conf; do
+            bt=$(sed -n 's/^triple=//p' "$f"); [ $gnu = 1 ] && bt=$(sed -n 's/^gnu_triple=//p' "$f")
+            [ "$bt" = "$t" ] || continue
+            b=$(sed -n 's/^name=//p' "$f"); bhome="$d/board-$b"
+            mkdir -p "$bhome"; sed -n 's/^config=//p' "$f" > "$bhome/config.json"
+            extra_env=(YOCTOCLAW_PROVIDER_BASE_URL="http://127.0.0.1:$port/v1")
+            if run_board "$d" "$d/board-$b.onboard" "${qemu[@]}" "$bin" --home "$bhome" onboard \
+                && run_board "$d" "$d/board-$b.out" "${qemu[@]}" "$bin" --home "$bhome" agent -m ping \
+                && grep -q pong "$d/board-$b.out"; then
+                ok "$t: board profile $b: its config.json is accepted, agent turn -> pong"
+            else
+                bad "$t: board profile $b config.json: $(cat "$d/board-$b.onboard.err" "$d/board-$b.out.err" 2>/dev/null | head -c 300 | tr '\n' ' ')"
+            fi
+            extra_env=()
+        done
     fi
 done
 
