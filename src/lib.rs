@@ -1,1 +1,41 @@
-//! yoctoclaw: a personal AI assistant in one small binary.
+//! yoctoclaw: a personal AI assistant in one small binary for $10 Linux boards.
+//!
+//! # Thousand-mile view
+//! `cli` parses the command line and loads `config`. Commands build an `agent::Agent`
+//! (provider + tools + `store::Db`) and feed it messages from a channel (`channels`:
+//! terminal, Telegram, serial) or from the `scheduler` (heartbeat, cron).
+//!
+//! # Threads
+//! One thread runs the smol executor: sessions, the agent loop, timers, and SQLite.
+//! Blocking network calls and child processes run on the fixed worker pool of
+//! `runtime::Workers`; each channel that reads a blocking source (stdin, Telegram
+//! long-poll, serial) has one dedicated thread that feeds the executor over a bounded
+//! async-channel; Telegram's outgoing messages go out on one sender thread fed the same
+//! way (so replies never wait behind a provider call). Nothing else starts threads
+//! (except `doctor`, a one-shot command, which resolves host names on short-lived threads
+//! so a hung resolver cannot hold it).
+
+pub mod agent;
+pub mod channels;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod doctor;
+pub mod files;
+pub mod gateway;
+pub mod json;
+pub mod limits;
+pub mod logging;
+pub mod memory;
+pub mod onboard;
+pub mod provider;
+pub mod runtime;
+pub mod scheduler;
+pub mod security;
+pub mod signals;
+pub mod status;
+pub mod store;
+#[cfg(test)]
+pub mod testkit;
+pub mod text;
+pub mod tools;

@@ -1,0 +1,263 @@
+//! One model request of a turn, made reliable: each provider (the primary, then every
+//! fallback in order) is tried with retries and backoff for transient failures
+//! (`provider::retry`); streamed answers are read on a worker thread and their visible
+//! text passed to the channel's [`StreamSink`] as it arrives; the tokens used are
+//! recorded under the provider that actually answered.
+//!
+//! When every provider fails, the turn fails with [`AgentError::Providers`]: one short,
+//! secret-free sentence per provider that says what failed and what to do.
+//!
+//! A streamed attempt that already showed text and then fails is not retried or handed
+//! to a fallback: the user has seen part of an answer that cannot be taken back, so the
+//! turn ends with the error (the answer is incomplete and the message says so).
+//!
+//! # Bounds
+//! At most `PROVIDER_ATTEMPTS` attempts per provider within `RETRY_BUDGET_SECS`; text
+//! deltas wait in a channel of `STREAM_QUEUE_LEN` (the reading thread waits when full).
+//!
+//! # Threads
+//! Runs on the executor; HTTP runs on `Workers`; backoff waits are `smol::Timer`s.
+
+use super::streaming::{MarkupFilter, StreamSink};
+use super::{Agent, AgentError};
+use crate::limits::STREAM_QUEUE_LEN;
+use crate::provider::retry::Jitter;
+use crate::provider::{ChatReply, ChatRequest, Message, Provider, ProviderError};
+use crate::runtime::now_secs;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How one provider failed, for the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    /// `kind:model`, never a URL or a key.
+    pub provider: String,
+    pub error: ProviderError,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.provider, self.error)
+    }
+}
+
+/// The Display of [`AgentError::Providers`]: the error alone when only one provider was
+/// tried, else every provider's failure in order.
+pub fn failures_text(failures: &[Failure]) -> String {
+    match failures {
+        [] => "no provider is configured: check provider in config.json".to_string(),
+        [one] => one.error.to_string(),
+        many => {
+            let list: Vec<String> = many.iter().map(Failure::to_string).collect();
+            format!(
+                "every provider failed (the primary and {} fallback{}); {}",
+                many.len() - 1,
+                if many.len() == 2 { "" } else { "s" },
+                list.join("; ")
+            )
+        }
+    }
+}
+
+/// One attempt's outcome, and whether any of its text reached the sink.
+struct Attempt {
+    result: Result<ChatReply, ProviderError>,
+    shown: bool,
+}
+
+impl Agent {
+    /// One model request with retries and fallbacks. Returns the reply and the index of
+    /// the provider that gave it.
+    pub(super) async fn chat(
+        &self,
+        system: &str,
+        history: &[Message],
+        with_tools: bool,
+        sink: &mut dyn StreamSink,
+    ) -> Result<(ChatReply, usize), AgentError> {
+        let tools = if with_tools { self.tools.specs() } else { &[] };
+        let req = ChatRequest {
+            system,
+            messages: history,
+            tools,
+        };
+        let mut failures = Vec::new();
+        let mut jitter = Jitter::from_clock();
+        for (index, p) in self.providers.iter().enumerate() {
+            if index > 0 {
+                log::warn!("trying fallback provider {}", p.label());
+            }
+            let body = match p.build_body(&req) {
+                Ok(b) => b,
+                Err(error) => {
+                    failures.push(Failure {
+                        provider: p.label(),
+                        error,
+                    });
+                    continue;
+                }
+            };
+            let first = Instant::now();
+            let mut attempt = 1u32;
+            loop {
+                let a = self.attempt(p, &body, sink).await?;
+                let error = match a.result {
+                    Ok(reply) => {
+                        if reply.finish_reason == "length" || reply.finish_reason == "max_tokens" {
+                            log::info!(
+                                "the answer of {} was cut at provider.max_tokens",
+                                p.label()
+                            );
+                        }
+                        return Ok((reply, index));
+                    }
+                    Err(e) => e,
+                };
+                if a.shown {
+                    log::warn!("provider {} failed mid-answer: {error}", p.label());
+                    failures.push(Failure {
+                        provider: p.label(),
+                        error,
+                    });
+                    return Err(AgentError::Providers(failures));
+                }
+                match self
+                    .backoff
+                    .next_delay(attempt, &error, first.elapsed(), jitter.next_u64())
+                {
+                    Some(delay) => {
+                        log::warn!(
+                            "provider {} failed: {error}; retrying in {} (attempt {} of {})",
+                            p.label(),
+                            secs_text(delay),
+                            attempt + 1,
+                            self.backoff.attempts
+                        );
+                        smol::Timer::after(self.backoff.real(delay)).await;
+                        attempt += 1;
+                    }
+                    None => {
+                        log::warn!("provider {} failed: {error}", p.label());
+                        failures.push(Failure {
+                            provider: p.label(),
+                            error,
+                        });
+                        break;
+                    }
+                }
+            }
+        }
+        Err(AgentError::Providers(failures))
+    }
+
+    /// One HTTP exchange on a worker thread; streamed text goes through the markup filter
+    /// to the sink as it arrives.
+    async fn attempt(
+        &self,
+        p: &Arc<Provider>,
+        body: &str,
+        sink: &mut dyn StreamSink,
+    ) -> Result<Attempt, AgentError> {
+        let is_tool = |n: &str| self.tools.is_tool(n);
+        let mut filter = MarkupFilter::new();
+        let mut shown = false;
+        let mut show = |text: &str, sink: &mut dyn StreamSink| {
+            if !text.is_empty() {
+                shown = true;
+                sink.text(text);
+            }
+        };
+        let p2 = p.clone();
+        let body = body.to_string();
+        let result = if p.streams() {
+            let (tx, rx) = async_channel::bounded::<String>(STREAM_QUEUE_LEN);
+            let job = self.workers.run(move || {
+                p2.chat_stream_blocking(&body, &mut |t| tx.send_blocking(t.to_string()).is_ok())
+            });
+            let drain = async {
+                while let Ok(t) = rx.recv().await {
+                    let visible = filter.push(&t, &is_tool);
+                    show(&visible, sink);
+                }
+            };
+            let (ran, ()) = smol::future::zip(job, drain).await;
+            ran.map_err(|_| AgentError::Stopped)?
+        } else {
+            let r = self
+                .workers
+                .run(move || p2.chat_blocking(&body))
+                .await
+                .map_err(|_| AgentError::Stopped)?;
+            if let Ok(reply) = &r {
+                let visible = filter.push(&reply.content, &is_tool);
+                show(&visible, sink);
+            }
+            r
+        };
+        if result.is_ok() {
+            let rest = filter.finish();
+            show(&rest, sink);
+        }
+        Ok(Attempt { result, shown })
+    }
+
+    /// Record a reply's tokens under the provider that gave it.
+    pub(super) fn record_usage(&self, session: &str, provider: usize, reply: &ChatReply) {
+        let (Some(u), Some(p)) = (reply.usage, self.providers.get(provider)) else {
+            return;
+        };
+        if let Err(e) = self
+            .db
+            .record_usage(session, &p.label(), &p.cfg.model, u, now_secs())
+        {
+            log::warn!("cannot record token usage: {e}");
+        }
+    }
+}
+
+/// `2 s`, `0.5 s`.
+fn secs_text(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_text_names_each_provider_once_there_are_several() {
+        let a = Failure {
+            provider: "openai:m".into(),
+            error: ProviderError::Status {
+                status: 500,
+                detail: "boom".into(),
+            },
+        };
+        assert_eq!(failures_text(std::slice::from_ref(&a)), a.error.to_string());
+        let b = Failure {
+            provider: "anthropic:c".into(),
+            error: ProviderError::Timeout { host: "h".into() },
+        };
+        let t = failures_text(&[a, b]);
+        assert!(
+            t.starts_with("every provider failed (the primary and 1 fallback)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("openai:m: the provider failed (HTTP 500: boom)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("anthropic:c: the provider at h did not answer"),
+            "{t}"
+        );
+        assert!(failures_text(&[]).contains("no provider"));
+        assert_eq!(secs_text(Duration::from_secs(2)), "2 s");
+        assert_eq!(secs_text(Duration::from_millis(1500)), "1.5 s");
+    }
+}

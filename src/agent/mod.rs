@@ -1,0 +1,267 @@
+//! The agent: one turn = user message in, tool rounds, final answer out, with every
+//! message appended to SQLite as it happens.
+//!
+//! Runs on the executor thread; provider calls go to the worker threads. Many sessions
+//! may run turns concurrently (interleaved at await points); each session runs one turn
+//! at a time (the router guarantees it).
+//!
+//! # Bounds
+//! At most `agent.max_tool_iterations` tool rounds per turn, then one last request without
+//! tools forces a final answer. History sent per request: `agent.history_messages`.
+//! Tool results: scrubbed, then cut to `agent.max_tool_result_bytes`. Provider retries,
+//! fallbacks and streaming: `chat`; token budgets: `budget`.
+
+pub mod budget;
+pub mod chat;
+pub mod commands;
+pub mod compact;
+pub mod prompt;
+pub mod router;
+pub mod session;
+pub mod streaming;
+pub mod toolcall;
+
+use crate::channels::ChannelKind;
+use crate::config::{Config, Env, Home};
+use crate::limits::MAX_USER_MESSAGE_BYTES;
+use crate::provider::retry::Backoff;
+use crate::provider::{Message, Provider, ProviderError, Role, ToolCall};
+use crate::runtime::{Workers, now_secs};
+use crate::security::scrub::scrub;
+use crate::store::{Db, StoreError};
+use crate::tools::{CallContext, Tools, cap_text};
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+use streaming::StreamSink;
+
+/// Said to the model on the last allowed round.
+const FORCE_FINAL_NOTE: &str = "\n\nYou have used all tool rounds for this message. Do not call tools now: answer the user with what you have.";
+
+/// Why a turn failed.
+#[derive(Debug)]
+pub enum AgentError {
+    Provider(ProviderError),
+    /// Every provider failed (primary first, then the fallbacks in order).
+    Providers(Vec<chat::Failure>),
+    /// A token budget is used up; the turn was refused before any request.
+    Budget(budget::BudgetExceeded),
+    Store(StoreError),
+    Stopped,
+}
+
+impl fmt::Display for AgentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AgentError::Provider(e) => e.fmt(f),
+            AgentError::Providers(list) => f.write_str(&chat::failures_text(list)),
+            AgentError::Budget(b) => b.fmt(f),
+            AgentError::Store(e) => e.fmt(f),
+            AgentError::Stopped => f.write_str("yoctoclaw is shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for AgentError {}
+
+impl From<ProviderError> for AgentError {
+    fn from(e: ProviderError) -> Self {
+        AgentError::Provider(e)
+    }
+}
+
+impl From<StoreError> for AgentError {
+    fn from(e: StoreError) -> Self {
+        AgentError::Store(e)
+    }
+}
+
+/// Everything a turn needs.
+pub struct Agent {
+    pub cfg: Rc<Config>,
+    pub home: Home,
+    pub env: Env,
+    pub db: Rc<Db>,
+    /// Primary first, then fallbacks.
+    pub providers: Vec<Arc<Provider>>,
+    pub workers: Workers,
+    pub tools: Tools,
+    /// Retry policy for provider calls.
+    pub backoff: Backoff,
+}
+
+impl Agent {
+    /// Build the agent. Fails when the primary provider cannot be set up (no key).
+    pub fn new(
+        cfg: Rc<Config>,
+        home: Home,
+        env: Env,
+        db: Rc<Db>,
+        workers: Workers,
+    ) -> Result<Agent, ProviderError> {
+        let mut providers = vec![Arc::new(Provider::new(&cfg.provider, &env)?)];
+        for f in &cfg.fallbacks {
+            match Provider::new(f, &env) {
+                Ok(p) => providers.push(Arc::new(p)),
+                Err(e) => log::warn!("fallback provider {} skipped: {e}", f.model),
+            }
+        }
+        let tools = Tools::new(home.workspace(), cfg.clone(), workers.clone(), db.clone());
+        Ok(Agent {
+            cfg,
+            home,
+            env,
+            db,
+            providers,
+            workers,
+            tools,
+            backoff: Backoff::from_env(),
+        })
+    }
+
+    /// Run one turn and return the final answer.
+    pub async fn run_turn(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        text: &str,
+    ) -> Result<String, AgentError> {
+        self.run_turn_streamed(session, channel, text, &mut streaming::NoSink)
+            .await
+    }
+
+    /// Run one turn; `sink` sees the answer's visible text as it is written (streamed
+    /// providers) or in one piece per request (others). The returned answer is the same
+    /// as [`Agent::run_turn`] gives.
+    pub async fn run_turn_streamed(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        text: &str,
+        sink: &mut dyn StreamSink,
+    ) -> Result<String, AgentError> {
+        if let Err(b) = budget::check(&self.db, &self.cfg.budget, now_secs())? {
+            return Err(AgentError::Budget(b));
+        }
+        let text = cap_text(text, MAX_USER_MESSAGE_BYTES);
+        self.db.append_message(
+            session,
+            &Message::new(Role::User, text.as_str()),
+            now_secs(),
+        )?;
+        compact::maybe_compact(self, session).await;
+        let system = self.system_prompt(session, channel, &text);
+        let mut history = self
+            .db
+            .recent_messages(session, self.cfg.agent.history_messages as usize)?;
+        let ctx = CallContext {
+            session: session.to_string(),
+            channel,
+        };
+        let max_rounds = self.cfg.agent.max_tool_iterations as usize;
+        for round in 0..=max_rounds {
+            let last = round == max_rounds;
+            let (reply, answered_by) = if last {
+                let sys = format!("{system}{FORCE_FINAL_NOTE}");
+                self.chat(&sys, &history, false, sink).await?
+            } else {
+                self.chat(&system, &history, true, sink).await?
+            };
+            self.record_usage(session, answered_by, &reply);
+            let (calls, text_mode) = if last {
+                (Vec::new(), false)
+            } else if !reply.tool_calls.is_empty() {
+                (reply.tool_calls.clone(), false)
+            } else {
+                let found = toolcall::extract(&reply.content, &|n| self.tools.is_tool(n));
+                (found.calls, true)
+            };
+            sink.round_end(!calls.is_empty());
+            if calls.is_empty() {
+                return self.finish(session, &reply.content);
+            }
+            let calls: Vec<ToolCall> = calls
+                .into_iter()
+                .take(crate::limits::MAX_TOOL_CALLS_PER_ANSWER)
+                .collect();
+            if text_mode {
+                let said = Message::new(Role::Assistant, reply.content.as_str());
+                self.push(session, &mut history, said)?;
+                let mut results = String::new();
+                for call in &calls {
+                    let r = self.run_tool(call, &ctx).await;
+                    results.push_str(&format!(
+                        "<tool_result name=\"{}\">\n{}\n</tool_result>\n",
+                        call.name, r
+                    ));
+                }
+                self.push(session, &mut history, Message::new(Role::User, results))?;
+            } else {
+                let mut said = Message::new(Role::Assistant, reply.content.as_str());
+                said.tool_calls = calls.clone();
+                self.push(session, &mut history, said)?;
+                for call in &calls {
+                    let r = self.run_tool(call, &ctx).await;
+                    let mut m = Message::new(Role::Tool, r);
+                    m.tool_call_id = Some(call.id.clone());
+                    self.push(session, &mut history, m)?;
+                }
+            }
+        }
+        // The last round never returns tool calls, so this is not reached; answer anyway.
+        self.finish(session, "")
+    }
+
+    fn finish(&self, session: &str, content: &str) -> Result<String, AgentError> {
+        let cleaned = toolcall::extract(content, &|n| self.tools.is_tool(n)).text;
+        let answer = if cleaned.trim().is_empty() {
+            "(I have no answer to that; try rephrasing.)".to_string()
+        } else {
+            cleaned
+        };
+        self.db.append_message(
+            session,
+            &Message::new(Role::Assistant, answer.as_str()),
+            now_secs(),
+        )?;
+        Ok(answer)
+    }
+
+    fn push(
+        &self,
+        session: &str,
+        history: &mut Vec<Message>,
+        m: Message,
+    ) -> Result<(), AgentError> {
+        self.db.append_message(session, &m, now_secs())?;
+        history.push(m);
+        Ok(())
+    }
+
+    async fn run_tool(&self, call: &ToolCall, ctx: &CallContext) -> String {
+        log::info!("tool {} in {}", call.name, ctx.session);
+        let out = match self.tools.call(&call.name, &call.arguments, ctx).await {
+            Ok(s) => s,
+            Err(e) => format!("error: {e}"),
+        };
+        cap_text(&scrub(&out), self.cfg.agent.max_tool_result_bytes as usize)
+    }
+
+    /// The system prompt for a turn answering `user_text`.
+    pub fn system_prompt(&self, session: &str, channel: ChannelKind, user_text: &str) -> String {
+        let now_text = crate::clock::format_now(&self.cfg.agent.timezone);
+        let memory =
+            crate::memory::inject::section(&self.db, &self.cfg.memory, user_text, now_secs())
+                .unwrap_or_else(|e| {
+                    log::warn!("memory left out of the prompt: {e}");
+                    None
+                });
+        prompt::build(&prompt::PromptContext {
+            workspace: &self.home.workspace(),
+            session,
+            channel,
+            now_text: &now_text,
+            memory: memory.as_deref(),
+        })
+    }
+}

@@ -1,0 +1,162 @@
+//! The system prompt: workspace bootstrap files, the skills index, relevant memories, the
+//! current time and the channel.
+//!
+//! # Bounds
+//! Each bootstrap file contributes at most `MAX_BOOTSTRAP_FILE_BYTES`; the skills index at
+//! most `MAX_SKILLS` entries and `MAX_SKILLS_INDEX_BYTES`.
+
+use crate::channels::ChannelKind;
+use crate::limits::{MAX_BOOTSTRAP_FILE_BYTES, MAX_SKILLS, MAX_SKILLS_INDEX_BYTES};
+use std::io::Read;
+use std::path::Path;
+
+/// Bootstrap files, in prompt order.
+pub const BOOTSTRAP_FILES: &[&str] =
+    &["IDENTITY.md", "SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md"];
+
+/// What the prompt needs to know about this turn.
+pub struct PromptContext<'a> {
+    pub workspace: &'a Path,
+    pub session: &'a str,
+    pub channel: ChannelKind,
+    /// Local time already formatted, e.g. `2026-11-22 18:40 (Europe/Berlin, +01:00)`.
+    pub now_text: &'a str,
+    /// The memory section (already bounded), if any.
+    pub memory: Option<&'a str>,
+}
+
+pub fn build(ctx: &PromptContext<'_>) -> String {
+    let mut out = String::with_capacity(8 * 1024);
+    for name in BOOTSTRAP_FILES {
+        if let Some(text) = read_capped(&ctx.workspace.join(name), MAX_BOOTSTRAP_FILE_BYTES) {
+            let t = text.trim();
+            if !t.is_empty() {
+                out.push_str(t);
+                out.push_str("\n\n");
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str(
+            "You are yoctoclaw, a helpful personal assistant running on a small Linux board.\n\n",
+        );
+    }
+    let skills = skills_index(ctx.workspace);
+    if !skills.is_empty() {
+        out.push_str("## Skills\nRead a skill's SKILL.md with read_file before using it.\n");
+        out.push_str(&skills);
+        out.push('\n');
+    }
+    if let Some(mem) = ctx.memory.filter(|m| !m.trim().is_empty()) {
+        out.push_str("## Memory\n<memory>\n");
+        out.push_str(mem.trim());
+        out.push_str("\n</memory>\n\n");
+    }
+    out.push_str("## Context\n");
+    out.push_str(&format!(
+        "Current time: {}\nChannel: {}\nSession: {}\n",
+        ctx.now_text,
+        ctx.channel.as_str(),
+        ctx.session
+    ));
+    out
+}
+
+/// Read a text file, at most `max` bytes, lossily decoded. `None` when absent.
+pub fn read_capped(path: &Path, max: usize) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    let mut buf = Vec::new();
+    f.take(max as u64).read_to_end(&mut buf).ok()?;
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// `- name: description` for each `skills/<name>/SKILL.md`, from its front matter.
+pub fn skills_index(workspace: &Path) -> String {
+    let Ok(rd) = std::fs::read_dir(workspace.join("skills")) else {
+        return String::new();
+    };
+    let mut items: Vec<String> = Vec::new();
+    for entry in rd.flatten().take(MAX_SKILLS * 4) {
+        if items.len() >= MAX_SKILLS {
+            break;
+        }
+        let dir = entry.path();
+        let Some(text) = read_capped(&dir.join("SKILL.md"), 4096) else {
+            continue;
+        };
+        let fallback = entry.file_name().to_string_lossy().into_owned();
+        let (name, desc) = front_matter(&text);
+        let name = name.unwrap_or(fallback);
+        let desc = desc.unwrap_or_default();
+        items.push(format!(
+            "- {name}: {desc} (skills/{}/SKILL.md)",
+            entry.file_name().to_string_lossy()
+        ));
+    }
+    items.sort();
+    let mut out = String::new();
+    for i in items {
+        if out.len() + i.len() + 1 > MAX_SKILLS_INDEX_BYTES {
+            break;
+        }
+        out.push_str(&i);
+        out.push('\n');
+    }
+    out
+}
+
+/// `name:` and `description:` from a `---` front matter block.
+fn front_matter(text: &str) -> (Option<String>, Option<String>) {
+    let mut lines = text.lines();
+    if lines.next().map(str::trim) != Some("---") {
+        return (None, None);
+    }
+    let (mut name, mut desc) = (None, None);
+    for line in lines.take(50) {
+        let line = line.trim();
+        if line == "---" {
+            break;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            let v = v.trim().trim_matches('"').trim_matches('\'').to_string();
+            match k.trim() {
+                "name" if !v.is_empty() => name = Some(v),
+                "description" if !v.is_empty() => desc = Some(v),
+                _ => {}
+            }
+        }
+    }
+    (name, desc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_has_files_skills_time_and_channel() {
+        let d = std::env::temp_dir().join(format!("yc-prompt-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("skills/weather")).unwrap();
+        std::fs::write(d.join("SOUL.md"), "Be kind.").unwrap();
+        std::fs::write(d.join("USER.md"), "Owner is Ada.").unwrap();
+        std::fs::write(
+            d.join("skills/weather/SKILL.md"),
+            "---\nname: weather\ndescription: Get the forecast\n---\nbody",
+        )
+        .unwrap();
+        let p = build(&PromptContext {
+            workspace: &d,
+            session: "stdio:default",
+            channel: ChannelKind::Terminal,
+            now_text: "2026-11-22 10:00 (UTC)",
+            memory: Some("- likes tea"),
+        });
+        assert!(p.find("Be kind.").unwrap() < p.find("Owner is Ada.").unwrap());
+        assert!(p.contains("- weather: Get the forecast"));
+        assert!(p.contains("<memory>\n- likes tea\n</memory>"));
+        assert!(p.contains("Current time: 2026-11-22 10:00 (UTC)"));
+        assert!(p.contains("Channel: terminal"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

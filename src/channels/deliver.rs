@@ -1,0 +1,215 @@
+//! Delivery of heartbeat and cron output to a `Target`: the log, stdout, or a Telegram chat.
+//!
+//! Telegram output goes through the one Telegram send implementation (`telegram::send`:
+//! markdown to HTML, split at the length limit, plain-text fallback, retries). Inside
+//! the gateway, [`DeliverCtx::outbox`] hands it to the gateway's sender thread (same
+//! queue and order as the bot's replies) and waits for the outcome; outside it
+//! (`yoctoclaw heartbeat`, `cron run`), [`send_telegram`] runs
+//! `send::deliver_blocking` on a worker thread.
+//!
+//! # Bounds
+//! A text goes out in at most `send::MAX_REPLY_PARTS` Telegram messages of at most
+//! `TELEGRAM_MAX_MESSAGE_UTF16` UTF-16 units (the rest is cut with a marker); each is
+//! tried at most `send::MAX_SEND_ATTEMPTS` times. Each request has an overall timeout of
+//! `TELEGRAM_SEND_TIMEOUT_SECS`.
+//!
+//! # Blocking
+//! `deliver` is async; HTTP runs on the sender thread or the `Workers` pool. Stdout and
+//! log writes block for one write.
+
+use super::Target;
+use super::telegram::api::Api;
+use super::telegram::backoff::{Backoff, Stop};
+use super::telegram::send::{self, Outbox, Undelivered};
+use crate::config::{Config, Env};
+use crate::runtime::Workers;
+use std::fmt;
+use std::io::Write;
+
+/// Overall timeout of one `sendMessage` request.
+pub const TELEGRAM_SEND_TIMEOUT_SECS: u64 = 30;
+
+/// What delivery needs: where the Bot API is, the token, the worker pool, and inside
+/// the gateway its Telegram sender.
+#[derive(Clone)]
+pub struct DeliverCtx {
+    /// `telegram.api_base`, no trailing slash.
+    pub api_base: String,
+    /// The bot token (from `telegram.token_env`), if set.
+    pub token: Option<String>,
+    /// Name of the variable the token comes from, for error messages.
+    pub token_env: String,
+    pub workers: Workers,
+    /// The gateway's sender thread, when running inside the gateway.
+    pub outbox: Option<Outbox>,
+    /// Retry waits of the standalone path.
+    pub backoff: Backoff,
+}
+
+impl fmt::Debug for DeliverCtx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print the token.
+        f.debug_struct("DeliverCtx")
+            .field("api_base", &self.api_base)
+            .field("token", &self.token.as_ref().map(|_| "[set]"))
+            .field("outbox", &self.outbox.is_some())
+            .finish()
+    }
+}
+
+impl DeliverCtx {
+    pub fn new(cfg: &Config, env: &Env, workers: Workers) -> DeliverCtx {
+        DeliverCtx {
+            api_base: cfg.telegram.api_base.trim_end_matches('/').to_string(),
+            token: env.get(&cfg.telegram.token_env),
+            token_env: cfg.telegram.token_env.clone(),
+            workers,
+            outbox: None,
+            backoff: Backoff::from_env(),
+        }
+    }
+}
+
+/// Why a delivery failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DeliverError {
+    /// A Telegram target but no bot token configured (names the variable).
+    NoToken(String),
+    /// Telegram did not take (all of) the message.
+    Telegram(Undelivered),
+    /// Writing to stdout failed.
+    Stdout(String),
+    /// The worker pool stopped (shutdown).
+    Stopped,
+}
+
+impl fmt::Display for DeliverError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeliverError::NoToken(var) => {
+                write!(f, "no telegram bot token: set {var} in secrets.env")
+            }
+            DeliverError::Telegram(u) => write!(f, "telegram: {u}"),
+            DeliverError::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
+            DeliverError::Stopped => f.write_str("yoctoclaw is shutting down"),
+        }
+    }
+}
+
+impl std::error::Error for DeliverError {}
+
+/// Deliver `text` to `target`.
+pub async fn deliver(ctx: &DeliverCtx, target: &Target, text: &str) -> Result<(), DeliverError> {
+    match target {
+        Target::Log => {
+            log::info!("delivery (log only): {text}");
+            Ok(())
+        }
+        Target::Stdout => {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{text}")
+                .and_then(|_| out.flush())
+                .map_err(|e| DeliverError::Stdout(e.kind().to_string()))
+        }
+        Target::Telegram(chat_id) => send_telegram(ctx, *chat_id, text).await,
+    }
+}
+
+/// Send markdown `text` to a Telegram chat: through the gateway's sender when there is
+/// one, else with the standalone sender on a worker thread.
+pub async fn send_telegram(ctx: &DeliverCtx, chat_id: i64, text: &str) -> Result<(), DeliverError> {
+    if text.trim().is_empty() {
+        log::info!("nothing to send to telegram:{chat_id}: the text is empty");
+        return Ok(());
+    }
+    if let Some(outbox) = &ctx.outbox {
+        return outbox
+            .deliver(chat_id, text)
+            .await
+            .map(|_| ())
+            .map_err(DeliverError::Telegram);
+    }
+    let Some(token) = ctx.token.clone() else {
+        return Err(DeliverError::NoToken(ctx.token_env.clone()));
+    };
+    let api = Api::new(&ctx.api_base, &token, TELEGRAM_SEND_TIMEOUT_SECS);
+    let text = text.to_string();
+    let backoff = ctx.backoff;
+    ctx.workers
+        .run(move || {
+            send::deliver_blocking(&api, chat_id, &text, true, None, &backoff, &Stop::new())
+        })
+        .await
+        .map_err(|_| DeliverError::Stopped)?
+        .map(|_| ())
+        .map_err(DeliverError::Telegram)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(token: Option<&str>) -> DeliverCtx {
+        DeliverCtx {
+            // Port 9 (discard) on loopback is closed in test environments.
+            api_base: "http://127.0.0.1:9".into(),
+            token: token.map(str::to_string),
+            token_env: "TELEGRAM_BOT_TOKEN".into(),
+            workers: Workers::start(1),
+            outbox: None,
+            backoff: Backoff::scaled(0.001),
+        }
+    }
+
+    #[test]
+    fn huge_text_is_capped_and_marked() {
+        let text = "word ".repeat(100_000);
+        let parts = send::reply_parts(&text, true);
+        assert_eq!(parts.len(), send::MAX_REPLY_PARTS);
+        for p in &parts {
+            assert!(
+                super::super::telegram::format::utf16_len(p)
+                    <= super::super::telegram::format::TELEGRAM_MAX_MESSAGE_UTF16
+            );
+        }
+        assert!(parts.last().unwrap().ends_with("[… cut]"));
+    }
+
+    #[test]
+    fn empty_text_sends_nothing() {
+        let r = smol::block_on(deliver(&ctx(None), &Target::Telegram(1), "  \n "));
+        assert_eq!(r, Ok(()));
+    }
+
+    #[test]
+    fn inside_the_gateway_the_outbox_carries_the_delivery_and_its_outcome() {
+        let (outbox, rx) = Outbox::new();
+        let mut c = ctx(None);
+        c.outbox = Some(outbox);
+        // No sender thread: the receiver is dropped, so the delivery fails as stopped
+        // (and is not silently reported as delivered).
+        drop(rx);
+        let r = smol::block_on(deliver(&c, &Target::Telegram(1), "hi"));
+        assert!(matches!(r, Err(DeliverError::Telegram(_))), "{r:?}");
+    }
+
+    #[test]
+    fn the_context_never_prints_the_token() {
+        let ctx = ctx(Some("123:SECRETTOKEN"));
+        assert!(!format!("{ctx:?}").contains("SECRET"));
+    }
+
+    #[test]
+    fn telegram_without_a_token_names_the_variable() {
+        let r = smol::block_on(deliver(&ctx(None), &Target::Telegram(1), "hi"));
+        let e = r.unwrap_err();
+        assert!(e.to_string().contains("TELEGRAM_BOT_TOKEN"), "{e}");
+    }
+
+    #[test]
+    fn an_unreachable_bot_api_is_an_error_without_the_token() {
+        let c = ctx(Some("123:SECRETTOKEN"));
+        let e = smol::block_on(deliver(&c, &Target::Telegram(1), "hi")).unwrap_err();
+        assert!(!e.to_string().contains("SECRET"), "{e}");
+    }
+}

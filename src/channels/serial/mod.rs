@@ -1,0 +1,416 @@
+//! The serial console: chat with the assistant over a UART line (a USB serial adapter or
+//! the board's own `/dev/ttyS0`), for a board with no network yet and no screen.
+//!
+//! `start` opens the device and starts one reader thread that assembles lines (see
+//! `line`), echoes like a terminal when asked, and hands finished lines to the executor
+//! over a bounded channel. `run_console` answers each line through the agent loop in
+//! session `serial:<device>` (slash commands included) and writes the reply with CRLF
+//! line endings through the `SerialWriter`. `yoctoclaw serial` runs just that; the
+//! gateway can run the same pair beside Telegram when `serial.device` is set.
+//!
+//! The device may disappear (a USB adapter unplugged): on a read error or end of file the
+//! reader closes it and tries to open it again, waiting `RETRY_MIN_SECS` doubling up to
+//! `RETRY_MAX_SECS`. An outage is logged once (a warning when it starts, info when the
+//! line is back); each failed attempt in between only at debug level.
+//!
+//! # Bounds
+//! Lines are cut at `MAX_SERIAL_LINE_BYTES` (the user is told). At most
+//! `SERIAL_QUEUE_LEN` lines wait behind a running turn; a line arriving when the queue is
+//! full gets a "busy" note on the line instead of being queued. Reads are
+//! `READ_CHUNK_BYTES` at a time. One reader thread per device.
+//!
+//! # Blocking
+//! The reader thread blocks in `read`. `SerialWriter::write_blocking` blocks until the
+//! kernel took the bytes (at 115200 baud a 4 KiB reply drains in about 0.4 s);
+//! `SerialWriter::write` runs it on a worker thread.
+
+pub mod line;
+pub mod port;
+
+use crate::agent::Agent;
+use crate::channels::ChannelKind;
+use crate::cli::{CliError, Loaded};
+use crate::limits::MAX_USER_MESSAGE_BYTES;
+use crate::runtime::{Workers, spawn_thread};
+use crate::security::scrub::scrub;
+use async_channel::{Receiver, Sender, TrySendError};
+use line::LineEditor;
+use std::fmt;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Longest line accepted from the serial line; the rest of the line is dropped.
+pub const MAX_SERIAL_LINE_BYTES: usize = MAX_USER_MESSAGE_BYTES;
+/// Lines waiting for the agent; more get a "busy" note.
+pub const SERIAL_QUEUE_LEN: usize = 4;
+/// Bytes read from the device per `read` call.
+pub const READ_CHUNK_BYTES: usize = 256;
+/// First wait before reopening a device that went away.
+pub const RETRY_MIN_SECS: u64 = 1;
+/// Longest wait between reopening attempts.
+pub const RETRY_MAX_SECS: u64 = 30;
+/// Written after the banner and after every reply.
+pub const PROMPT: &str = "> ";
+
+/// The session name for a device: `serial:<device>`.
+pub fn session_id(device: &str) -> String {
+    format!("serial:{device}")
+}
+
+/// Why the serial console could not start.
+#[derive(Debug)]
+pub enum SerialError {
+    /// The baud rate is outside `port::MIN_BAUD..=port::MAX_BAUD`.
+    BadBaud(u32),
+    /// No device path given.
+    NoDevice,
+    /// The reader thread could not be started.
+    Thread(std::io::Error),
+}
+
+impl fmt::Display for SerialError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SerialError::BadBaud(b) => write!(
+                f,
+                "baud rate {b} is not supported: use {} to {} (usually 115200)",
+                port::MIN_BAUD,
+                port::MAX_BAUD
+            ),
+            SerialError::NoDevice => f.write_str("no serial device given: use --device PATH"),
+            SerialError::Thread(e) => write!(f, "cannot start the serial reader: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SerialError {}
+
+/// Writes to the serial line that is currently open (clone it freely). While the device is
+/// away, writes fail with `NotConnected` and the text is lost (and logged by the caller).
+#[derive(Clone)]
+pub struct SerialWriter {
+    port: Arc<Mutex<Option<File>>>,
+}
+
+impl SerialWriter {
+    fn new() -> SerialWriter {
+        SerialWriter {
+            port: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    fn set(&self, file: Option<File>) {
+        if let Ok(mut p) = self.port.lock() {
+            *p = file;
+        }
+    }
+
+    /// True while the device is open.
+    pub fn is_connected(&self) -> bool {
+        self.port.lock().map(|p| p.is_some()).unwrap_or(false)
+    }
+
+    /// Write `text` with every line ending turned into CRLF. Blocks until written.
+    pub fn write_blocking(&self, text: &str) -> std::io::Result<()> {
+        // Write through a duplicate so the lock is not held while the line drains.
+        let file = match self.port.lock() {
+            Ok(p) => match p.as_ref() {
+                Some(f) => f.try_clone()?,
+                None => return Err(std::io::ErrorKind::NotConnected.into()),
+            },
+            Err(_) => return Err(std::io::ErrorKind::NotConnected.into()),
+        };
+        write_all(&file, to_crlf(text).as_bytes())
+    }
+
+    /// `write_blocking` on a worker thread.
+    pub async fn write(&self, workers: &Workers, text: &str) -> std::io::Result<()> {
+        let me = self.clone();
+        let text = text.to_string();
+        workers
+            .run(move || me.write_blocking(&text))
+            .await
+            .map_err(|_| std::io::Error::other("worker threads stopped"))?
+    }
+}
+
+fn write_all(mut file: &File, bytes: &[u8]) -> std::io::Result<()> {
+    file.write_all(bytes)?;
+    file.flush()
+}
+
+/// Every line ending (LF, CRLF) as CRLF, which every serial terminal shows correctly.
+pub fn to_crlf(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16 + 2);
+    let mut prev_cr = false;
+    for c in text.chars() {
+        if c == '\n' && !prev_cr {
+            out.push('\r');
+        }
+        prev_cr = c == '\r';
+        out.push(c);
+    }
+    out
+}
+
+fn banner(device: &str) -> String {
+    format!(
+        "\r\nyoctoclaw {} serial console on {device}. /help for commands.\r\n{PROMPT}",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// Start the reader thread for `device`. Lines arrive on the receiver; replies go through
+/// the writer. The thread keeps reopening the device while the receiver lives, and ends
+/// once it is dropped (noticed at the next byte or retry).
+pub fn start(
+    device: &str,
+    baud: u32,
+    echo: bool,
+) -> Result<(Receiver<String>, SerialWriter), SerialError> {
+    if device.trim().is_empty() {
+        return Err(SerialError::NoDevice);
+    }
+    if !(port::MIN_BAUD..=port::MAX_BAUD).contains(&baud) {
+        return Err(SerialError::BadBaud(baud));
+    }
+    let (tx, rx) = async_channel::bounded::<String>(SERIAL_QUEUE_LEN);
+    let writer = SerialWriter::new();
+    let w = writer.clone();
+    let device = device.to_string();
+    spawn_thread("yc-serial", move || {
+        reader_loop(&device, baud, echo, &tx, &w)
+    })
+    .map_err(SerialError::Thread)?;
+    Ok((rx, writer))
+}
+
+/// `start` for the gateway's console when `serial.device` is set; `None` when it is not.
+///
+/// ```ignore
+/// if let Some(started) = serial::start_from_config(&cfg.serial) {
+///     let (lines, writer) = started?;
+///     let (agent, device) = (agent.clone(), cfg.serial.device.clone());
+///     ex.spawn(async move { serial::run_console(&agent, &device, lines, writer).await }).detach();
+/// }
+/// ```
+pub fn start_from_config(
+    cfg: &crate::config::SerialConfig,
+) -> Option<Result<(Receiver<String>, SerialWriter), SerialError>> {
+    if cfg.device.trim().is_empty() {
+        return None;
+    }
+    let baud = u32::try_from(cfg.baud).unwrap_or(u32::MAX);
+    Some(start(&cfg.device, baud, cfg.echo))
+}
+
+/// How one connection ended.
+enum Ended {
+    /// The console went away: stop.
+    Closed,
+    /// The device failed or hung up.
+    Lost(String),
+}
+
+fn reader_loop(device: &str, baud: u32, echo: bool, tx: &Sender<String>, writer: &SerialWriter) {
+    let mut backoff = RETRY_MIN_SECS;
+    let mut in_outage = false;
+    while !tx.is_closed() {
+        let file = match port::open(device, baud) {
+            Ok(f) => f,
+            Err(e) => {
+                if in_outage {
+                    log::debug!("serial {device}: still cannot open: {e}");
+                } else {
+                    log::warn!(
+                        "serial {device}: cannot open: {e}; retrying every {RETRY_MIN_SECS} to {RETRY_MAX_SECS} s"
+                    );
+                    in_outage = true;
+                }
+                sleep_unless_closed(tx, backoff);
+                backoff = (backoff * 2).min(RETRY_MAX_SECS);
+                continue;
+            }
+        };
+        if in_outage {
+            log::info!("serial {device}: back, {baud} baud");
+        } else {
+            log::info!("serial {device}: open, {baud} baud");
+        }
+        writer.set(file.try_clone().ok());
+        let started = Instant::now();
+        let mut got_data = false;
+        let ended = serve(&file, device, echo, tx, &mut got_data);
+        writer.set(None);
+        drop(file);
+        match ended {
+            Ended::Closed => return,
+            Ended::Lost(why) => {
+                // A line that worked resets the wait; one that fails at once (a device
+                // that opens but cannot be read) keeps backing off.
+                if got_data || started.elapsed() >= Duration::from_secs(RETRY_MAX_SECS) {
+                    backoff = RETRY_MIN_SECS;
+                }
+                log::warn!("serial {device}: lost ({why}); reopening");
+                in_outage = true;
+                sleep_unless_closed(tx, backoff);
+                backoff = (backoff * 2).min(RETRY_MAX_SECS);
+            }
+        }
+    }
+}
+
+/// Sleep `secs` in one-second steps, returning early when the console is gone.
+fn sleep_unless_closed(tx: &Sender<String>, secs: u64) {
+    for _ in 0..secs {
+        if tx.is_closed() {
+            return;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Read one connection until it fails or the console goes away.
+fn serve(file: &File, device: &str, echo: bool, tx: &Sender<String>, got_data: &mut bool) -> Ended {
+    let mut reader = file;
+    if let Err(e) = write_all(file, banner(device).as_bytes()) {
+        return Ended::Lost(e.to_string());
+    }
+    let mut editor = LineEditor::new(MAX_SERIAL_LINE_BYTES, echo);
+    let mut buf = [0u8; READ_CHUNK_BYTES];
+    let mut out = Vec::new();
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => return Ended::Lost("hung up".into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Ended::Lost(e.to_string()),
+        };
+        *got_data = true;
+        out.clear();
+        for &b in buf.get(..n).unwrap_or(&[]) {
+            let Some(line) = editor.feed(b, &mut out) else {
+                continue;
+            };
+            if line.cut {
+                out.extend_from_slice(
+                    format!(
+                        "(that line was longer than {MAX_SERIAL_LINE_BYTES} bytes: the rest was dropped)\r\n"
+                    )
+                    .as_bytes(),
+                );
+            }
+            match tx.try_send(line.text) {
+                Ok(()) => {}
+                Err(TrySendError::Full(_)) => {
+                    log::warn!("serial {device}: busy, a line was not taken");
+                    out.extend_from_slice(
+                        b"(busy: still answering earlier messages; send that again in a moment)\r\n",
+                    );
+                }
+                Err(TrySendError::Closed(_)) => return Ended::Closed,
+            }
+        }
+        if !out.is_empty()
+            && let Err(e) = write_all(file, &out)
+        {
+            return Ended::Lost(e.to_string());
+        }
+    }
+}
+
+/// Answer lines from `lines` in session `serial:<device>` until the reader stops.
+pub async fn run_console(
+    agent: &Agent,
+    device: &str,
+    lines: Receiver<String>,
+    writer: SerialWriter,
+) {
+    let session = session_id(device);
+    while let Ok(line) = lines.recv().await {
+        let text = line.trim();
+        let reply = if text.is_empty() {
+            String::new()
+        } else if let Some(r) = crate::channels::terminal::handle_command(agent, &session, text) {
+            format!("{r}\n")
+        } else {
+            match agent.run_turn(&session, ChannelKind::Serial, text).await {
+                Ok(r) => format!("{r}\n"),
+                Err(e) => {
+                    log::warn!("serial {device}: turn failed: {e}");
+                    format!("Sorry, that failed: {}\n", scrub(&e.to_string()))
+                }
+            }
+        };
+        let out = format!("{reply}{PROMPT}");
+        if let Err(e) = writer.write(&agent.workers, &out).await {
+            log::warn!(
+                "serial {device}: a reply of {} bytes was not written: {e}",
+                out.len()
+            );
+        }
+    }
+}
+
+/// `yoctoclaw serial`: the console alone, until killed.
+pub fn command(l: &Loaded, device: &str, baud: u32, echo: bool) -> Result<(), CliError> {
+    let (lines, writer) = start(device, baud, echo).map_err(|e| match e {
+        SerialError::Thread(_) => CliError::Runtime(e.to_string()),
+        _ => CliError::Usage(e.to_string()),
+    })?;
+    let db = crate::cli::open_db(l)?;
+    let workers = Workers::start(crate::limits::WORKER_THREADS);
+    let agent = crate::cli::build_agent(l, db, workers)?;
+    smol::block_on(run_console(&agent, device, lines, writer));
+    Err(CliError::Runtime(format!(
+        "the serial reader for {device} stopped"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_use_crlf_everywhere() {
+        assert_eq!(to_crlf("a\nb\r\nc"), "a\r\nb\r\nc");
+        assert_eq!(to_crlf("\n\n"), "\r\n\r\n");
+        assert_eq!(to_crlf("plain"), "plain");
+        assert_eq!(to_crlf("\r"), "\r");
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_before_any_thread() {
+        assert!(matches!(start("", 9600, false), Err(SerialError::NoDevice)));
+        assert!(matches!(
+            start("/dev/null", 10, false),
+            Err(SerialError::BadBaud(10))
+        ));
+        assert!(matches!(
+            start("/dev/null", 5_000_000, false),
+            Err(SerialError::BadBaud(_))
+        ));
+    }
+
+    #[test]
+    fn the_gateway_starts_a_console_only_when_a_device_is_set() {
+        let mut cfg = crate::config::SerialConfig::default();
+        assert!(start_from_config(&cfg).is_none());
+        cfg.device = "/dev/null".into();
+        cfg.baud = 1;
+        assert!(matches!(
+            start_from_config(&cfg),
+            Some(Err(SerialError::BadBaud(1)))
+        ));
+    }
+
+    #[test]
+    fn a_writer_without_a_device_says_not_connected() {
+        let w = SerialWriter::new();
+        assert!(!w.is_connected());
+        let e = w.write_blocking("hi").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotConnected);
+    }
+}

@@ -1,0 +1,704 @@
+//! Typed Telegram Bot API calls (`getMe`, `getUpdates`, `sendMessage`,
+//! `editMessageText`, `sendMessageDraft`, `sendChatAction`), the parsing of their answers, and one error type that says what
+//! the caller should do (wait `retry_after`, wait out a 409, give up on a bad token).
+//!
+//! Why it exists: the poller, the sender and the start-up check share the envelope
+//! rules (`{"ok":…,"result":…,"error_code":…,"description":…,"parameters":…}`) and
+//! the secret rule: the bot token is part of every URL, so it lives only inside
+//! [`Api`]'s URL prefix; no error, `Debug` or `Display` ever formats a URL (only its
+//! host), and Telegram's own descriptions pass through the scrubber.
+//!
+//! # Bounds
+//! - Answers are read up to `MAX_BOT_API_RESPONSE_BYTES`; a larger one is an error.
+//! - Every request has the agent's overall timeout (the poller's agent allows the long
+//!   poll plus a margin; see `poller`).
+//! - Text taken from an update is cut to `MAX_USER_MESSAGE_BYTES`, usernames to
+//!   `MAX_USERNAME_BYTES`, Telegram's error descriptions to `MAX_DESCRIPTION_CHARS`.
+//!
+//! # Blocking
+//! Every method on [`Api`] blocks until Telegram answers or the timeout ends: call
+//! them on the poller or sender thread, or through `Workers`.
+
+use crate::json::{self, as_array, as_bool, as_i64, get, path, str_at};
+use crate::limits::MAX_USER_MESSAGE_BYTES;
+use crate::provider::http::{self, HttpError};
+use crate::security::scrub::scrub;
+use miniserde::json::{Number, Value};
+use std::fmt;
+
+/// Largest Bot API answer read into memory.
+pub const MAX_BOT_API_RESPONSE_BYTES: u64 = 1024 * 1024;
+/// Longest Telegram error description kept for logs.
+pub const MAX_DESCRIPTION_CHARS: usize = 200;
+/// Longest username kept from an update (Telegram's own limit is 32).
+pub const MAX_USERNAME_BYTES: usize = 64;
+/// `retry_after` assumed for a 429 that does not say.
+pub const DEFAULT_RETRY_AFTER_SECS: u64 = 5;
+/// The only update kind requested: edits, channel posts, callbacks… are never handled.
+pub const ALLOWED_UPDATES: &[&str] = &["message"];
+/// Message fields that make a message "not text" (worth a "text only" reply); any other
+/// text-less message (members joining, pins, title changes…) is a service message and
+/// is ignored.
+const MEDIA_KEYS: &[&str] = &[
+    "photo",
+    "document",
+    "sticker",
+    "voice",
+    "video",
+    "video_note",
+    "audio",
+    "animation",
+    "contact",
+    "location",
+    "venue",
+    "poll",
+    "dice",
+    "story",
+];
+
+/// What went wrong with a Bot API call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApiError {
+    /// HTTP 401: the token is wrong or was revoked.
+    Unauthorized,
+    /// HTTP 404: the token is malformed or `telegram.api_base` is wrong.
+    NotFound,
+    /// HTTP 409: another `getUpdates` is running with this token, or a webhook is set.
+    Conflict { description: String },
+    /// HTTP 429: try again after this many seconds.
+    RateLimited { retry_after_secs: u64 },
+    /// Another 4xx, with Telegram's description (400 bad request, 403 blocked by user…).
+    Rejected { status: u16, description: String },
+    /// HTTP 5xx or another unexpected status.
+    Server { status: u16 },
+    /// No HTTP answer: DNS, connect, TLS, reset, timeout.
+    Transport { host: String, error: HttpError },
+    /// The body is not the Bot API's JSON envelope.
+    BadResponse { detail: &'static str },
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiError::Unauthorized => f.write_str("telegram refused the bot token (http 401)"),
+            ApiError::NotFound => f.write_str(
+                "telegram answered http 404: the bot token is malformed or telegram.api_base is wrong",
+            ),
+            ApiError::Conflict { description } => write!(f, "http 409 conflict: {description}"),
+            ApiError::RateLimited { retry_after_secs } => {
+                write!(f, "rate limited (http 429): retry after {retry_after_secs} s")
+            }
+            ApiError::Rejected {
+                status,
+                description,
+            } => write!(f, "telegram rejected the request (http {status}: {description})"),
+            ApiError::Server { status } => write!(f, "telegram server error (http {status})"),
+            ApiError::Transport { host, error } => write!(f, "request to {host} failed: {error}"),
+            ApiError::BadResponse { detail } => {
+                write!(f, "telegram sent an unexpected answer ({detail})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl ApiError {
+    /// Telegram refused our HTML (`Bad Request: can't parse entities: …`).
+    pub fn is_parse_entities(&self) -> bool {
+        match self {
+            ApiError::Rejected {
+                status: 400,
+                description,
+            } => {
+                let d = description.to_ascii_lowercase();
+                d.contains("parse entities") || d.contains("can't find end of")
+            }
+            _ => false,
+        }
+    }
+
+    /// An edit that would not change the message (`Bad Request: message is not
+    /// modified`): the message already shows the text, so the edit counts as done.
+    pub fn is_not_modified(&self) -> bool {
+        matches!(self, ApiError::Rejected { status: 400, description }
+            if description.to_ascii_lowercase().contains("message is not modified"))
+    }
+
+    /// Worth trying the same call again later (after a wait).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ApiError::Conflict { .. }
+                | ApiError::RateLimited { .. }
+                | ApiError::Server { .. }
+                | ApiError::Transport { .. }
+                | ApiError::BadResponse { .. }
+        )
+    }
+}
+
+/// Who the bot is (from `getMe`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BotIdentity {
+    pub id: i64,
+    /// Without the `@`.
+    pub username: String,
+}
+
+/// The kind of chat a message came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChatKind {
+    Private,
+    /// A group or a supergroup.
+    Group,
+    /// A channel (never requested; ignored if it arrives).
+    Channel,
+}
+
+/// One incoming message, reduced to what the gateway uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incoming {
+    pub message_id: i64,
+    pub chat_id: i64,
+    pub chat: ChatKind,
+    /// The sender; `None` for anonymous admins and channel posts.
+    pub from_id: Option<i64>,
+    pub from_username: Option<String>,
+    pub from_is_bot: bool,
+    pub text: Option<String>,
+    pub caption: Option<String>,
+    /// A photo, file, sticker, voice note… (content we cannot read).
+    pub has_media: bool,
+    /// Sender of the message this one replies to.
+    pub reply_to_from_id: Option<i64>,
+}
+
+/// One update; `message` is `None` for kinds we do not handle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Update {
+    pub update_id: i64,
+    pub message: Option<Incoming>,
+}
+
+/// A text to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutText<'a> {
+    pub chat_id: i64,
+    pub text: &'a str,
+    /// `parse_mode=HTML` when true, plain text otherwise.
+    pub html: bool,
+    /// Answer as a reply to this message (groups).
+    pub reply_to: Option<i64>,
+}
+
+/// A Bot API client for one token. Cheap to clone (the HTTP agent is shared).
+#[derive(Clone)]
+pub struct Api {
+    /// `{api_base}/bot{token}/`: the only place the token lives.
+    prefix: String,
+    host: String,
+    agent: ureq::Agent,
+}
+
+impl fmt::Debug for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Api").field("host", &self.host).finish()
+    }
+}
+
+impl Api {
+    /// A client whose every request may take up to `timeout_secs` in total.
+    pub fn new(api_base: &str, token: &str, timeout_secs: u64) -> Api {
+        let base = api_base.trim_end_matches('/');
+        Api {
+            prefix: format!("{base}/bot{token}/"),
+            host: http::host_of(base),
+            agent: http::agent(timeout_secs),
+        }
+    }
+
+    /// `host:port` of the Bot API server (safe to log).
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// Who the bot is.
+    pub fn get_me(&self) -> Result<BotIdentity, ApiError> {
+        let r = self.call("getMe", "{}")?;
+        let id = get(&r, "id")
+            .and_then(as_i64)
+            .ok_or(ApiError::BadResponse {
+                detail: "getMe without an id",
+            })?;
+        let username = str_at(&r, "username").unwrap_or("");
+        Ok(BotIdentity {
+            id,
+            username: cut(username, MAX_USERNAME_BYTES),
+        })
+    }
+
+    /// Updates from `offset` on, holding the request up to `timeout_secs`.
+    pub fn get_updates(
+        &self,
+        offset: i64,
+        timeout_secs: u64,
+        limit: u64,
+    ) -> Result<Vec<Update>, ApiError> {
+        let body = updates_request(offset, timeout_secs, limit);
+        let r = self.call("getUpdates", &body)?;
+        parse_updates(&r)
+    }
+
+    /// Send one message (at most 4096 UTF-16 units: split before calling). Returns the
+    /// new message's id (`None` when the answer does not say).
+    pub fn send_message(&self, m: &OutText<'_>) -> Result<Option<i64>, ApiError> {
+        let r = self.call("sendMessage", &message_request(m))?;
+        Ok(get(&r, "message_id").and_then(as_i64))
+    }
+
+    /// Replace the text of message `message_id` in `m.chat_id` (`m.reply_to` is unused).
+    pub fn edit_message_text(&self, message_id: i64, m: &OutText<'_>) -> Result<(), ApiError> {
+        self.call("editMessageText", &edit_request(message_id, m))
+            .map(|_| ())
+    }
+
+    /// Show (or update) the animated draft `draft_id` in a private chat: Bot API 9.3+,
+    /// for streaming a reply while it is written. Servers without it answer 404.
+    pub fn send_message_draft(&self, draft_id: i64, m: &OutText<'_>) -> Result<(), ApiError> {
+        self.call("sendMessageDraft", &draft_request(draft_id, m))
+            .map(|_| ())
+    }
+
+    /// Show "typing…" in a chat (Telegram clears it after ~5 s or at the next message).
+    pub fn send_chat_action(&self, chat_id: i64) -> Result<(), ApiError> {
+        let body = json::to_string(&json::object([
+            ("chat_id", int(chat_id)),
+            ("action", json::string("typing")),
+        ]));
+        self.call("sendChatAction", &body).map(|_| ())
+    }
+
+    fn call(&self, method: &str, body: &str) -> Result<Value, ApiError> {
+        let transport = |error| ApiError::Transport {
+            host: self.host.clone(),
+            error,
+        };
+        // The URL carries the token: it is built here, used once, and never formatted.
+        let url = format!("{}{method}", self.prefix);
+        let resp = self
+            .agent
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .send(body)
+            .map_err(|e| transport(http::map_error(e)))?;
+        let (status, text, retry_after) =
+            http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)?;
+        parse_envelope(status, &text, retry_after)
+    }
+}
+
+fn int(n: i64) -> Value {
+    Value::Number(Number::I64(n))
+}
+
+/// The `getUpdates` request body.
+pub fn updates_request(offset: i64, timeout_secs: u64, limit: u64) -> String {
+    let allowed = ALLOWED_UPDATES.iter().map(|s| json::string(*s)).collect();
+    let mut pairs = vec![
+        ("timeout", json::number(timeout_secs)),
+        ("limit", json::number(limit.clamp(1, 100))),
+        ("allowed_updates", json::array(allowed)),
+    ];
+    if offset > 0 {
+        pairs.push(("offset", int(offset)));
+    }
+    json::to_string(&json::object(pairs))
+}
+
+/// The `sendMessage` request body.
+pub fn message_request(m: &OutText<'_>) -> String {
+    let mut pairs = vec![("chat_id", int(m.chat_id)), ("text", json::string(m.text))];
+    if m.html {
+        pairs.push(("parse_mode", json::string("HTML")));
+    }
+    if let Some(id) = m.reply_to {
+        pairs.push((
+            "reply_parameters",
+            json::object([
+                ("message_id", int(id)),
+                ("allow_sending_without_reply", Value::Bool(true)),
+            ]),
+        ));
+    }
+    json::to_string(&json::object(pairs))
+}
+
+/// The `editMessageText` request body.
+pub fn edit_request(message_id: i64, m: &OutText<'_>) -> String {
+    let mut pairs = vec![
+        ("chat_id", int(m.chat_id)),
+        ("message_id", int(message_id)),
+        ("text", json::string(m.text)),
+    ];
+    if m.html {
+        pairs.push(("parse_mode", json::string("HTML")));
+    }
+    json::to_string(&json::object(pairs))
+}
+
+/// The `sendMessageDraft` request body.
+pub fn draft_request(draft_id: i64, m: &OutText<'_>) -> String {
+    let mut pairs = vec![
+        ("chat_id", int(m.chat_id)),
+        ("draft_id", int(draft_id)),
+        ("text", json::string(m.text)),
+    ];
+    if m.html {
+        pairs.push(("parse_mode", json::string("HTML")));
+    }
+    json::to_string(&json::object(pairs))
+}
+
+/// Classify an answer: the `result` on success, else the error that says what to do.
+pub fn parse_envelope(
+    status: u16,
+    body: &str,
+    retry_after_header: Option<u64>,
+) -> Result<Value, ApiError> {
+    let v = miniserde::json::from_str::<Value>(body).ok();
+    let v = v.filter(|v| matches!(v, Value::Object(_)));
+    let ok = v.as_ref().and_then(|v| get(v, "ok")).and_then(as_bool);
+    if (200..300).contains(&status) && ok == Some(true) {
+        let result = v.and_then(|v| match v {
+            Value::Object(mut o) => o.remove("result"),
+            _ => None,
+        });
+        return result.ok_or(ApiError::BadResponse {
+            detail: "no result",
+        });
+    }
+    let Some(v) = v else {
+        return Err(match status {
+            200..=299 => ApiError::BadResponse { detail: "not JSON" },
+            _ => by_status(status, String::new(), retry_after_header),
+        });
+    };
+    if ok.is_none() {
+        return Err(if (200..300).contains(&status) {
+            ApiError::BadResponse {
+                detail: "no ok field",
+            }
+        } else {
+            by_status(status, String::new(), retry_after_header)
+        });
+    }
+    // ok == false (or a non-2xx status): Telegram's error_code wins over a 200 status.
+    let code = get(&v, "error_code")
+        .and_then(as_i64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..600).contains(c))
+        .unwrap_or(if (200..300).contains(&status) {
+            500
+        } else {
+            status
+        });
+    let description = description(str_at(&v, "description").unwrap_or(""));
+    let retry_after = path(&v, &["parameters", "retry_after"])
+        .and_then(as_i64)
+        .and_then(|n| u64::try_from(n).ok())
+        .or(retry_after_header);
+    Err(by_status(code, description, retry_after))
+}
+
+fn by_status(status: u16, description: String, retry_after: Option<u64>) -> ApiError {
+    match status {
+        401 => ApiError::Unauthorized,
+        404 => ApiError::NotFound,
+        409 => ApiError::Conflict { description },
+        429 => ApiError::RateLimited {
+            retry_after_secs: retry_after.unwrap_or(DEFAULT_RETRY_AFTER_SECS),
+        },
+        400..=499 => ApiError::Rejected {
+            status,
+            description,
+        },
+        _ => ApiError::Server { status },
+    }
+}
+
+/// Telegram's description made safe for a log line: scrubbed, one line, cut.
+fn description(d: &str) -> String {
+    let clean: String = scrub(d)
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_DESCRIPTION_CHARS)
+        .collect();
+    clean.trim().to_string()
+}
+
+fn cut(s: &str, max_bytes: usize) -> String {
+    let mut end = s.len().min(max_bytes);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// The updates in a `getUpdates` result; entries without an `update_id` are skipped.
+pub fn parse_updates(result: &Value) -> Result<Vec<Update>, ApiError> {
+    let list = as_array(result).ok_or(ApiError::BadResponse {
+        detail: "getUpdates result is not a list",
+    })?;
+    let mut out = Vec::with_capacity(list.len());
+    for u in list.iter() {
+        let Some(update_id) = get(u, "update_id").and_then(as_i64) else {
+            log::debug!("telegram: skipped an update without an update_id");
+            continue;
+        };
+        let message = get(u, "message").and_then(parse_message);
+        out.push(Update { update_id, message });
+    }
+    Ok(out)
+}
+
+fn parse_message(m: &Value) -> Option<Incoming> {
+    let message_id = get(m, "message_id").and_then(as_i64)?;
+    let chat_id = path(m, &["chat", "id"]).and_then(as_i64)?;
+    let chat = match path(m, &["chat", "type"]).and_then(json::as_str)? {
+        "private" => ChatKind::Private,
+        "group" | "supergroup" => ChatKind::Group,
+        _ => ChatKind::Channel,
+    };
+    let from = get(m, "from");
+    let text_of = |key| str_at(m, key).map(|t| crate::tools::cap_text(t, MAX_USER_MESSAGE_BYTES));
+    Some(Incoming {
+        message_id,
+        chat_id,
+        chat,
+        from_id: from.and_then(|f| get(f, "id")).and_then(as_i64),
+        from_username: from
+            .and_then(|f| str_at(f, "username"))
+            .map(|u| cut(u, MAX_USERNAME_BYTES)),
+        from_is_bot: from
+            .and_then(|f| get(f, "is_bot"))
+            .and_then(as_bool)
+            .unwrap_or(false),
+        text: text_of("text"),
+        caption: text_of("caption"),
+        has_media: MEDIA_KEYS.iter().any(|k| get(m, k).is_some()),
+        reply_to_from_id: path(m, &["reply_to_message", "from", "id"]).and_then(as_i64),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn success_returns_the_result() {
+        let r = parse_envelope(200, r#"{"ok":true,"result":{"id":7}}"#, None).unwrap();
+        assert_eq!(get(&r, "id").and_then(as_i64), Some(7));
+    }
+
+    #[test]
+    fn errors_are_classified() {
+        let e = |s, b: &str| parse_envelope(s, b, None).unwrap_err();
+        assert_eq!(
+            e(
+                401,
+                r#"{"ok":false,"error_code":401,"description":"Unauthorized"}"#
+            ),
+            ApiError::Unauthorized
+        );
+        assert_eq!(
+            e(404, r#"{"ok":false,"error_code":404}"#),
+            ApiError::NotFound
+        );
+        assert_eq!(
+            e(
+                409,
+                r#"{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request"}"#
+            ),
+            ApiError::Conflict {
+                description: "Conflict: terminated by other getUpdates request".into()
+            }
+        );
+        assert_eq!(
+            e(
+                429,
+                r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 17","parameters":{"retry_after":17}}"#
+            ),
+            ApiError::RateLimited {
+                retry_after_secs: 17
+            }
+        );
+        let parse = e(
+            400,
+            r#"{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"}"#,
+        );
+        assert!(parse.is_parse_entities() && !parse.is_transient());
+        assert!(
+            !e(
+                400,
+                r#"{"ok":false,"error_code":400,"description":"Bad Request: chat not found"}"#
+            )
+            .is_parse_entities()
+        );
+        assert_eq!(
+            e(502, "<html>bad gateway</html>"),
+            ApiError::Server { status: 502 }
+        );
+        assert!(e(502, "").is_transient());
+    }
+
+    #[test]
+    fn garbage_and_odd_envelopes_are_bad_responses() {
+        for body in [
+            "",
+            "garbage",
+            "<html>",
+            "[1,2]",
+            "{\"result\":[]}",
+            "{\"ok\":true}",
+        ] {
+            let err = parse_envelope(200, body, None).unwrap_err();
+            assert!(matches!(err, ApiError::BadResponse { .. }), "{body}: {err}");
+            assert!(err.is_transient());
+        }
+        // ok:false with a 200 status is still an error.
+        assert!(parse_envelope(200, r#"{"ok":false,"error_code":429}"#, Some(3)).is_err());
+        assert_eq!(
+            parse_envelope(200, r#"{"ok":false,"error_code":429}"#, Some(3)).err(),
+            Some(ApiError::RateLimited {
+                retry_after_secs: 3
+            })
+        );
+        assert_eq!(
+            parse_envelope(429, "not json", Some(9)).err(),
+            Some(ApiError::RateLimited {
+                retry_after_secs: 9
+            })
+        );
+    }
+
+    #[test]
+    fn updates_parse_with_every_field() {
+        let body = r#"{"ok":true,"result":[
+            {"update_id":10,"message":{"message_id":5,"from":{"id":42,"is_bot":false,"first_name":"A","username":"Alice"},
+              "chat":{"id":-100123,"type":"supergroup"},"date":1,"text":"hi @yc_bot",
+              "reply_to_message":{"message_id":4,"from":{"id":999,"is_bot":true},"chat":{"id":-100123,"type":"supergroup"},"date":1}}},
+            {"update_id":11,"edited_message":{"message_id":5}},
+            {"no_id":true},
+            {"update_id":12,"message":{"message_id":6,"from":{"id":42},"chat":{"id":42,"type":"private"},"photo":[{}],"caption":"look"}}
+        ]}"#;
+        let r = parse_envelope(200, body, None).unwrap();
+        let u = parse_updates(&r).unwrap();
+        assert_eq!(u.len(), 3);
+        let m = u[0].message.as_ref().unwrap();
+        assert_eq!(m.chat, ChatKind::Group);
+        assert_eq!(m.chat_id, -100123);
+        assert_eq!(m.from_id, Some(42));
+        assert_eq!(m.from_username.as_deref(), Some("Alice"));
+        assert_eq!(m.text.as_deref(), Some("hi @yc_bot"));
+        assert_eq!(m.reply_to_from_id, Some(999));
+        assert!(!m.has_media);
+        assert_eq!(u[1].message, None);
+        let p = u[2].message.as_ref().unwrap();
+        assert!(p.has_media);
+        assert_eq!(p.caption.as_deref(), Some("look"));
+        assert_eq!(p.text, None);
+        assert!(parse_updates(&json::string("x")).is_err());
+    }
+
+    #[test]
+    fn request_bodies() {
+        let b = updates_request(0, 50, 16);
+        assert!(!b.contains("offset"), "{b}");
+        assert!(b.contains(r#""allowed_updates":["message"]"#), "{b}");
+        assert!(updates_request(77, 1, 1000).contains(r#""offset":77"#));
+        assert!(updates_request(77, 1, 1000).contains(r#""limit":100"#));
+        let m = message_request(&OutText {
+            chat_id: -5,
+            text: "a\"b",
+            html: true,
+            reply_to: Some(3),
+        });
+        assert!(m.contains(r#""chat_id":-5"#), "{m}");
+        assert!(m.contains(r#""parse_mode":"HTML""#), "{m}");
+        assert!(m.contains(r#""text":"a\"b""#), "{m}");
+        assert!(m.contains(r#""message_id":3"#), "{m}");
+        let p = message_request(&OutText {
+            chat_id: 1,
+            text: "x",
+            html: false,
+            reply_to: None,
+        });
+        assert!(
+            !p.contains("parse_mode") && !p.contains("reply_parameters"),
+            "{p}"
+        );
+        let html = OutText {
+            chat_id: 5,
+            text: "<b>x</b>",
+            html: true,
+            reply_to: Some(1),
+        };
+        let e = edit_request(77, &html);
+        assert!(e.contains(r#""message_id":77"#), "{e}");
+        assert!(e.contains(r#""parse_mode":"HTML""#), "{e}");
+        assert!(!e.contains("reply_parameters"), "{e}");
+        let d = draft_request(3, &html);
+        assert!(
+            d.contains(r#""draft_id":3"#) && d.contains(r#""chat_id":5"#),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn not_modified_is_recognised() {
+        let e = parse_envelope(
+            400,
+            r#"{"ok":false,"error_code":400,"description":"Bad Request: message is not modified: specified new message content and reply markup are exactly the same"}"#,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.is_not_modified() && !e.is_parse_entities());
+        assert!(!ApiError::NotFound.is_not_modified());
+    }
+
+    #[test]
+    fn the_token_is_never_in_debug_or_errors() {
+        let token = "123456789:AAHsecretsecretsecretsecretsecret12";
+        let api = Api::new("http://127.0.0.1:9/", token, 5);
+        assert!(!format!("{api:?}").contains("AAH"));
+        assert_eq!(api.host(), "127.0.0.1:9");
+        // Port 9 (discard) is closed on test machines: a transport error naming the host.
+        if let Err(e) = api.get_me() {
+            let s = e.to_string();
+            assert!(!s.contains("AAH") && !s.contains("/bot"), "{s}");
+        }
+    }
+
+    #[test]
+    fn random_bodies_never_panic() {
+        let alphabet = br#"{}[]":,0123456789-oktruefalsresultupdate_idmessagechatid "#;
+        let mut x: u64 = 0x9E3779B97F4A7C15;
+        for _ in 0..5_000 {
+            let mut s = String::new();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            for _ in 0..(x % 64) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s.push(alphabet[(x % alphabet.len() as u64) as usize] as char);
+            }
+            let status = [200u16, 400, 409, 429, 500][(x % 5) as usize];
+            if let Ok(v) = parse_envelope(status, &s, None) {
+                let _ = parse_updates(&v);
+            }
+        }
+    }
+}

@@ -1,0 +1,509 @@
+//! The configuration structs, their defaults and ranges, read from JSON by `read_config`.
+
+use super::ConfigError;
+use super::fields::Fields;
+
+/// Which wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (`{base_url}/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages API (`{base_url}/v1/messages`).
+    Anthropic,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderConfig {
+    pub kind: ProviderKind,
+    /// Defaults to `https://openrouter.ai/api/v1`.
+    pub base_url: String,
+    pub model: String,
+    /// Name of the environment variable holding the key. Defaults to `YOCTOCLAW_API_KEY`.
+    pub api_key_env: String,
+    /// 1..=200000, defaults to 1024.
+    pub max_tokens: u64,
+    /// Overall request timeout, 5..=900 s, defaults to 120.
+    pub timeout_secs: u64,
+    pub stream: bool,
+}
+
+impl Default for ProviderConfig {
+    fn default() -> Self {
+        ProviderConfig {
+            kind: ProviderKind::OpenAi,
+            base_url: "https://openrouter.ai/api/v1".into(),
+            model: "anthropic/claude-sonnet-4.5".into(),
+            api_key_env: "YOCTOCLAW_API_KEY".into(),
+            max_tokens: 1024,
+            timeout_secs: 120,
+            stream: false,
+        }
+    }
+}
+
+/// The default `base_url` of `kind = "anthropic"` (as in Anthropic's SDKs).
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupMode {
+    /// Answer in groups only when mentioned or replied to.
+    Mention,
+    /// Answer every message in groups.
+    All,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelegramConfig {
+    pub enabled: bool,
+    pub api_base: String,
+    pub token_env: String,
+    /// Numeric user ids (as strings) or `@usernames`. Empty = nobody.
+    pub allow_from: Vec<String>,
+    /// 0..=120 s, defaults to 50.
+    pub poll_timeout_secs: u64,
+    pub group_mode: GroupMode,
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        TelegramConfig {
+            enabled: false,
+            api_base: "https://api.telegram.org".into(),
+            token_env: "TELEGRAM_BOT_TOKEN".into(),
+            allow_from: Vec::new(),
+            poll_timeout_secs: 50,
+            group_mode: GroupMode::Mention,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Autonomy {
+    ReadOnly,
+    Supervised,
+    Full,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentConfig {
+    /// 1..=50, defaults to 10.
+    pub max_tool_iterations: u64,
+    /// Sessions held in RAM, 1..=256, defaults to 16.
+    pub max_sessions: u64,
+    pub autonomy: Autonomy,
+    /// `UTC`, `+02:00` or an IANA name.
+    pub timezone: String,
+    /// Seconds to wait for `/yes` or `/no`, 10..=3600, defaults to 120.
+    pub approval_timeout_secs: u64,
+    /// Most history messages sent with a request, 4..=400, defaults to 40.
+    pub history_messages: u64,
+    /// Cap on one tool result, 1 KiB..=256 KiB, defaults to 16 KiB.
+    pub max_tool_result_bytes: u64,
+    /// Confine file tools to the workspace. Defaults to true.
+    pub restrict_to_workspace: bool,
+    /// Compact a session's history when it holds more messages than this, 6..=400,
+    /// defaults to 30.
+    pub compact_after_messages: u64,
+    /// Compact when the history's estimated tokens (bytes / 4) pass this,
+    /// 1000..=1000000, defaults to 16000.
+    pub compact_after_tokens: u64,
+    /// Newest messages kept verbatim by compaction, 2..=200, defaults to 10.
+    pub keep_recent_messages: u64,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            max_tool_iterations: 10,
+            max_sessions: 16,
+            autonomy: Autonomy::Supervised,
+            timezone: "UTC".into(),
+            approval_timeout_secs: 120,
+            history_messages: crate::limits::DEFAULT_HISTORY_MESSAGES as u64,
+            max_tool_result_bytes: crate::limits::DEFAULT_TOOL_RESULT_BYTES as u64,
+            restrict_to_workspace: true,
+            compact_after_messages: 30,
+            compact_after_tokens: 16_000,
+            keep_recent_messages: 10,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeartbeatConfig {
+    pub enabled: bool,
+    /// 5..=10080 minutes, defaults to 30.
+    pub interval_mins: u64,
+    /// `telegram:<chat_id>`, `stdout`, or empty (log only).
+    pub deliver_to: String,
+}
+
+impl Default for HeartbeatConfig {
+    fn default() -> Self {
+        HeartbeatConfig {
+            enabled: true,
+            interval_mins: 30,
+            deliver_to: String::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryConfig {
+    /// FTS matches injected into the prompt, 0..=20, defaults to 5.
+    pub inject_top_k: u64,
+    /// Bytes of memory text injected into the prompt, 0..=64 KiB, defaults to 4 KiB.
+    pub inject_budget_bytes: u64,
+    /// Retention in days per category (`core` never expires).
+    pub daily_days: u64,
+    pub conversation_days: u64,
+    pub custom_days: u64,
+    /// SQLite page cache in KiB, 64..=8192, defaults to 256.
+    pub cache_kib: u64,
+    /// Relevance an FTS match needs to be injected: the negated FTS5 bm25 score times
+    /// 1000, 0..=100000, defaults to 100 (0.1). See `memory::inject` for the reasoning.
+    pub min_relevance_milli: u64,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            inject_top_k: 5,
+            inject_budget_bytes: 4096,
+            daily_days: 30,
+            conversation_days: 7,
+            custom_days: 90,
+            cache_kib: crate::limits::DB_CACHE_KIB as u64,
+            min_relevance_milli: 100,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecConfig {
+    /// 1..=600 s, defaults to 30.
+    pub timeout_secs: u64,
+    /// Output kept (head + tail), 1 KiB..=1 MiB, defaults to 16 KiB.
+    pub max_output_bytes: u64,
+}
+
+impl Default for ExecConfig {
+    fn default() -> Self {
+        ExecConfig {
+            timeout_secs: 30,
+            max_output_bytes: 16 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebFetchConfig {
+    /// Allow loopback, private and link-local addresses. Defaults to false.
+    pub allow_private: bool,
+    /// Body bytes read, 1 KiB..=8 MiB, defaults to 512 KiB.
+    pub max_bytes: u64,
+    /// 1..=120 s, defaults to 20.
+    pub timeout_secs: u64,
+}
+
+impl Default for WebFetchConfig {
+    fn default() -> Self {
+        WebFetchConfig {
+            allow_private: false,
+            max_bytes: 512 * 1024,
+            timeout_secs: 20,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolsConfig {
+    pub exec: ExecConfig,
+    pub web_fetch: WebFetchConfig,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SerialConfig {
+    /// Device for the gateway's serial console; empty = none.
+    pub device: String,
+    pub baud: u64,
+    pub echo: bool,
+}
+
+impl Default for SerialConfig {
+    fn default() -> Self {
+        SerialConfig {
+            device: String::new(),
+            baud: 115_200,
+            echo: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BudgetConfig {
+    pub daily_tokens: Option<u64>,
+    pub monthly_tokens: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub provider: ProviderConfig,
+    pub fallbacks: Vec<ProviderConfig>,
+    pub telegram: TelegramConfig,
+    pub agent: AgentConfig,
+    pub heartbeat: HeartbeatConfig,
+    pub memory: MemoryConfig,
+    pub tools: ToolsConfig,
+    pub serial: SerialConfig,
+    pub budget: BudgetConfig,
+    /// `error`, `warn`, `info`, `debug`. Defaults to `info`.
+    pub log_level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            provider: ProviderConfig::default(),
+            fallbacks: Vec::new(),
+            telegram: TelegramConfig::default(),
+            agent: AgentConfig::default(),
+            heartbeat: HeartbeatConfig::default(),
+            memory: MemoryConfig::default(),
+            tools: ToolsConfig::default(),
+            serial: SerialConfig::default(),
+            budget: BudgetConfig::default(),
+            log_level: "info".into(),
+        }
+    }
+}
+
+pub const LOG_LEVELS: &[&str] = &["error", "warn", "info", "debug", "off"];
+
+pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
+    let d = Config::default();
+    let mut s = top.section("provider")?;
+    let provider = read_provider(&mut s, &d.provider)?;
+    s.finish()?;
+
+    let mut fallbacks = Vec::new();
+    for (path, v) in top.object_list("fallbacks")? {
+        let mut f = Fields::item(v, path, top.env())?;
+        fallbacks.push(read_provider(&mut f, &provider)?);
+        f.finish()?;
+    }
+
+    let mut s = top.section("telegram")?;
+    let dt = &d.telegram;
+    let telegram = TelegramConfig {
+        enabled: s.bool("enabled", dt.enabled)?,
+        api_base: trim_slash(s.string("api_base", &dt.api_base)?),
+        token_env: s.string("token_env", &dt.token_env)?,
+        allow_from: s.string_list("allow_from")?,
+        poll_timeout_secs: s.uint("poll_timeout_secs", dt.poll_timeout_secs, 0, 120)?,
+        group_mode: match s
+            .choice("group_mode", "mention", &["mention", "all"])?
+            .as_str()
+        {
+            "all" => GroupMode::All,
+            _ => GroupMode::Mention,
+        },
+    };
+    check_url(&telegram.api_base, "telegram.api_base")?;
+    s.finish()?;
+
+    let mut s = top.section("agent")?;
+    let da = &d.agent;
+    let agent = AgentConfig {
+        max_tool_iterations: s.uint("max_tool_iterations", da.max_tool_iterations, 1, 50)?,
+        max_sessions: s.uint("max_sessions", da.max_sessions, 1, 256)?,
+        autonomy: match s
+            .choice(
+                "autonomy",
+                "supervised",
+                &["read_only", "supervised", "full"],
+            )?
+            .as_str()
+        {
+            "read_only" => Autonomy::ReadOnly,
+            "full" => Autonomy::Full,
+            _ => Autonomy::Supervised,
+        },
+        timezone: s.string("timezone", &da.timezone)?,
+        approval_timeout_secs: s.uint(
+            "approval_timeout_secs",
+            da.approval_timeout_secs,
+            10,
+            3600,
+        )?,
+        history_messages: s.uint("history_messages", da.history_messages, 4, 400)?,
+        max_tool_result_bytes: s.uint(
+            "max_tool_result_bytes",
+            da.max_tool_result_bytes,
+            1024,
+            256 * 1024,
+        )?,
+        restrict_to_workspace: s.bool("restrict_to_workspace", da.restrict_to_workspace)?,
+        compact_after_messages: s.uint(
+            "compact_after_messages",
+            da.compact_after_messages,
+            6,
+            400,
+        )?,
+        compact_after_tokens: s.uint(
+            "compact_after_tokens",
+            da.compact_after_tokens,
+            1000,
+            1_000_000,
+        )?,
+        keep_recent_messages: s.uint("keep_recent_messages", da.keep_recent_messages, 2, 200)?,
+    };
+    s.finish()?;
+
+    if let Err(e) = crate::scheduler::tz::Tz::parse(&agent.timezone) {
+        return Err(ConfigError::BadValue {
+            key: "agent.timezone".into(),
+            expected: format!(
+                "UTC, an offset like +02:00, or a time zone name found in the system zoneinfo ({e})"
+            ),
+        });
+    }
+    let mut s = top.section("heartbeat")?;
+    let dh = &d.heartbeat;
+    let heartbeat = HeartbeatConfig {
+        enabled: s.bool("enabled", dh.enabled)?,
+        interval_mins: s.uint("interval_mins", dh.interval_mins, 5, 7 * 24 * 60)?,
+        deliver_to: s.string("deliver_to", &dh.deliver_to)?,
+    };
+    check_target(&heartbeat.deliver_to, "heartbeat.deliver_to")?;
+    s.finish()?;
+
+    let mut s = top.section("memory")?;
+    let dm = &d.memory;
+    let memory = MemoryConfig {
+        inject_top_k: s.uint("inject_top_k", dm.inject_top_k, 0, 20)?,
+        inject_budget_bytes: s.uint("inject_budget_bytes", dm.inject_budget_bytes, 0, 64 * 1024)?,
+        daily_days: s.uint("daily_days", dm.daily_days, 1, 36_500)?,
+        conversation_days: s.uint("conversation_days", dm.conversation_days, 1, 36_500)?,
+        custom_days: s.uint("custom_days", dm.custom_days, 1, 36_500)?,
+        cache_kib: s.uint("cache_kib", dm.cache_kib, 64, 8192)?,
+        min_relevance_milli: s.uint("min_relevance_milli", dm.min_relevance_milli, 0, 100_000)?,
+    };
+    s.finish()?;
+
+    let mut s = top.section("tools")?;
+    let mut e = s.section("exec")?;
+    let de = ExecConfig::default();
+    let exec = ExecConfig {
+        timeout_secs: e.uint("timeout_secs", de.timeout_secs, 1, 600)?,
+        max_output_bytes: e.uint("max_output_bytes", de.max_output_bytes, 1024, 1024 * 1024)?,
+    };
+    e.finish()?;
+    let mut w = s.section("web_fetch")?;
+    let dw = WebFetchConfig::default();
+    let web_fetch = WebFetchConfig {
+        allow_private: w.bool("allow_private", dw.allow_private)?,
+        max_bytes: w.uint("max_bytes", dw.max_bytes, 1024, 8 * 1024 * 1024)?,
+        timeout_secs: w.uint("timeout_secs", dw.timeout_secs, 1, 120)?,
+    };
+    w.finish()?;
+    s.finish()?;
+    let tools = ToolsConfig { exec, web_fetch };
+
+    let mut s = top.section("serial")?;
+    let ds = SerialConfig::default();
+    let serial = SerialConfig {
+        device: s.string("device", &ds.device)?,
+        baud: s.uint("baud", ds.baud, 50, 4_000_000)?,
+        echo: s.bool("echo", ds.echo)?,
+    };
+    s.finish()?;
+
+    let mut s = top.section("budget")?;
+    let budget = BudgetConfig {
+        daily_tokens: s.opt_uint("daily_tokens", 1, u64::MAX / 2)?,
+        monthly_tokens: s.opt_uint("monthly_tokens", 1, u64::MAX / 2)?,
+    };
+    s.finish()?;
+
+    let log_level = top.choice("log_level", "info", LOG_LEVELS)?;
+
+    Ok(Config {
+        provider,
+        fallbacks,
+        telegram,
+        agent,
+        heartbeat,
+        memory,
+        tools,
+        serial,
+        budget,
+        log_level,
+    })
+}
+
+fn read_provider(s: &mut Fields<'_>, d: &ProviderConfig) -> Result<ProviderConfig, ConfigError> {
+    let default_kind = match d.kind {
+        ProviderKind::OpenAi => "openai",
+        ProviderKind::Anthropic => "anthropic",
+    };
+    let kind = match s
+        .choice("kind", default_kind, &["openai", "anthropic"])?
+        .as_str()
+    {
+        "anthropic" => ProviderKind::Anthropic,
+        _ => ProviderKind::OpenAi,
+    };
+    // A kind other than the inherited one defaults to that kind's own service.
+    let default_url = match (kind, d.kind) {
+        (ProviderKind::Anthropic, ProviderKind::OpenAi) => ANTHROPIC_BASE_URL.to_string(),
+        (ProviderKind::OpenAi, ProviderKind::Anthropic) => ProviderConfig::default().base_url,
+        _ => d.base_url.clone(),
+    };
+    let p = ProviderConfig {
+        kind,
+        base_url: trim_slash(s.string("base_url", &default_url)?),
+        model: s.string("model", &d.model)?,
+        api_key_env: s.string("api_key_env", &d.api_key_env)?,
+        max_tokens: s.uint("max_tokens", d.max_tokens, 1, 200_000)?,
+        timeout_secs: s.uint("timeout_secs", d.timeout_secs, 5, 900)?,
+        stream: s.bool("stream", d.stream)?,
+    };
+    check_url(&p.base_url, "provider.base_url")?;
+    if p.model.trim().is_empty() {
+        return Err(ConfigError::BadValue {
+            key: "provider.model".into(),
+            expected: "a model name".into(),
+        });
+    }
+    Ok(p)
+}
+
+fn trim_slash(s: String) -> String {
+    s.trim().trim_end_matches('/').to_string()
+}
+
+fn check_url(url: &str, key: &str) -> Result<(), ConfigError> {
+    let ok = (url.starts_with("http://") && url.len() > 7)
+        || (url.starts_with("https://") && url.len() > 8);
+    if ok && !url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        Ok(())
+    } else {
+        Err(ConfigError::BadValue {
+            key: key.into(),
+            expected: "an http:// or https:// URL".into(),
+        })
+    }
+}
+
+/// Delivery targets: `telegram:<chat_id>`, `stdout`, or empty.
+pub fn check_target(t: &str, key: &str) -> Result<(), ConfigError> {
+    if crate::channels::Target::parse(t).is_some() {
+        Ok(())
+    } else {
+        Err(ConfigError::BadValue {
+            key: key.into(),
+            expected: "telegram:<chat_id>, stdout, or empty".into(),
+        })
+    }
+}

@@ -1,0 +1,625 @@
+//! `yoctoclaw doctor`: one line per check, `OK`, `WARN` or `FAIL`, each saying what to do.
+//! Exit status 0 when nothing failed, 1 otherwise.
+//!
+//! Doctor loads everything itself instead of through `cli::load`, so a broken piece is a
+//! `FAIL` line rather than an early exit: a bad `secrets.env` or `config.json` is reported
+//! and the checks that do not depend on it still run. Checks that need the config are
+//! skipped (one `WARN` line) when it does not parse.
+//!
+//! Checks, local first: home folder, `secrets.env`, `config.json`, keys present (never
+//! printed), clock (not before the build), disk free, memory available, database
+//! (`PRAGMA integrity_check`, schema version), FTS5; then the network: DNS + TCP (+ TLS
+//! for https) to the provider, the model (see `net`), and when Telegram is enabled the
+//! same to the Bot API plus the bot token (`getMe`). Every line is scrubbed of secrets.
+//!
+//! # Bounds
+//! Network steps time out after `net::NET_TIMEOUT_SECS`, the model and token checks after
+//! `net::MODEL_TIMEOUT_SECS`: a doctor run against dead hosts ends in well under a
+//! minute. `/proc/meminfo` is read up to `MAX_MEMINFO_BYTES`; integrity problems listed
+//! up to `MAX_INTEGRITY_ROWS`.
+//!
+//! # Blocking
+//! Everything blocks; doctor runs on the main thread (plus one short-lived thread per DNS
+//! lookup, see `net`).
+
+pub mod net;
+
+use crate::cli::CliError;
+use crate::config::{self, Config, Env, Home};
+use crate::security::scrub::{install_secret_literals, scrub};
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+/// Disk free below this is a warning.
+pub const DISK_WARN_BYTES: u64 = 50 * 1024 * 1024;
+/// Disk free below this is a failure (SQLite cannot commit on a full disk).
+pub const DISK_FAIL_BYTES: u64 = 5 * 1024 * 1024;
+/// Available memory below this is a warning (the gateway needs a few MiB, the kernel more).
+pub const MEM_WARN_KIB: u64 = 16 * 1024;
+/// Available memory below this is a failure.
+pub const MEM_FAIL_KIB: u64 = 4 * 1024;
+/// Bytes of `/proc/meminfo` read.
+pub const MAX_MEMINFO_BYTES: u64 = 16 * 1024;
+/// Rows of `integrity_check` output read.
+pub const MAX_INTEGRITY_ROWS: usize = 20;
+
+/// A check's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            Verdict::Ok => "OK",
+            Verdict::Warn => "WARN",
+            Verdict::Fail => "FAIL",
+        })
+    }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    pub verdict: Verdict,
+    pub name: &'static str,
+    /// What was found and, unless OK, what to do. Already scrubbed.
+    pub text: String,
+}
+
+impl Check {
+    pub fn new(verdict: Verdict, name: &'static str, text: impl AsRef<str>) -> Check {
+        Check {
+            verdict,
+            name,
+            text: scrub(text.as_ref()).into_owned(),
+        }
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:<4} {:<10} {}", self.verdict, self.name, self.text)
+    }
+}
+
+/// `yoctoclaw doctor`: print every check as it finishes; fail when any check failed.
+pub fn command(home_flag: Option<&Path>) -> Result<(), CliError> {
+    let checks = run(home_flag, &mut |c| println!("{c}"));
+    let count = |v| checks.iter().filter(|c| c.verdict == v).count();
+    let (warn, fail) = (count(Verdict::Warn), count(Verdict::Fail));
+    println!(
+        "{} checks: {} OK, {warn} WARN, {fail} FAIL",
+        checks.len(),
+        count(Verdict::Ok)
+    );
+    if fail > 0 {
+        Err(CliError::Runtime(format!(
+            "{fail} check(s) failed: fix the FAIL lines above, then run yoctoclaw doctor again"
+        )))
+    } else {
+        Ok(())
+    }
+}
+
+/// Run every check, handing each to `out` as soon as it is known.
+pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let mut emit = |c: Check| {
+        out(&c);
+        checks.push(c);
+    };
+    let rust_log = std::env::var("RUST_LOG").ok();
+    crate::logging::init(
+        rust_log
+            .as_deref()
+            .and_then(crate::logging::level_from_rust_log)
+            .unwrap_or(log::LevelFilter::Warn),
+    );
+    let home = match Home::resolve(home_flag) {
+        Ok(h) => h,
+        Err(e) => {
+            emit(Check::new(Verdict::Fail, "home", e.to_string()));
+            return checks;
+        }
+    };
+    emit(home_check(&home));
+    let (env, c) = secrets_check(&home);
+    emit(c);
+    let (cfg, c) = config_check(&home, &env);
+    emit(c);
+    if let Some(cfg) = &cfg {
+        let mut names = vec![
+            cfg.provider.api_key_env.clone(),
+            cfg.telegram.token_env.clone(),
+        ];
+        names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
+        install_secret_literals(names.iter().filter_map(|n| env.get(n)));
+        for c in key_checks(cfg, &env) {
+            emit(c);
+        }
+    }
+    emit(clock_check(
+        crate::clock::now(),
+        crate::runtime::build_epoch(),
+    ));
+    emit(disk_check(&home.dir));
+    emit(memory_check());
+    emit(database_check(&home));
+    emit(fts5_check());
+    let Some(cfg) = cfg else {
+        emit(Check::new(
+            Verdict::Warn,
+            "network",
+            "provider and Telegram checks skipped until config.json parses",
+        ));
+        return checks;
+    };
+    let reach = net::reach("provider", &cfg.provider.base_url);
+    let provider_up = reach.verdict != Verdict::Fail;
+    emit(reach);
+    let key = env.get(&cfg.provider.api_key_env);
+    if provider_up {
+        emit(net::model(&cfg.provider, key.as_deref()));
+    } else {
+        emit(Check::new(
+            Verdict::Warn,
+            "model",
+            "not checked: the provider is unreachable",
+        ));
+    }
+    if cfg.telegram.enabled {
+        let reach = net::reach("telegram", &cfg.telegram.api_base);
+        let up = reach.verdict != Verdict::Fail;
+        emit(reach);
+        match env.get(&cfg.telegram.token_env) {
+            Some(token) if up => emit(net::bot_token(
+                &cfg.telegram.api_base,
+                &token,
+                &cfg.telegram.token_env,
+            )),
+            Some(_) => emit(Check::new(
+                Verdict::Warn,
+                "bot token",
+                "not checked: the Bot API is unreachable",
+            )),
+            None => {} // already a FAIL in the key checks
+        }
+    }
+    checks
+}
+
+fn mode_of(p: &Path) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p)
+            .ok()
+            .map(|m| m.permissions().mode() & 0o777)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = p;
+        None
+    }
+}
+
+fn home_check(home: &Home) -> Check {
+    let dir = home.dir.display();
+    if !home.dir.is_dir() {
+        return Check::new(
+            Verdict::Fail,
+            "home",
+            format!("{dir} does not exist: run yoctoclaw onboard"),
+        );
+    }
+    match mode_of(&home.dir) {
+        Some(m) if m & 0o022 != 0 => Check::new(
+            Verdict::Warn,
+            "home",
+            format!("{dir} has mode {m:o}, writable by others: run chmod 700 {dir}"),
+        ),
+        Some(m) if m & 0o077 != 0 => Check::new(
+            Verdict::Warn,
+            "home",
+            format!("{dir} has mode {m:o}, readable by others: run chmod 700 {dir}"),
+        ),
+        _ => Check::new(Verdict::Ok, "home", format!("{dir}, private")),
+    }
+}
+
+fn secrets_check(home: &Home) -> (Env, Check) {
+    let path = home.secrets_file();
+    match config::load_secrets_file(&path) {
+        Ok(map) => {
+            let n = map.len();
+            let env = Env::new(map);
+            install_secret_literals(env.secret_file_values().map(str::to_string));
+            let c = if path.exists() {
+                let mode = mode_of(&path).unwrap_or(0o600);
+                Check::new(
+                    Verdict::Ok,
+                    "secrets",
+                    format!("{} mode {mode:o}, {n} key(s)", path.display()),
+                )
+            } else {
+                Check::new(
+                    Verdict::Ok,
+                    "secrets",
+                    format!(
+                        "no {} (keys come from the environment only)",
+                        path.display()
+                    ),
+                )
+            };
+            (env, c)
+        }
+        Err(e) => (
+            Env::new(Default::default()),
+            Check::new(Verdict::Fail, "secrets", e.to_string()),
+        ),
+    }
+}
+
+fn config_check(home: &Home, env: &Env) -> (Option<Config>, Check) {
+    let path = home.config_file();
+    match config::load(home, env) {
+        Ok(cfg) => {
+            let text = if path.exists() {
+                format!("{} parses", path.display())
+            } else {
+                format!("no {} (all defaults)", path.display())
+            };
+            (Some(cfg), Check::new(Verdict::Ok, "config", text))
+        }
+        Err(e) => (None, Check::new(Verdict::Fail, "config", e.to_string())),
+    }
+}
+
+fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
+    let mut out = Vec::new();
+    let p = &cfg.provider;
+    let where_from = |name: &str| {
+        if std::env::var_os(name).is_some() {
+            "environment"
+        } else {
+            "secrets.env"
+        }
+    };
+    out.push(if env.get(&p.api_key_env).is_some() {
+        Check::new(
+            Verdict::Ok,
+            "api key",
+            format!(
+                "{} is set (from {})",
+                p.api_key_env,
+                where_from(&p.api_key_env)
+            ),
+        )
+    } else if p.base_url.starts_with("https://") {
+        Check::new(
+            Verdict::Fail,
+            "api key",
+            format!(
+                "{} is not set: put {}=... in secrets.env (chmod 600) or the environment",
+                p.api_key_env, p.api_key_env
+            ),
+        )
+    } else {
+        Check::new(
+            Verdict::Ok,
+            "api key",
+            format!(
+                "{} not set; none needed for a local http:// provider",
+                p.api_key_env
+            ),
+        )
+    });
+    for f in &cfg.fallbacks {
+        if env.get(&f.api_key_env).is_none() && f.base_url.starts_with("https://") {
+            out.push(Check::new(
+                Verdict::Warn,
+                "api key",
+                format!(
+                    "fallback {} has no key: {} is not set, so it will be skipped",
+                    f.model, f.api_key_env
+                ),
+            ));
+        }
+    }
+    let t = &cfg.telegram;
+    if t.enabled {
+        out.push(if env.get(&t.token_env).is_some() {
+            Check::new(
+                Verdict::Ok,
+                "bot token",
+                format!("{} is set (from {})", t.token_env, where_from(&t.token_env)),
+            )
+        } else {
+            Check::new(
+                Verdict::Fail,
+                "bot token",
+                format!(
+                    "telegram is enabled but {} is not set: put {}=... (from @BotFather) in secrets.env",
+                    t.token_env, t.token_env
+                ),
+            )
+        });
+        if t.allow_from.is_empty() {
+            out.push(Check::new(
+                Verdict::Warn,
+                "telegram",
+                "telegram.allow_from is empty, so the bot answers nobody: add your numeric user id",
+            ));
+        }
+    }
+    out
+}
+
+/// The clock against the build time (`now` and `built` in Unix seconds).
+pub fn clock_check(now: i64, built: i64) -> Check {
+    let day = crate::store::usage::day_of;
+    if now < built {
+        Check::new(
+            Verdict::Warn,
+            "clock",
+            format!(
+                "the clock says {}, before this build ({}): enable NTP (timedatectl set-ntp true, or busybox ntpd -p pool.ntp.org); TLS and cron need the right time",
+                day(now),
+                day(built)
+            ),
+        )
+    } else {
+        Check::new(Verdict::Ok, "clock", crate::clock::format_at(now, "UTC"))
+    }
+}
+
+/// Judge free disk bytes.
+pub fn disk_verdict(free: u64) -> Verdict {
+    if free < DISK_FAIL_BYTES {
+        Verdict::Fail
+    } else if free < DISK_WARN_BYTES {
+        Verdict::Warn
+    } else {
+        Verdict::Ok
+    }
+}
+
+fn disk_check(dir: &Path) -> Check {
+    // The home may not exist yet: look at the nearest folder that does.
+    let mut at = dir;
+    while !at.exists() {
+        match at.parent() {
+            Some(p) => at = p,
+            None => break,
+        }
+    }
+    match rustix::fs::statvfs(at) {
+        Ok(s) => {
+            let free = s.f_bavail.saturating_mul(s.f_frsize);
+            let v = disk_verdict(free);
+            let mib = free / (1024 * 1024);
+            let text = match v {
+                Verdict::Ok => format!("{mib} MiB free under {}", at.display()),
+                _ => format!(
+                    "only {mib} MiB free under {}: free some space (old logs, journald: journalctl --vacuum-size=10M)",
+                    at.display()
+                ),
+            };
+            Check::new(v, "disk", text)
+        }
+        Err(e) => Check::new(
+            Verdict::Warn,
+            "disk",
+            format!("cannot read free space of {}: {e}", at.display()),
+        ),
+    }
+}
+
+/// MemAvailable (KiB) from the text of `/proc/meminfo`.
+pub fn mem_available_kib(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn memory_check() -> Check {
+    let mut text = String::new();
+    let read = std::fs::File::open("/proc/meminfo")
+        .and_then(|f| f.take(MAX_MEMINFO_BYTES).read_to_string(&mut text));
+    let Some(kib) = read.ok().and_then(|_| mem_available_kib(&text)) else {
+        return Check::new(
+            Verdict::Warn,
+            "memory",
+            "cannot read MemAvailable from /proc/meminfo",
+        );
+    };
+    let mib = kib / 1024;
+    if kib < MEM_FAIL_KIB {
+        Check::new(
+            Verdict::Fail,
+            "memory",
+            format!("only {mib} MiB available: stop other services or add swap (zram)"),
+        )
+    } else if kib < MEM_WARN_KIB {
+        Check::new(
+            Verdict::Warn,
+            "memory",
+            format!("{mib} MiB available, which is tight: stop other services or add zram swap"),
+        )
+    } else {
+        Check::new(Verdict::Ok, "memory", format!("{mib} MiB available"))
+    }
+}
+
+fn database_check(home: &Home) -> Check {
+    let path = home.db_file();
+    if !path.exists() {
+        return Check::new(
+            Verdict::Ok,
+            "database",
+            format!("{} not created yet (made on first use)", path.display()),
+        );
+    }
+    // Open without creating or migrating anything: doctor only looks.
+    let flags =
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = match rusqlite::Connection::open_with_flags(&path, flags) {
+        Ok(c) => c,
+        Err(e) => {
+            return Check::new(
+                Verdict::Fail,
+                "database",
+                format!(
+                    "cannot open {}: {e}: check its owner and mode",
+                    path.display()
+                ),
+            );
+        }
+    };
+    let _ = conn.busy_timeout(std::time::Duration::from_millis(
+        crate::limits::DB_BUSY_TIMEOUT_MS,
+    ));
+    let rows: Result<Vec<String>, rusqlite::Error> = (|| {
+        let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+        let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        rows.take(MAX_INTEGRITY_ROWS).collect()
+    })();
+    let first = match rows {
+        Ok(r) => r.into_iter().next().unwrap_or_else(|| "no answer".into()),
+        Err(e) => e.to_string(),
+    };
+    if first != "ok" {
+        return Check::new(
+            Verdict::Fail,
+            "database",
+            format!(
+                "{} is damaged ({}): stop yoctoclaw, keep a copy, then try sqlite3 {} .recover, or move it away to start fresh",
+                path.display(),
+                first,
+                path.display()
+            ),
+        );
+    }
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap_or(-1);
+    let want = crate::store::SCHEMA_VERSION;
+    let mode = match mode_of(&path) {
+        Some(m) if m & 0o077 != 0 => format!("; mode {m:o}: run chmod 600 {}", path.display()),
+        _ => String::new(),
+    };
+    let verdict_mode = if mode.is_empty() {
+        Verdict::Ok
+    } else {
+        Verdict::Warn
+    };
+    if version > want {
+        Check::new(
+            Verdict::Fail,
+            "database",
+            format!("schema {version} is newer than this yoctoclaw ({want}): upgrade yoctoclaw"),
+        )
+    } else if version < want {
+        Check::new(
+            Verdict::Warn,
+            "database",
+            format!(
+                "integrity ok, schema {version}: upgraded to {want} the next time yoctoclaw opens it{mode}"
+            ),
+        )
+    } else {
+        Check::new(
+            verdict_mode,
+            "database",
+            format!("integrity ok, schema {version}{mode}"),
+        )
+    }
+}
+
+fn fts5_check() -> Check {
+    let r = rusqlite::Connection::open_in_memory().and_then(|c| {
+        c.execute_batch("CREATE VIRTUAL TABLE t USING fts5(x); INSERT INTO t VALUES ('probe');")
+    });
+    match r {
+        Ok(()) => Check::new(Verdict::Ok, "fts5", "full-text search available"),
+        Err(e) => Check::new(
+            Verdict::Fail,
+            "fts5",
+            format!(
+                "SQLite has no FTS5 ({e}): this build cannot search memory; use an official build"
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds() {
+        assert_eq!(disk_verdict(1024), Verdict::Fail);
+        assert_eq!(disk_verdict(DISK_FAIL_BYTES), Verdict::Warn);
+        assert_eq!(disk_verdict(DISK_WARN_BYTES), Verdict::Ok);
+        assert_eq!(clock_check(100, 200).verdict, Verdict::Warn);
+        assert_eq!(clock_check(300, 200).verdict, Verdict::Ok);
+        assert!(
+            clock_check(86_400, 1_700_000_000)
+                .text
+                .contains("1970-01-02")
+        );
+    }
+
+    #[test]
+    fn meminfo_is_parsed() {
+        let t = "MemTotal:  60000 kB\nMemFree:  1000 kB\nMemAvailable:   30123 kB\n";
+        assert_eq!(mem_available_kib(t), Some(30123));
+        assert_eq!(mem_available_kib("MemTotal: 1 kB\n"), None);
+        assert_eq!(mem_available_kib("MemAvailable: many\n"), None);
+    }
+
+    #[test]
+    fn lines_are_scrubbed_and_aligned() {
+        install_secret_literals(["doctor-secret-123".to_string()]);
+        let c = Check::new(Verdict::Fail, "x", "token doctor-secret-123 refused");
+        assert!(!c.to_string().contains("doctor-secret-123"));
+        assert!(
+            c.to_string()
+                .starts_with("FAIL x          token [REDACTED]")
+        );
+        assert_eq!(
+            Check::new(Verdict::Ok, "disk", "fine").to_string(),
+            "OK   disk       fine"
+        );
+    }
+
+    #[test]
+    fn a_damaged_database_fails_the_check() {
+        let dir = std::env::temp_dir().join(format!("yc-doc-db-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let home = Home { dir: dir.clone() };
+        assert_eq!(database_check(&home).verdict, Verdict::Ok, "absent is fine");
+        drop(crate::store::Db::open(&home.db_file(), 64).unwrap());
+        let c = database_check(&home);
+        assert_eq!(c.verdict, Verdict::Ok, "{c}");
+        assert!(c.text.contains("schema 1"), "{c}");
+        // Garbage where the database should be.
+        std::fs::write(home.db_file(), vec![0x5a; 8192]).unwrap();
+        let _ = std::fs::remove_file(dir.join("yoctoclaw.db-wal"));
+        let _ = std::fs::remove_file(dir.join("yoctoclaw.db-shm"));
+        assert_eq!(database_check(&home).verdict, Verdict::Fail);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn fts5_is_compiled_in() {
+        assert_eq!(fts5_check().verdict, Verdict::Ok);
+    }
+}

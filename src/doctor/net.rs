@@ -1,0 +1,554 @@
+//! The network checks of `doctor`: reaching a host (DNS, TCP, TLS), the bot token
+//! (`getMe`) and the model (a models listing, or a one-token request).
+//!
+//! Every text that reaches a check line names hosts, never URLs (a Bot API URL holds the
+//! token), and is scrubbed by `Check::new` as a last guard.
+//!
+//! The model check: OpenAI-compatible providers are asked `GET {base_url}/models` (free,
+//! no tokens used; OpenAI checks the key there; OpenRouter's list is public, so there the
+//! key is only checked for presence) and the body is scanned, as it streams in, for the
+//! model's quoted name; a server without that endpoint (404/405/501) gets a chat request
+//! with `max_tokens` 1 instead. Anthropic gets a `max_tokens` 1 Messages request (it
+//! checks key and model at once, for about ten tokens).
+//!
+//! # Bounds
+//! DNS, TCP and TLS each get `NET_TIMEOUT_SECS`; at most `MAX_ADDRS_TRIED` addresses are
+//! tried. The model check has `MODEL_TIMEOUT_SECS` and reads at most
+//! `MAX_MODEL_LIST_BYTES` of a models list (scanned, not kept); other answers are read up
+//! to `MAX_SMALL_REPLY_BYTES`. Error excerpts shown are cut to `MAX_EXCERPT_CHARS`.
+//!
+//! # Blocking
+//! Everything here blocks the calling thread. A DNS lookup runs on a short-lived thread so
+//! it can be abandoned after its timeout (the lookup itself cannot be cancelled).
+
+use super::{Check, Verdict};
+use crate::config::{ProviderConfig, ProviderKind};
+use crate::provider::http::{self, HttpError, map_error};
+use std::io::Read;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// Timeout of each network step (DNS, TCP connect, TLS handshake).
+pub const NET_TIMEOUT_SECS: u64 = 5;
+/// Overall timeout of the model check and of `getMe`.
+pub const MODEL_TIMEOUT_SECS: u64 = 20;
+/// Addresses of one host tried before giving up.
+pub const MAX_ADDRS_TRIED: usize = 3;
+/// Most bytes of a models list scanned.
+pub const MAX_MODEL_LIST_BYTES: u64 = 8 * 1024 * 1024;
+/// Most bytes read of any other answer.
+pub const MAX_SMALL_REPLY_BYTES: u64 = 64 * 1024;
+/// Longest excerpt of a server's error shown.
+pub const MAX_EXCERPT_CHARS: usize = 160;
+
+/// Scheme, host and port of a base URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub https: bool,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Endpoint {
+    pub fn parse(url: &str) -> Option<Endpoint> {
+        let (https, default_port) = if url.starts_with("https://") {
+            (true, 443)
+        } else if url.starts_with("http://") {
+            (false, 80)
+        } else {
+            return None;
+        };
+        let authority = http::host_of(url);
+        let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+            let (h, after) = rest.split_once(']')?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => p.parse().ok()?,
+                None if after.is_empty() => default_port,
+                None => return None,
+            };
+            (h.to_string(), port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), p.parse().ok()?),
+                None => (authority.clone(), default_port),
+            }
+        };
+        if host.is_empty() {
+            return None;
+        }
+        Some(Endpoint { https, host, port })
+    }
+
+    fn display(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// DNS, TCP connect, and for https a TLS handshake to the host of `url`.
+pub fn reach(name: &'static str, url: &str) -> Check {
+    let Some(ep) = Endpoint::parse(url) else {
+        return Check::new(
+            Verdict::Fail,
+            name,
+            format!(
+                "{} is not an http(s) URL: fix it in config.json",
+                http::host_of(url)
+            ),
+        );
+    };
+    let target = ep.display();
+    let timeout = Duration::from_secs(NET_TIMEOUT_SECS);
+    let addrs = match resolve(&ep.host, ep.port, timeout) {
+        Ok(a) => a,
+        Err(e) => {
+            return Check::new(
+                Verdict::Fail,
+                name,
+                format!(
+                    "cannot resolve {}: {e}: check the network and the DNS servers in /etc/resolv.conf",
+                    ep.host
+                ),
+            );
+        }
+    };
+    let first = addrs
+        .first()
+        .map(|a| a.ip().to_string())
+        .unwrap_or_default();
+    let mut last_err = String::from("no address");
+    let mut connected = false;
+    for a in addrs.iter().take(MAX_ADDRS_TRIED) {
+        match TcpStream::connect_timeout(a, timeout) {
+            Ok(_) => {
+                connected = true;
+                break;
+            }
+            Err(e) => last_err = connect_error_text(&e),
+        }
+    }
+    if !connected {
+        return Check::new(
+            Verdict::Fail,
+            name,
+            format!(
+                "cannot connect to {target} ({last_err}): check the network, a firewall, or the URL"
+            ),
+        );
+    }
+    if !ep.https {
+        return Check::new(
+            Verdict::Ok,
+            name,
+            format!("{target}: DNS {first}, TCP connect ok (plain http, no TLS)"),
+        );
+    }
+    // A HEAD through our HTTP client: any HTTP status means the TLS handshake (with
+    // certificate checks) worked.
+    let agent = http::agent(NET_TIMEOUT_SECS);
+    match agent.head(format!("https://{target}/")).call() {
+        Ok(_) => Check::new(
+            Verdict::Ok,
+            name,
+            format!("{target}: DNS {first}, TCP connect and TLS handshake ok"),
+        ),
+        Err(e) => {
+            let e = map_error(e);
+            let hint = match &e {
+                HttpError::Unreachable(d) if d.starts_with("TLS") => {
+                    "check the clock (certificates are checked against it) and any proxy"
+                }
+                _ => "check the network and any proxy",
+            };
+            Check::new(
+                Verdict::Fail,
+                name,
+                format!("TLS to {target} failed ({e}): {hint}"),
+            )
+        }
+    }
+}
+
+fn connect_error_text(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connection refused".into(),
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => "timed out".into(),
+        _ => e.to_string(),
+    }
+}
+
+/// Resolve on a helper thread so a hung resolver cannot hold doctor past `timeout`.
+fn resolve(host: &str, port: u16, timeout: Duration) -> Result<Vec<SocketAddr>, String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h = host.to_string();
+    crate::runtime::spawn_thread("yc-dns", move || {
+        let r = (h.as_str(), port)
+            .to_socket_addrs()
+            .map(|a| a.take(MAX_ADDRS_TRIED).collect::<Vec<_>>());
+        let _ = tx.send(r);
+    })
+    .map_err(|e| e.to_string())?;
+    match rx.recv_timeout(timeout) {
+        Ok(Ok(v)) if !v.is_empty() => Ok(v),
+        Ok(Ok(_)) => Err("no addresses".into()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} s", timeout.as_secs())),
+    }
+}
+
+/// `getMe` with the bot token.
+pub fn bot_token(api_base: &str, token: &str, token_env: &str) -> Check {
+    const NAME: &str = "bot token";
+    let agent = http::agent(MODEL_TIMEOUT_SECS);
+    let url = format!("{api_base}/bot{token}/getMe");
+    let (status, body, _) = match http::get(&agent, &url, MAX_SMALL_REPLY_BYTES, None) {
+        Ok(r) => r,
+        Err(e) => {
+            return Check::new(
+                Verdict::Fail,
+                NAME,
+                format!(
+                    "getMe failed ({}): check the network",
+                    e.into_provider(&url)
+                ),
+            );
+        }
+    };
+    match status {
+        200 => {
+            let v = crate::json::parse_value(&body).ok();
+            let ok = v
+                .as_ref()
+                .and_then(|v| crate::json::get(v, "ok"))
+                .and_then(crate::json::as_bool)
+                == Some(true);
+            let user = v
+                .as_ref()
+                .and_then(|v| crate::json::path(v, &["result", "username"]))
+                .and_then(crate::json::as_str)
+                .map(|u| format!(" (@{})", excerpt(u)))
+                .unwrap_or_default();
+            if ok {
+                Check::new(Verdict::Ok, NAME, format!("valid{user}"))
+            } else {
+                Check::new(
+                    Verdict::Fail,
+                    NAME,
+                    "getMe answered 200 without ok=true: is telegram.api_base a Bot API server?",
+                )
+            }
+        }
+        401 | 404 => Check::new(
+            Verdict::Fail,
+            NAME,
+            format!(
+                "Telegram refused the token in {token_env} (HTTP {status}): copy it again from @BotFather"
+            ),
+        ),
+        s => Check::new(
+            Verdict::Fail,
+            NAME,
+            format!("getMe answered HTTP {s}: {}", error_excerpt(&body)),
+        ),
+    }
+}
+
+/// Is the configured model reachable with the configured key?
+pub fn model(p: &ProviderConfig, key: Option<&str>) -> Check {
+    match p.kind {
+        ProviderKind::OpenAi => openai_models(p, key),
+        ProviderKind::Anthropic => tiny_request(p, key),
+    }
+}
+
+fn openai_models(p: &ProviderConfig, key: Option<&str>) -> Check {
+    let agent = http::agent(MODEL_TIMEOUT_SECS);
+    let url = format!("{}/models", p.base_url);
+    let mut req = agent.get(&url);
+    if let Some(k) = key {
+        req = req.header("Authorization", format!("Bearer {k}"));
+    }
+    let mut resp = match req.call() {
+        Ok(r) => r,
+        Err(e) => return unreachable_check(map_error(e), &url),
+    };
+    let status = resp.status().as_u16();
+    match status {
+        200 => {
+            let needle = crate::json::quote(&p.model);
+            let scan = scan_body(
+                resp.body_mut().as_reader().take(MAX_MODEL_LIST_BYTES),
+                needle.as_bytes(),
+                b"\"id\"",
+            );
+            match scan {
+                Err(e) => Check::new(
+                    Verdict::Fail,
+                    "model",
+                    format!("reading the model list failed: {e}"),
+                ),
+                Ok((true, _)) => Check::new(
+                    Verdict::Ok,
+                    "model",
+                    format!("{} is listed by the provider", p.model),
+                ),
+                Ok((false, false)) => Check::new(
+                    Verdict::Ok,
+                    "model",
+                    format!(
+                        "the provider answers but lists no models, so {} is not confirmed",
+                        p.model
+                    ),
+                ),
+                Ok((false, true)) => Check::new(
+                    Verdict::Warn,
+                    "model",
+                    format!(
+                        "{} is not in the provider's model list: check provider.model",
+                        p.model
+                    ),
+                ),
+            }
+        }
+        404 | 405 | 501 => tiny_request(p, key),
+        s => {
+            let body = resp
+                .body_mut()
+                .with_config()
+                .limit(MAX_SMALL_REPLY_BYTES)
+                .read_to_string()
+                .unwrap_or_default();
+            status_check(s, &body, p)
+        }
+    }
+}
+
+/// A one-token request: checks the key and the model in one go.
+fn tiny_request(p: &ProviderConfig, key: Option<&str>) -> Check {
+    let agent = http::agent(MODEL_TIMEOUT_SECS);
+    let model = crate::json::quote(&p.model);
+    let body = format!(
+        r#"{{"model":{model},"max_tokens":1,"messages":[{{"role":"user","content":"ping"}}]}}"#
+    );
+    let mut headers: Vec<(&str, String)> = vec![("Content-Type", "application/json".into())];
+    let url = match p.kind {
+        ProviderKind::OpenAi => {
+            if let Some(k) = key {
+                headers.push(("Authorization", format!("Bearer {k}")));
+            }
+            format!("{}/chat/completions", p.base_url)
+        }
+        ProviderKind::Anthropic => {
+            if let Some(k) = key {
+                headers.push(("x-api-key", k.to_string()));
+            }
+            headers.push(("anthropic-version", "2023-06-01".into()));
+            format!("{}/v1/messages", p.base_url)
+        }
+    };
+    match http::post(&agent, &url, &headers, &body) {
+        Ok((200, _, _)) => Check::new(
+            Verdict::Ok,
+            "model",
+            format!("a one-token request to {} worked", p.model),
+        ),
+        Ok((s, body, _)) => status_check(s, &body, p),
+        Err(e) => unreachable_check(e, &url),
+    }
+}
+
+fn status_check(status: u16, body: &str, p: &ProviderConfig) -> Check {
+    let detail = error_excerpt(body);
+    match status {
+        401 | 403 => Check::new(
+            Verdict::Fail,
+            "model",
+            format!(
+                "the provider refused the key in {} (HTTP {status}: {detail}): check it",
+                p.api_key_env
+            ),
+        ),
+        404 => Check::new(
+            Verdict::Fail,
+            "model",
+            format!(
+                "model {} not found (HTTP 404: {detail}): check provider.model and provider.base_url",
+                p.model
+            ),
+        ),
+        429 => Check::new(
+            Verdict::Warn,
+            "model",
+            format!("rate limited or out of credit (HTTP 429: {detail}): the key works, try later"),
+        ),
+        s => Check::new(
+            Verdict::Fail,
+            "model",
+            format!("the provider answered HTTP {s}: {detail}"),
+        ),
+    }
+}
+
+fn unreachable_check(e: HttpError, url: &str) -> Check {
+    Check::new(
+        Verdict::Fail,
+        "model",
+        format!(
+            "{}: check provider.base_url and the network",
+            e.into_provider(url)
+        ),
+    )
+}
+
+/// Stream `r`, reporting whether `a` and `b` occur, holding only a small window.
+pub fn scan_body(mut r: impl Read, a: &[u8], b: &[u8]) -> std::io::Result<(bool, bool)> {
+    let keep = a.len().max(b.len()).saturating_sub(1);
+    let mut window: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let (mut found_a, mut found_b) = (a.is_empty(), b.is_empty());
+    loop {
+        let n = match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        window.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
+        found_a = found_a || contains(&window, a);
+        found_b = found_b || contains(&window, b);
+        if found_a && found_b {
+            break;
+        }
+        let drop = window.len().saturating_sub(keep);
+        window.drain(..drop);
+    }
+    Ok((found_a, found_b))
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `error.message` (or `description`, or the start of the body), short and scrubbed.
+fn error_excerpt(body: &str) -> String {
+    let v = crate::json::parse_value(body).ok();
+    let msg = v.as_ref().and_then(|v| {
+        crate::json::path(v, &["error", "message"])
+            .or_else(|| crate::json::get(v, "description"))
+            .or_else(|| crate::json::get(v, "error"))
+            .and_then(crate::json::as_str)
+            .map(str::to_string)
+    });
+    let text = msg.unwrap_or_else(|| body.trim().to_string());
+    if text.is_empty() {
+        "no details".into()
+    } else {
+        excerpt(&text)
+    }
+}
+
+fn excerpt(s: &str) -> String {
+    let one: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_EXCERPT_CHARS)
+        .collect();
+    if s.chars().count() > MAX_EXCERPT_CHARS {
+        format!("{one}…")
+    } else {
+        one
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_parse() {
+        let e = Endpoint::parse("https://openrouter.ai/api/v1").unwrap();
+        assert_eq!(
+            (e.https, e.host.as_str(), e.port),
+            (true, "openrouter.ai", 443)
+        );
+        let e = Endpoint::parse("http://127.0.0.1:11434/v1").unwrap();
+        assert_eq!(
+            (e.https, e.host.as_str(), e.port),
+            (false, "127.0.0.1", 11434)
+        );
+        let e = Endpoint::parse("http://[::1]:8080/v1").unwrap();
+        assert_eq!((e.host.as_str(), e.port), ("::1", 8080));
+        assert_eq!(e.display(), "[::1]:8080");
+        let e = Endpoint::parse("https://[fe80::1]/x").unwrap();
+        assert_eq!(e.port, 443);
+        assert!(Endpoint::parse("ftp://x").is_none());
+        assert!(Endpoint::parse("http://host:notaport/").is_none());
+        assert!(Endpoint::parse("http://").is_none());
+        assert!(Endpoint::parse("http://[::1/").is_none());
+    }
+
+    #[test]
+    fn endpoint_parsing_survives_random_urls() {
+        let mut state: u64 = 0xdead_beef_cafe_f00d;
+        let alphabet = b"htps:/[]@?#.:0123456789abc\xc3\xa9";
+        for _ in 0..5000 {
+            let mut s = b"http://".to_vec();
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            for _ in 0..(state % 40) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                s.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            let _ = Endpoint::parse(&String::from_utf8_lossy(&s));
+        }
+    }
+
+    #[test]
+    fn the_body_scan_finds_needles_across_chunk_borders() {
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                // Three bytes at a time, to split every needle.
+                let n = self.0.len().min(3).min(buf.len());
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let body = br#"{"data":[{"id":"gpt-x"},{"id":"fake-model"}]}"#;
+        assert_eq!(
+            scan_body(Trickle(body), b"\"fake-model\"", b"\"id\"").unwrap(),
+            (true, true)
+        );
+        assert_eq!(
+            scan_body(Trickle(body), b"\"fake\"", b"\"id\"").unwrap(),
+            (false, true)
+        );
+        assert_eq!(
+            scan_body(Trickle(br#"{"data":[]}"#), b"\"m\"", b"\"id\"").unwrap(),
+            (false, false)
+        );
+    }
+
+    #[test]
+    fn error_excerpts_are_short_single_lines() {
+        assert_eq!(
+            error_excerpt(r#"{"error":{"message":"bad key"}}"#),
+            "bad key"
+        );
+        assert_eq!(
+            error_excerpt(r#"{"ok":false,"description":"Unauthorized"}"#),
+            "Unauthorized"
+        );
+        assert_eq!(error_excerpt("plain\ntext"), "plain text");
+        assert_eq!(error_excerpt(""), "no details");
+        let long = error_excerpt(&"x".repeat(1000));
+        assert_eq!(long.chars().count(), MAX_EXCERPT_CHARS + 1);
+    }
+}

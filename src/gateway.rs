@@ -1,0 +1,438 @@
+//! `yoctoclaw gateway`: the daemon. Start-up checks, the Telegram channel's threads,
+//! the scheduler (cron, heartbeat, daily memory retention), a periodic status record,
+//! the executor, signal handling and a bounded shutdown, in [`run`].
+//!
+//! Why it exists: this is the program's main loop, written once and read top to bottom
+//! (STYLE: "the daemon's main loop is one documented function").
+//!
+//! # Threads
+//! The calling thread runs the smol `LocalExecutor` (Telegram update handling, the
+//! agent's turns, the scheduler's timers, SQLite). `yc-tg-poll` runs the long poll,
+//! `yc-tg-send` sends replies, streamed previews, heartbeat and cron deliveries and
+//! chat actions, the `Workers` pool runs provider calls. They talk over bounded
+//! async-channels only.
+//!
+//! # Bounds
+//! - Shutdown: the scheduler stops at once (a heartbeat or cron turn in flight is
+//!   dropped; its run was claimed, so it does not run twice); running turns get
+//!   `TURN_GRACE_MS` to finish; then chats left unanswered are told to resend, and
+//!   pending replies get until `SHUTDOWN_LIMIT_MS` after the signal; the process then
+//!   exits with status 0 whatever is still in flight.
+//! - Start-up: `getMe` is retried with backoff on network errors (a board that boots
+//!   before its network); a refused token (401/404) is fatal at once. The scheduler and
+//!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
+//! - The status record is rewritten every `STATUS_RECORD_SECS`.
+//!
+//! # Test hook
+//! `YOCTOCLAW_TEST_BACKOFF_SCALE` (a number in 0.001..=1) multiplies every Telegram
+//! backoff wait, so the integration tests exercise 409/429/5xx paths in milliseconds.
+//! It is read only here, logged when set, and can only shorten waits
+//! (docs/DECISIONS-gw.md).
+
+use crate::agent::Agent;
+use crate::channels::telegram::api::{Api, ApiError, BotIdentity};
+use crate::channels::telegram::backoff::{Backoff, ErrorDelay, Stop};
+use crate::channels::telegram::bot::Bot;
+use crate::channels::telegram::inbound::AllowList;
+use crate::channels::telegram::poller::{POLL_BATCH_UPDATES, POLL_MARGIN_SECS, poll_loop};
+use crate::channels::telegram::send::{Outbox, sender_loop};
+use crate::cli::{CliError, Loaded, build_agent, open_db, runtime};
+use crate::config::TelegramConfig;
+use crate::limits::{INBOUND_QUEUE_LEN, WORKER_THREADS};
+use crate::runtime::{Workers, build_epoch, spawn_thread};
+use crate::scheduler::{self, heartbeat};
+use crate::signals::Signals;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// Time running turns get to finish after SIGINT/SIGTERM.
+pub const TURN_GRACE_MS: u64 = 1_000;
+/// Time after the signal when the process exits regardless.
+pub const SHUTDOWN_LIMIT_MS: u64 = 1_700;
+/// Overall timeout of one outgoing Bot API call (sendMessage, getMe…).
+pub const SEND_TIMEOUT_SECS: u64 = 30;
+pub use crate::channels::telegram::backoff::TEST_BACKOFF_SCALE_ENV;
+/// How often the gateway rewrites its status record.
+pub const STATUS_RECORD_SECS: u64 = crate::status::GATEWAY_RECORD_INTERVAL_SECS;
+/// The `state` key of the gateway's status record.
+pub const STATUS_KEY: &str = crate::status::GATEWAY_STATUS_KEY;
+/// How often shutdown checks whether turns and sends are done.
+const SHUTDOWN_TICK_MS: u64 = 20;
+
+/// The Telegram bot once it is serving (for the status record).
+type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
+
+/// Run the daemon until SIGINT or SIGTERM (exit status 0), or a fatal start-up error.
+///
+/// 1. Open the database, start the worker pool, build the agent, watch for signals,
+///    apply memory retention once.
+/// 2. If Telegram is enabled: check the token's shape and start the sender thread.
+/// 3. Start the scheduler (cron jobs, heartbeat, daily retention; its Telegram
+///    deliveries go through the sender) and the status record timer, both stopped
+///    as soon as a signal arrives.
+/// 4. Telegram: ask `getMe` who we are (retrying network errors; a refused token is a
+///    clear fatal error naming its variable), start the poller thread (from the
+///    persisted offset), then handle updates until a signal arrives. Without Telegram:
+///    wait for the signal (the gateway is then a cron and heartbeat daemon).
+/// 5. Stop polling, give running turns a moment, tell unanswered chats to resend,
+///    flush what can be sent, and return.
+pub fn run(l: &Loaded) -> Result<(), CliError> {
+    let db = open_db(l)?;
+    let workers = Workers::start(WORKER_THREADS);
+    let agent = Rc::new(build_agent(l, db, workers)?);
+    let signals =
+        Signals::install().map_err(|e| runtime(format!("cannot watch for signals: {e}")))?;
+    let backoff = test_backoff();
+    let tg = &l.cfg.telegram;
+    let token = if tg.enabled {
+        Some(bot_token(l)?)
+    } else {
+        None
+    };
+    memory_retention(&agent);
+    announce(&agent);
+    let stop = Stop::new();
+    let sender = match &token {
+        Some(token) => Some(start_sender(tg, token, backoff, &stop)?),
+        None => None,
+    };
+    let ex: smol::LocalExecutor<'static> = smol::LocalExecutor::new();
+    let bot: BotSlot = Rc::new(RefCell::new(None));
+    // Closed when a signal arrives: stops the scheduler and the status timer.
+    let (stopping, stopped) = async_channel::bounded::<()>(1);
+    ex.spawn(until_closed(
+        scheduler_task(agent.clone(), sender.as_ref().map(|(_, o)| o.clone())),
+        stopped.clone(),
+    ))
+    .detach();
+    ex.spawn(until_closed(
+        status_task(agent.clone(), bot.clone()),
+        stopped.clone(),
+    ))
+    .detach();
+    // The serial console beside Telegram when `serial.device` is set.
+    if let Some(started) = crate::channels::serial::start_from_config(&l.cfg.serial) {
+        let (lines, writer) = started
+            .map_err(|e| CliError::Usage(format!("serial console {}: {e}", l.cfg.serial.device)))?;
+        let (a, device) = (agent.clone(), l.cfg.serial.device.clone());
+        ex.spawn(until_closed(
+            async move { crate::channels::serial::run_console(&a, &device, lines, writer).await },
+            stopped,
+        ))
+        .detach();
+    }
+    smol::block_on(ex.run(async {
+        match (token, sender) {
+            (Some(token), Some((api, outbox))) => {
+                let t = Telegram {
+                    cfg: tg,
+                    token: &token,
+                    api,
+                    outbox,
+                    backoff,
+                    stop,
+                };
+                serve_telegram(&ex, &agent, t, &signals, &stopping, &bot).await
+            }
+            _ => {
+                signals.wait().await;
+                stopping.close();
+                log::info!("gateway: stopped");
+                Ok(())
+            }
+        }
+    }))
+}
+
+/// Run `task` until the channel closes.
+async fn until_closed(task: impl Future<Output = ()>, closed: async_channel::Receiver<()>) {
+    smol::future::or(task, async {
+        let _ = closed.recv().await;
+    })
+    .await;
+}
+
+/// The scheduler loop with the gateway's daily hooks (never returns).
+async fn scheduler_task(agent: Rc<Agent>, outbox: Option<Outbox>) {
+    let opts = scheduler::Options {
+        daily: vec![Box::new(memory_retention)],
+        outbox,
+        ..scheduler::Options::default()
+    };
+    scheduler::run(&agent, opts).await;
+}
+
+/// Rewrite the status record now and every `STATUS_RECORD_SECS` (never returns).
+async fn status_task(agent: Rc<Agent>, bot: BotSlot) {
+    loop {
+        let sessions = bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
+        write_status_record(&agent, sessions);
+        smol::Timer::after(Duration::from_secs(STATUS_RECORD_SECS)).await;
+    }
+}
+
+/// Delete expired memories (`memory.*_days`), unless the clock is not set yet.
+fn memory_retention(agent: &Agent) {
+    let now = crate::clock::now();
+    if now < build_epoch() {
+        return;
+    }
+    if let Err(e) = crate::memory::run_retention(&agent.db, &agent.cfg.memory, now) {
+        log::warn!("memory retention failed: {e}");
+    }
+}
+
+/// Say what the gateway will do; warn when it has nothing to do.
+fn announce(agent: &Agent) {
+    let telegram = agent.cfg.telegram.enabled;
+    let heartbeat = agent.cfg.heartbeat.enabled
+        && crate::agent::prompt::read_capped(
+            &agent.home.workspace().join(heartbeat::HEARTBEAT_FILE),
+            heartbeat::MAX_HEARTBEAT_FILE_BYTES,
+        )
+        .is_some_and(|t| heartbeat::has_tasks(&t));
+    let jobs = match agent.db.list_cron_jobs() {
+        Ok(list) => list.iter().filter(|j| j.enabled).count(),
+        Err(e) => {
+            log::warn!("gateway: cannot read cron jobs: {e}");
+            0
+        }
+    };
+    if !telegram && !heartbeat && jobs == 0 {
+        log::warn!(
+            "gateway: nothing to do yet: telegram.enabled is false, the heartbeat has no tasks (heartbeat.enabled or HEARTBEAT.md) and there are no cron jobs; running anyway (jobs added later run), waiting for SIGINT/SIGTERM"
+        );
+    } else if !telegram {
+        log::info!(
+            "gateway: telegram.enabled is false: running cron ({jobs} job(s)) and the heartbeat ({}) only",
+            if heartbeat { "has tasks" } else { "no tasks" }
+        );
+    }
+}
+
+/// Write the gateway's status record (`status::write_gateway_record`): pid, memory,
+/// live sessions, time. `yoctoclaw status` reads it.
+pub fn write_status_record(agent: &Agent, live_sessions: usize) {
+    let rss = crate::status::self_rss_kib().unwrap_or_default();
+    if let Err(e) = crate::status::write_gateway_record(
+        &agent.db,
+        std::process::id(),
+        rss,
+        live_sessions,
+        crate::clock::now(),
+    ) {
+        log::warn!("gateway: cannot write the status record: {e}");
+    }
+}
+
+/// The sender thread and its API client.
+fn start_sender(
+    tg: &TelegramConfig,
+    token: &str,
+    backoff: Backoff,
+    stop: &Stop,
+) -> Result<(Api, Outbox), CliError> {
+    let api = Api::new(&tg.api_base, token, SEND_TIMEOUT_SECS);
+    let (outbox, out_rx) = Outbox::new();
+    let (a, stop) = (api.clone(), stop.clone());
+    spawn_thread("yc-tg-send", move || sender_loop(a, out_rx, backoff, stop))
+        .map_err(|e| runtime(format!("cannot start the Telegram sender: {e}")))?;
+    Ok((api, outbox))
+}
+
+/// What [`serve_telegram`] needs.
+struct Telegram<'a> {
+    cfg: &'a TelegramConfig,
+    token: &'a str,
+    /// The sender's client (`getMe` uses it too).
+    api: Api,
+    outbox: Outbox,
+    backoff: Backoff,
+    /// Stops the poller and the sender's waits.
+    stop: Stop,
+}
+
+/// Step 4 and 5 of [`run`] for Telegram: identify, start polling, serve until a
+/// signal, shut down.
+async fn serve_telegram(
+    ex: &smol::LocalExecutor<'static>,
+    agent: &Rc<Agent>,
+    t: Telegram<'_>,
+    signals: &Signals,
+    stopping: &async_channel::Sender<()>,
+    slot: &BotSlot,
+) -> Result<(), CliError> {
+    let tg = t.cfg;
+    let identify = identify(&t.api, &agent.workers, &t.backoff, &tg.token_env);
+    let stopped = async {
+        signals.wait().await;
+        Ok(None)
+    };
+    let me = match smol::future::or(identify, stopped).await {
+        Ok(Some(me)) => me,
+        other => {
+            stopping.close();
+            t.stop.set();
+            if other.is_ok() {
+                log::info!("gateway: stopped before Telegram answered");
+            }
+            return other.map(|_| ());
+        }
+    };
+
+    let (allow, bad) = AllowList::parse(&tg.allow_from);
+    for b in bad {
+        log::warn!("telegram.allow_from: ignored \"{b}\": not a numeric id or a @username");
+    }
+    let allow_len = allow.len();
+    if allow.is_empty() {
+        log::warn!(
+            "telegram.allow_from is empty: every user is refused (and told their id to add)"
+        );
+    }
+
+    let bot = Rc::new(Bot::new(agent.clone(), me.clone(), allow, t.outbox.clone()));
+    *slot.borrow_mut() = Some(bot.clone());
+    let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
+    {
+        let poll_timeout = tg.poll_timeout_secs;
+        let api = Api::new(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
+        let (offset, stop, backoff) = (bot.next_offset(), t.stop.clone(), t.backoff);
+        spawn_thread("yc-tg-poll", move || {
+            let fetch = |off| api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
+            poll_loop(fetch, offset, &backoff, &tx, &stop);
+        })
+        .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
+    }
+    log::info!(
+        "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
+        me.username,
+        t.api.host(),
+        allow_len,
+        tg.group_mode,
+        if agent.cfg.provider.stream {
+            "on"
+        } else {
+            "off"
+        }
+    );
+
+    let serve = async {
+        bot.serve(ex, rx).await;
+        false
+    };
+    let signalled = async {
+        signals.wait().await;
+        true
+    };
+    let by_signal = smol::future::or(serve, signalled).await;
+    stopping.close();
+    t.stop.set();
+    if !by_signal {
+        return Err(runtime("the Telegram poller stopped unexpectedly"));
+    }
+    log::info!("gateway: stopping");
+    shutdown(&bot, &t.outbox).await;
+    log::info!("gateway: stopped");
+    Ok(())
+}
+
+/// The bot token from its variable, checked for shape (never printed).
+fn bot_token(l: &Loaded) -> Result<String, CliError> {
+    let var = &l.cfg.telegram.token_env;
+    let Some(token) = l.env.get(var) else {
+        return Err(CliError::Usage(format!(
+            "telegram.enabled is true but {var} is not set: put the token from @BotFather in secrets.env or the environment"
+        )));
+    };
+    let token = token.trim().to_string();
+    let shape_ok = token.contains(':')
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'-'));
+    if !shape_ok {
+        return Err(CliError::Usage(format!(
+            "{var} does not look like a bot token (digits, a colon, then letters, as @BotFather gives it)"
+        )));
+    }
+    crate::security::scrub::install_secret_literals([token.clone()]);
+    Ok(token)
+}
+
+/// The backoff waits: the spec's, or shortened by the test variable (logged).
+fn test_backoff() -> Backoff {
+    let Ok(v) = std::env::var(TEST_BACKOFF_SCALE_ENV) else {
+        return Backoff::standard();
+    };
+    match Backoff::parse_scale(&v) {
+        Some(f) => {
+            let b = Backoff::scaled(f);
+            log::warn!(
+                "gateway: {TEST_BACKOFF_SCALE_ENV}={} shortens every Telegram backoff wait (tests only)",
+                b.scale
+            );
+            b
+        }
+        None => {
+            log::warn!("gateway: ignored {TEST_BACKOFF_SCALE_ENV}: not a number");
+            Backoff::standard()
+        }
+    }
+}
+
+/// `getMe`, retried on transient errors; a refused token is fatal.
+async fn identify(
+    api: &Api,
+    workers: &Workers,
+    backoff: &Backoff,
+    token_env: &str,
+) -> Result<Option<BotIdentity>, CliError> {
+    let mut delay = ErrorDelay::new(backoff);
+    loop {
+        let a = api.clone();
+        let result = workers
+            .run(move || a.get_me())
+            .await
+            .map_err(|e| runtime(format!("cannot ask Telegram who the bot is: {e}")))?;
+        let e = match result {
+            Ok(me) => return Ok(Some(me)),
+            Err(e) => e,
+        };
+        let wait = match &e {
+            ApiError::Unauthorized | ApiError::NotFound => {
+                let status = if e == ApiError::Unauthorized {
+                    401
+                } else {
+                    404
+                };
+                return Err(CliError::Runtime(format!(
+                    "Telegram refused the bot token (HTTP {status}): check {token_env} (a token from @BotFather) and telegram.api_base"
+                )));
+            }
+            ApiError::RateLimited { retry_after_secs } => backoff.retry_after(*retry_after_secs),
+            _ => delay.next_delay(),
+        };
+        log::warn!(
+            "telegram: getMe failed ({e}); retrying in {} ms",
+            wait.as_millis()
+        );
+        smol::Timer::after(wait).await;
+    }
+}
+
+/// Let running turns finish briefly, tell the rest to resend, flush the sender.
+async fn shutdown(bot: &Bot, outbox: &Outbox) {
+    let start = Instant::now();
+    let tick = Duration::from_millis(SHUTDOWN_TICK_MS);
+    while bot.running_turns() > 0 && start.elapsed() < Duration::from_millis(TURN_GRACE_MS) {
+        smol::Timer::after(tick).await;
+    }
+    bot.tell_unanswered_chats();
+    while !outbox.is_idle() && start.elapsed() < Duration::from_millis(SHUTDOWN_LIMIT_MS) {
+        smol::Timer::after(tick).await;
+    }
+    if !outbox.is_idle() {
+        log::warn!("gateway: exiting with Telegram messages still unsent");
+    }
+}

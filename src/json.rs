@@ -1,0 +1,458 @@
+//! Small JSON helpers around miniserde: a position-reporting syntax check (miniserde's
+//! errors carry no position), typed accessors over `json::Value`, and string escaping.
+//!
+//! # Bounds
+//! The checker is iterative (an explicit stack on the heap), so deep nesting cannot
+//! overflow the stack; nesting deeper than `MAX_JSON_DEPTH` is reported as an error.
+//! Callers bound the input size before calling anything here.
+
+use miniserde::json::{self, Array, Number, Object, Value};
+use std::fmt;
+
+/// Deepest nesting accepted by [`check_syntax`].
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// A JSON syntax error with a 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyntaxError {
+    pub line: usize,
+    pub column: usize,
+    pub message: &'static str,
+}
+
+impl fmt::Display for SyntaxError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for SyntaxError {}
+
+/// Parse `text` into a `Value`, reporting the position of the first syntax error.
+pub fn parse_value(text: &str) -> Result<Value, SyntaxError> {
+    check_syntax(text)?;
+    json::from_str::<Value>(text).map_err(|_| SyntaxError {
+        line: 1,
+        column: 1,
+        message: "invalid JSON",
+    })
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Frame {
+    Object,
+    Array,
+}
+
+/// Validate JSON syntax (RFC 8259) without building anything.
+pub fn check_syntax(text: &str) -> Result<(), SyntaxError> {
+    let b = text.as_bytes();
+    let mut i = 0usize;
+    let mut stack: Vec<Frame> = Vec::new();
+    let err = |pos: usize, message: &'static str| Err(mk(text, pos, message));
+    // State: expecting a value (possibly closing an empty container).
+    let mut expect_value = true;
+    let mut allow_close = false; // `]`/`}` allowed right after open
+    loop {
+        i = skip_ws(b, i);
+        if expect_value {
+            let Some(&c) = b.get(i) else {
+                return err(i, "unexpected end of input, expected a value");
+            };
+            match c {
+                b'{' => {
+                    if stack.len() >= MAX_JSON_DEPTH {
+                        return err(i, "nesting too deep");
+                    }
+                    stack.push(Frame::Object);
+                    i += 1;
+                    i = skip_ws(b, i);
+                    match b.get(i) {
+                        Some(b'}') => {
+                            stack.pop();
+                            i += 1;
+                            expect_value = false;
+                            continue;
+                        }
+                        Some(b'"') => {
+                            i = scan_key(b, i).map_err(|(p, m)| mk(text, p, m))?;
+                        }
+                        Some(_) => return err(i, "expected a string key or '}'"),
+                        None => return err(i, "unexpected end of input inside an object"),
+                    }
+                    continue;
+                }
+                b'[' => {
+                    if stack.len() >= MAX_JSON_DEPTH {
+                        return err(i, "nesting too deep");
+                    }
+                    stack.push(Frame::Array);
+                    i += 1;
+                    allow_close = true;
+                    continue;
+                }
+                b']' if allow_close => {
+                    stack.pop();
+                    i += 1;
+                    expect_value = false;
+                }
+                b'"' => {
+                    i = scan_string(b, i).map_err(|(p, m)| mk(text, p, m))?;
+                    expect_value = false;
+                }
+                b't' | b'f' | b'n' => {
+                    let word: &[u8] = match c {
+                        b't' => b"true",
+                        b'f' => b"false",
+                        _ => b"null",
+                    };
+                    if b.get(i..i + word.len()) != Some(word) {
+                        return err(i, "invalid literal (expected true, false or null)");
+                    }
+                    i += word.len();
+                    expect_value = false;
+                }
+                b'-' | b'0'..=b'9' => {
+                    i = scan_number(b, i).map_err(|(p, m)| mk(text, p, m))?;
+                    expect_value = false;
+                }
+                _ => return err(i, "expected a value"),
+            }
+            allow_close = false;
+            continue;
+        }
+        // After a value.
+        let Some(top) = stack.last().copied() else {
+            if i < b.len() {
+                return err(i, "unexpected text after the end of the JSON value");
+            }
+            return Ok(());
+        };
+        match (top, b.get(i)) {
+            (Frame::Array, Some(b',')) => {
+                i += 1;
+                expect_value = true;
+            }
+            (Frame::Array, Some(b']')) | (Frame::Object, Some(b'}')) => {
+                stack.pop();
+                i += 1;
+            }
+            (Frame::Object, Some(b',')) => {
+                i += 1;
+                i = skip_ws(b, i);
+                if b.get(i) != Some(&b'"') {
+                    return err(i, "expected a string key after ','");
+                }
+                i = scan_key(b, i).map_err(|(p, m)| mk(text, p, m))?;
+                expect_value = true;
+            }
+            (Frame::Array, Some(_)) => return err(i, "expected ',' or ']'"),
+            (Frame::Object, Some(_)) => return err(i, "expected ',' or '}'"),
+            (_, None) => return err(i, "unexpected end of input"),
+        }
+    }
+}
+
+fn mk(text: &str, pos: usize, message: &'static str) -> SyntaxError {
+    let (line, column) = line_col(text, pos);
+    SyntaxError {
+        line,
+        column,
+        message,
+    }
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(c) = b.get(i) {
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// Scan `"key"` then `:`; returns the index after the colon. The caller resumes
+/// expecting a value.
+fn scan_key(b: &[u8], i: usize) -> Result<usize, (usize, &'static str)> {
+    let mut j = scan_string(b, i)?;
+    j = skip_ws(b, j);
+    if b.get(j) != Some(&b':') {
+        return Err((j, "expected ':' after the key"));
+    }
+    Ok(j + 1)
+}
+
+fn scan_string(b: &[u8], i: usize) -> Result<usize, (usize, &'static str)> {
+    let mut j = i + 1;
+    loop {
+        match b.get(j) {
+            None => return Err((i, "unterminated string")),
+            Some(b'"') => return Ok(j + 1),
+            Some(b'\\') => match b.get(j + 1) {
+                Some(b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') => j += 2,
+                Some(b'u') => {
+                    let hex = b.get(j + 2..j + 6).ok_or((j, "truncated \\u escape"))?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return Err((j, "invalid \\u escape"));
+                    }
+                    j += 6;
+                }
+                _ => return Err((j, "invalid escape in string")),
+            },
+            Some(c) if *c < 0x20 => return Err((j, "control character in string (escape it)")),
+            Some(_) => j += 1,
+        }
+    }
+}
+
+fn scan_number(b: &[u8], i: usize) -> Result<usize, (usize, &'static str)> {
+    let mut j = i;
+    if b.get(j) == Some(&b'-') {
+        j += 1;
+    }
+    match b.get(j) {
+        Some(b'0') => j += 1,
+        Some(b'1'..=b'9') => {
+            while matches!(b.get(j), Some(b'0'..=b'9')) {
+                j += 1;
+            }
+        }
+        _ => return Err((j, "invalid number")),
+    }
+    if b.get(j) == Some(&b'.') {
+        j += 1;
+        if !matches!(b.get(j), Some(b'0'..=b'9')) {
+            return Err((j, "invalid number: digit expected after '.'"));
+        }
+        while matches!(b.get(j), Some(b'0'..=b'9')) {
+            j += 1;
+        }
+    }
+    if matches!(b.get(j), Some(b'e' | b'E')) {
+        j += 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        if !matches!(b.get(j), Some(b'0'..=b'9')) {
+            return Err((j, "invalid number: digit expected in exponent"));
+        }
+        while matches!(b.get(j), Some(b'0'..=b'9')) {
+            j += 1;
+        }
+    }
+    Ok(j)
+}
+
+/// 1-based line and column (in characters) of byte offset `pos`.
+pub fn line_col(text: &str, pos: usize) -> (usize, usize) {
+    let pos = pos.min(text.len());
+    let mut line = 1;
+    let mut col = 1;
+    for (idx, ch) in text.char_indices() {
+        if idx >= pos {
+            break;
+        }
+        if ch == '\n' {
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
+    }
+    (line, col)
+}
+
+/// Encode `s` as a JSON string literal.
+pub fn quote(s: &str) -> String {
+    json::to_string(&s)
+}
+
+/// Member `key` of an object value.
+pub fn get<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match v {
+        Value::Object(o) => o.get(key),
+        _ => None,
+    }
+}
+
+/// Follow a path of object keys.
+pub fn path<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    let mut cur = v;
+    for k in keys {
+        cur = get(cur, k)?;
+    }
+    Some(cur)
+}
+
+pub fn as_str(v: &Value) -> Option<&str> {
+    match v {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+pub fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    get(v, key).and_then(as_str)
+}
+
+pub fn as_array(v: &Value) -> Option<&Array> {
+    match v {
+        Value::Array(a) => Some(a),
+        _ => None,
+    }
+}
+
+pub fn as_object(v: &Value) -> Option<&Object> {
+    match v {
+        Value::Object(o) => Some(o),
+        _ => None,
+    }
+}
+
+pub fn as_i64(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(Number::U64(n)) => i64::try_from(*n).ok(),
+        Value::Number(Number::I64(n)) => Some(*n),
+        Value::Number(Number::F64(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => Some(*f as i64),
+        _ => None,
+    }
+}
+
+pub fn as_u64(v: &Value) -> Option<u64> {
+    as_i64(v).and_then(|n| u64::try_from(n).ok())
+}
+
+pub fn as_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(Number::U64(n)) => Some(*n as f64),
+        Value::Number(Number::I64(n)) => Some(*n as f64),
+        Value::Number(Number::F64(f)) => Some(*f),
+        _ => None,
+    }
+}
+
+pub fn as_bool(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        _ => None,
+    }
+}
+
+/// Build an object from pairs.
+pub fn object<I, K>(pairs: I) -> Value
+where
+    I: IntoIterator<Item = (K, Value)>,
+    K: Into<String>,
+{
+    let mut o = Object::new();
+    for (k, v) in pairs {
+        o.insert(k.into(), v);
+    }
+    Value::Object(o)
+}
+
+pub fn string(s: impl Into<String>) -> Value {
+    Value::String(s.into())
+}
+
+pub fn number(n: u64) -> Value {
+    Value::Number(Number::U64(n))
+}
+
+pub fn array(items: Vec<Value>) -> Value {
+    let mut a = Array::new();
+    a.extend(items);
+    Value::Array(a)
+}
+
+/// Serialize a value.
+pub fn to_string(v: &Value) -> String {
+    json::to_string(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn valid_documents_pass() {
+        for ok in [
+            "{}",
+            "[]",
+            " {\"a\": [1, -2.5e3, true, false, null, \"x\\u00e9\\n\"], \"b\": {}} ",
+            "0",
+            "\"s\"",
+            "[[[]]]",
+            "{\"a\":{\"b\":{\"c\":[]}}}",
+        ] {
+            assert_eq!(check_syntax(ok), Ok(()), "{ok}");
+            assert!(parse_value(ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[test]
+    fn errors_carry_line_and_column() {
+        let e = check_syntax("{\n  \"a\": 1,\n  \"b\": tru\n}").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 8));
+        let e = check_syntax("{\"a\": 1,}").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 9));
+        let e = check_syntax("{\"a\" 1}").unwrap_err();
+        assert_eq!(e.message, "expected ':' after the key");
+        let e = check_syntax("[1 2]").unwrap_err();
+        assert_eq!((e.line, e.column), (1, 4));
+        assert!(check_syntax("{\"a\":1} x").is_err());
+        assert!(check_syntax("").is_err());
+        assert!(check_syntax("[").is_err());
+        assert!(check_syntax("{\"a\":\"\n\"}").is_err());
+        assert!(check_syntax("01").is_err());
+        assert!(check_syntax("[,]").is_err());
+        assert!(check_syntax("[1,]").is_err());
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        assert_eq!(check_syntax(&deep).unwrap_err().message, "nesting too deep");
+    }
+
+    #[test]
+    fn random_bytes_never_panic_and_agree_with_miniserde() {
+        let alphabet = b"{}[]\",:0123456789-+.eEtrufalsn \n\\u";
+        let mut x: u64 = 0x2545F4914F6CDD1D;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 24) as usize;
+            let mut s = String::new();
+            let mut y = x;
+            for _ in 0..len {
+                y ^= y << 13;
+                y ^= y >> 7;
+                y ^= y << 17;
+                s.push(alphabet[(y % alphabet.len() as u64) as usize] as char);
+            }
+            let ours = check_syntax(&s).is_ok();
+            let theirs = json::from_str::<Value>(&s).is_ok();
+            if ours {
+                assert!(theirs, "we accepted what miniserde rejects: {s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn accessors() {
+        let v = parse_value(r#"{"a":{"b":"c","n":5,"f":1.0,"neg":-3}}"#).unwrap();
+        assert_eq!(path(&v, &["a", "b"]).and_then(as_str), Some("c"));
+        assert_eq!(path(&v, &["a", "n"]).and_then(as_u64), Some(5));
+        assert_eq!(path(&v, &["a", "f"]).and_then(as_u64), Some(1));
+        assert_eq!(path(&v, &["a", "neg"]).and_then(as_u64), None);
+        assert_eq!(quote("a\"b\n"), "\"a\\\"b\\n\"");
+    }
+}

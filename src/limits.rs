@@ -1,0 +1,84 @@
+//! Every fixed bound of the program in one place, with its unit in its name.
+//!
+//! Config keys may override some of these; overrides are clamped to the ranges noted
+//! beside them in `config`. Anything that can grow (queues, buffers, caches, tables,
+//! bodies) has its bound here or in a config key.
+
+/// Largest `config.json` we read; a bigger file is refused.
+pub const MAX_CONFIG_BYTES: u64 = 256 * 1024;
+/// Largest `secrets.env` we read.
+pub const MAX_SECRETS_BYTES: u64 = 64 * 1024;
+/// Largest workspace bootstrap file (SOUL.md …) put into the system prompt; the rest is cut.
+pub const MAX_BOOTSTRAP_FILE_BYTES: usize = 16 * 1024;
+/// Largest provider response body read into memory.
+pub const MAX_PROVIDER_RESPONSE_BYTES: u64 = 4 * 1024 * 1024;
+/// Largest request body we send a provider (system prompt + history + tools).
+pub const MAX_PROVIDER_REQUEST_BYTES: usize = 2 * 1024 * 1024;
+/// ureq input/output buffer per layer (its default is 128 KiB: see STACK-NOTES).
+pub const HTTP_BUFFER_BYTES: usize = 16 * 1024;
+/// Largest response header block accepted.
+pub const HTTP_MAX_HEADER_BYTES: usize = 16 * 1024;
+/// Idle pooled connections kept by one HTTP agent.
+pub const HTTP_MAX_IDLE_CONNECTIONS: usize = 2;
+/// TCP+TLS connect timeout for every outgoing request.
+pub const HTTP_CONNECT_TIMEOUT_SECS: u64 = 10;
+/// Default cap on one tool result before it enters history (config `agent.max_tool_result_bytes`).
+pub const DEFAULT_TOOL_RESULT_BYTES: usize = 16 * 1024;
+/// Largest file `read_file` reads; longer files are cut with a marker.
+pub const MAX_READ_FILE_BYTES: u64 = 256 * 1024;
+/// Most entries `list_dir` returns.
+pub const MAX_LIST_DIR_ENTRIES: usize = 500;
+/// Largest tool-call arguments string accepted from a model.
+pub const MAX_TOOL_ARGS_BYTES: usize = 256 * 1024;
+/// Most tool calls accepted from one model answer; the rest are ignored with a note.
+pub const MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
+/// Largest user message accepted from any channel; longer input is cut.
+pub const MAX_USER_MESSAGE_BYTES: usize = 32 * 1024;
+/// Most history messages loaded into one request before compaction exists.
+pub const DEFAULT_HISTORY_MESSAGES: usize = 40;
+/// Messages queued behind a running turn in one session; overflow gets a "busy" reply.
+pub const MAX_QUEUED_PER_SESSION: usize = 4;
+/// Inbound queue from all channel threads to the executor.
+pub const INBOUND_QUEUE_LEN: usize = 64;
+/// Jobs queued for the blocking worker threads.
+pub const WORKER_QUEUE_LEN: usize = 32;
+/// Blocking worker threads (HTTP calls, child processes).
+pub const WORKER_THREADS: usize = 2;
+/// Stack of every thread we start (ring/rustls handshakes fit comfortably).
+pub const THREAD_STACK_BYTES: usize = 256 * 1024;
+/// SQLite page cache per connection, in KiB (negative `cache_size` pragma).
+pub const DB_CACHE_KIB: i64 = 256;
+/// SQLite busy timeout.
+pub const DB_BUSY_TIMEOUT_MS: u64 = 5_000;
+/// Prepared statements cached per connection.
+pub const DB_STATEMENT_CACHE: usize = 16;
+/// Largest skills index put into the system prompt.
+pub const MAX_SKILLS_INDEX_BYTES: usize = 4 * 1024;
+/// Most skills listed in the prompt.
+pub const MAX_SKILLS: usize = 32;
+
+// Provider retries, fallbacks and streaming (`provider::retry`, `provider::stream`).
+
+/// Attempts per provider for a transient failure (429, 5xx, 529, network) before the
+/// next fallback is tried.
+pub const PROVIDER_ATTEMPTS: u32 = 3;
+/// First backoff delay; each retry doubles it, with jitter (50–100 % of the value).
+pub const RETRY_BASE_DELAY_MS: u64 = 1_000;
+/// Longest single backoff delay.
+pub const RETRY_MAX_DELAY_MS: u64 = 10_000;
+/// Longest `Retry-After` we wait for; a provider asking for more is skipped for this
+/// request (the next fallback is tried at once).
+pub const RETRY_AFTER_MAX_SECS: u64 = 30;
+/// No new attempt on one provider once this much time has passed since its first
+/// attempt (requests and sleeps included).
+pub const RETRY_BUDGET_SECS: u64 = 60;
+/// Longest SSE line (and longest event data) accepted; a longer one is an error.
+pub const MAX_SSE_LINE_BYTES: usize = 512 * 1024;
+/// Bytes read from a streamed body per read call (a stack buffer on the worker thread).
+pub const STREAM_READ_CHUNK_BYTES: usize = 4 * 1024;
+/// Text deltas queued from the worker thread to the executor; the reader waits when full.
+pub const STREAM_QUEUE_LEN: usize = 16;
+/// Overall cap on one streamed request (the per-read stall guard is `provider.timeout_secs`).
+pub const STREAM_MAX_SECS: u64 = 900;
+/// Most distinct tool calls assembled from one streamed answer; further ones are dropped.
+pub const MAX_STREAM_TOOL_CALLS: usize = 32;

@@ -1,0 +1,190 @@
+//! `yoctoclaw onboard`: create the home, `config.json` with every default, and the
+//! workspace's starter markdown files. Never overwrites an existing file without `--force`.
+
+use crate::config::Home;
+use crate::files::{create_dir_private, write_atomic};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// `config.json` as written by onboard: every key with its default. Keys starting with
+/// `//` are comments (the config reader skips them).
+pub const CONFIG_TEMPLATE: &str = r#"{
+  "//": "yoctoclaw settings. Every key is optional; these are the defaults. Secrets never go here: keys are read from the environment variables named below (or secrets.env, mode 0600).",
+  "provider": {
+    "//": "kind: openai (any OpenAI-compatible server: OpenRouter, OpenAI, Ollama http://127.0.0.1:11434/v1, llama.cpp, vLLM, Groq...) or anthropic (base_url https://api.anthropic.com)",
+    "kind": "openai",
+    "base_url": "https://openrouter.ai/api/v1",
+    "model": "anthropic/claude-sonnet-4.5",
+    "api_key_env": "YOCTOCLAW_API_KEY",
+    "max_tokens": 1024,
+    "timeout_secs": 120,
+    "stream": false
+  },
+  "fallbacks": [],
+  "telegram": {
+    "//": "allow_from: numeric user ids (as strings) or @usernames; empty means nobody",
+    "enabled": false,
+    "api_base": "https://api.telegram.org",
+    "token_env": "TELEGRAM_BOT_TOKEN",
+    "allow_from": [],
+    "poll_timeout_secs": 50,
+    "group_mode": "mention"
+  },
+  "agent": {
+    "//": "autonomy: read_only, supervised (asks before writes, exec and cron changes) or full",
+    "max_tool_iterations": 10,
+    "max_sessions": 16,
+    "autonomy": "supervised",
+    "timezone": "UTC",
+    "approval_timeout_secs": 120,
+    "history_messages": 40,
+    "max_tool_result_bytes": 16384,
+    "restrict_to_workspace": true,
+    "//compact": "history compaction: past compact_after_messages messages or compact_after_tokens (bytes/4), older messages are summarised; the newest keep_recent_messages stay verbatim",
+    "compact_after_messages": 30,
+    "compact_after_tokens": 16000,
+    "keep_recent_messages": 10
+  },
+  "heartbeat": {
+    "//": "deliver_to: telegram:<chat_id>, stdout, or empty (log only)",
+    "enabled": true,
+    "interval_mins": 30,
+    "deliver_to": ""
+  },
+  "memory": {
+    "//": "categories: core never expires; daily, conversation and custom are deleted after *_days. min_relevance_milli: bm25 score x 1000 a search match needs to enter the prompt",
+    "inject_top_k": 5,
+    "inject_budget_bytes": 4096,
+    "daily_days": 30,
+    "conversation_days": 7,
+    "custom_days": 90,
+    "cache_kib": 256,
+    "min_relevance_milli": 100
+  },
+  "tools": {
+    "exec": { "timeout_secs": 30, "max_output_bytes": 16384 },
+    "web_fetch": { "allow_private": false, "max_bytes": 524288, "timeout_secs": 20 }
+  },
+  "serial": { "device": "", "baud": 115200, "echo": false },
+  "budget": { "daily_tokens": null, "monthly_tokens": null },
+  "log_level": "info"
+}
+"#;
+
+pub const WORKSPACE_FILES: &[(&str, &str)] = &[
+    (
+        "IDENTITY.md",
+        "# Identity\n\nYou are yoctoclaw, a personal AI assistant running on a small Linux board.\nYou talk with your owner over Telegram, a terminal or a serial line.\n",
+    ),
+    (
+        "SOUL.md",
+        "# Soul\n\n- Be concise: replies are read on a phone or a 80-column terminal.\n- Be honest about what you do not know; never invent file contents or command output.\n- Prefer doing over explaining when a tool can answer the question.\n- Ask before anything destructive or irreversible.\n",
+    ),
+    (
+        "USER.md",
+        "# User\n\n<!-- Tell the assistant about yourself: name, language, time zone, what you use it for. -->\n- Name:\n- Preferred language: English\n",
+    ),
+    (
+        "AGENTS.md",
+        "# How to work\n\n- Use tools to look things up instead of guessing.\n- Files you create live in this workspace folder.\n- Store lasting facts about the user with memory_store; search memory before asking again.\n- Keep answers short unless asked for detail.\n",
+    ),
+    (
+        "TOOLS.md",
+        "# Tools\n\nNotes about the tools and this board (paths, devices, services) go here.\nTools are confined to the workspace folder.\n",
+    ),
+    (
+        "HEARTBEAT.md",
+        "# Heartbeat\n\n<!-- Every heartbeat interval the assistant reads this file. While it holds only headings,\n     comments and blank lines, no model call is made. Add tasks as plain lines, e.g.:\n     - Check disk space and tell me if it is above 90%.\n     The assistant answers HEARTBEAT_OK when nothing needs your attention. -->\n",
+    ),
+];
+
+/// What onboard did, for the report.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub created: Vec<PathBuf>,
+    pub overwritten: Vec<PathBuf>,
+    pub kept: Vec<PathBuf>,
+}
+
+/// Create the home. Existing files are kept unless `force`.
+pub fn run(home: &Home, force: bool) -> std::io::Result<Report> {
+    let mut report = Report::default();
+    create_dir_private(&home.dir, 0o700)?;
+    create_dir_private(&home.workspace(), 0o700)?;
+    create_dir_private(&home.workspace().join("skills"), 0o700)?;
+    let mut files: Vec<(PathBuf, &str, u32)> = vec![(home.config_file(), CONFIG_TEMPLATE, 0o600)];
+    for (name, text) in WORKSPACE_FILES {
+        files.push((home.workspace().join(name), text, 0o644));
+    }
+    for (path, text, mode) in files {
+        let exists = path.exists();
+        if exists && !force {
+            report.kept.push(path);
+            continue;
+        }
+        write_atomic(&path, text.as_bytes(), mode)?;
+        if exists {
+            report.overwritten.push(path);
+        } else {
+            report.created.push(path);
+        }
+    }
+    Ok(report)
+}
+
+/// The text printed after onboarding.
+pub fn summary(home: &Home, r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "yoctoclaw home: {}", home.dir.display());
+    for p in &r.created {
+        let _ = writeln!(s, "  created      {}", p.display());
+    }
+    for p in &r.overwritten {
+        let _ = writeln!(s, "  overwritten  {}", p.display());
+    }
+    if !r.kept.is_empty() {
+        let _ = writeln!(
+            s,
+            "  kept {} existing file(s) unchanged (use onboard --force to overwrite them)",
+            r.kept.len()
+        );
+    }
+    let _ = writeln!(s, "\nNext steps:");
+    let _ = writeln!(
+        s,
+        "  1. Give it an API key: export YOCTOCLAW_API_KEY=...  (or put YOCTOCLAW_API_KEY=... in {} and chmod 600 it)",
+        home.secrets_file().display()
+    );
+    let _ = writeln!(
+        s,
+        "  2. Check provider.base_url and provider.model in {} (default: OpenRouter). A local http:// server (Ollama, llama.cpp) needs no key.",
+        home.config_file().display()
+    );
+    let _ = writeln!(
+        s,
+        "  3. Chat: yoctoclaw agent   (one turn: yoctoclaw agent -m \"hello\")"
+    );
+    let _ = writeln!(
+        s,
+        "  4. Telegram: set telegram.enabled and telegram.allow_from, export TELEGRAM_BOT_TOKEN=..., then run yoctoclaw gateway"
+    );
+    let _ = write!(s, "  5. Check everything: yoctoclaw doctor");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, Env};
+
+    #[test]
+    fn template_is_exactly_the_defaults() {
+        let cfg = crate::config::parse(
+            Some(CONFIG_TEMPLATE),
+            std::path::Path::new("config.json"),
+            &Env::isolated(&[]),
+        )
+        .unwrap();
+        assert_eq!(cfg, Config::default());
+    }
+}

@@ -1,0 +1,249 @@
+//! The HTTP client settings every outgoing request shares (small buffers, timeouts,
+//! status codes as values) and a bounded POST/GET helper with typed errors.
+//!
+//! # Bounds
+//! `HTTP_BUFFER_BYTES` per buffer (ureq's default is 128 KiB per layer), response headers
+//! up to `HTTP_MAX_HEADER_BYTES`, bodies up to the limit the caller passes,
+//! `HTTP_MAX_IDLE_CONNECTIONS` pooled connections.
+//!
+//! # Blocking
+//! Every function that sends blocks until the exchange ends or times out;
+//! [`post_streaming`] returns after the response headers and leaves the body to the caller.
+
+use crate::limits::{
+    HTTP_BUFFER_BYTES, HTTP_CONNECT_TIMEOUT_SECS, HTTP_MAX_HEADER_BYTES, HTTP_MAX_IDLE_CONNECTIONS,
+    MAX_PROVIDER_RESPONSE_BYTES,
+};
+use std::fmt;
+use std::time::Duration;
+
+/// An HTTP agent with our bounds and an overall timeout.
+pub fn agent(timeout_secs: u64) -> ureq::Agent {
+    let config = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_secs(HTTP_CONNECT_TIMEOUT_SECS)))
+        .timeout_global(Some(Duration::from_secs(timeout_secs.max(1))))
+        .input_buffer_size(HTTP_BUFFER_BYTES)
+        .output_buffer_size(HTTP_BUFFER_BYTES)
+        .max_response_header_size(HTTP_MAX_HEADER_BYTES)
+        .max_idle_connections(HTTP_MAX_IDLE_CONNECTIONS)
+        .max_idle_connections_per_host(1)
+        .user_agent(concat!("yoctoclaw/", env!("CARGO_PKG_VERSION")))
+        .build();
+    with_config(config)
+}
+
+/// An agent with our connector chain: proxy CONNECT, TCP, then TLS with the build-time
+/// clock floor (`provider::tls`).
+pub fn with_config(config: ureq::config::Config) -> ureq::Agent {
+    use ureq::unversioned::transport::{ConnectProxyConnector, Connector, TcpConnector};
+    let connector =
+        ().chain(ConnectProxyConnector::default())
+            .chain(TcpConnector::default())
+            .chain(super::tls::FloorClockTls);
+    ureq::Agent::with_parts(
+        config,
+        connector,
+        ureq::unversioned::resolver::DefaultResolver::default(),
+    )
+}
+
+/// A transport failure (no HTTP status to look at).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HttpError {
+    /// DNS, connect, TLS, or the connection broke.
+    Unreachable(String),
+    Timeout,
+    /// The body was larger than allowed.
+    TooLarge,
+    /// The body is not UTF-8 or the exchange was malformed.
+    Malformed(String),
+}
+
+impl fmt::Display for HttpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HttpError::Unreachable(d) => write!(f, "unreachable: {d}"),
+            HttpError::Timeout => f.write_str("timed out"),
+            HttpError::TooLarge => f.write_str("response too large"),
+            HttpError::Malformed(d) => write!(f, "malformed response: {d}"),
+        }
+    }
+}
+
+impl std::error::Error for HttpError {}
+
+impl HttpError {
+    /// Map to a provider error naming the host of `url` (never the path: it may hold a token).
+    pub fn into_provider(self, url: &str) -> super::ProviderError {
+        let host = host_of(url);
+        match self {
+            HttpError::Unreachable(detail) => super::ProviderError::Unreachable { host, detail },
+            HttpError::Timeout => super::ProviderError::Timeout { host },
+            HttpError::TooLarge => super::ProviderError::TooLarge,
+            HttpError::Malformed(detail) => super::ProviderError::BadResponse { detail },
+        }
+    }
+}
+
+/// `host:port` of a URL, for messages.
+pub fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    authority
+        .rsplit_once('@')
+        .map(|(_, h)| h)
+        .unwrap_or(authority)
+        .to_string()
+}
+
+/// Map a ureq error to ours, with a short secret-free detail.
+pub fn map_error(e: ureq::Error) -> HttpError {
+    use ureq::Error as E;
+    match e {
+        E::Timeout(_) => HttpError::Timeout,
+        E::HostNotFound => HttpError::Unreachable("host not found".into()),
+        E::ConnectionFailed => HttpError::Unreachable("connection failed".into()),
+        E::BodyExceedsLimit(_) => HttpError::TooLarge,
+        E::Io(io) if io.get_ref().is_some_and(|e| e.is::<rustls::Error>()) => {
+            let detail = io
+                .get_ref()
+                .and_then(|e| e.downcast_ref::<rustls::Error>())
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            HttpError::Unreachable(format!("TLS: {detail}"))
+        }
+        E::Io(io) => match io.kind() {
+            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => HttpError::Timeout,
+            std::io::ErrorKind::InvalidData => HttpError::Malformed("body is not UTF-8".into()),
+            kind => HttpError::Unreachable(io_kind_text(kind, &io)),
+        },
+        E::Tls(t) => HttpError::Unreachable(format!("TLS: {t}")),
+        E::Rustls(r) => HttpError::Unreachable(format!("TLS: {r}")),
+        E::BadUri(_) => HttpError::Unreachable("bad URL".into()),
+        other => {
+            HttpError::Malformed(crate::security::scrub::scrub(&other.to_string()).into_owned())
+        }
+    }
+}
+
+fn io_kind_text(kind: std::io::ErrorKind, e: &std::io::Error) -> String {
+    use std::io::ErrorKind as K;
+    match kind {
+        K::ConnectionRefused => "connection refused".into(),
+        K::ConnectionReset => "connection reset".into(),
+        K::ConnectionAborted => "connection aborted".into(),
+        K::UnexpectedEof => "connection closed early".into(),
+        K::BrokenPipe => "connection broken".into(),
+        _ => crate::security::scrub::scrub(&e.to_string()).into_owned(),
+    }
+}
+
+/// Status, body text, and `Retry-After` seconds when present.
+pub type HttpReply = (u16, String, Option<u64>);
+
+/// POST a body; read the answer up to `MAX_PROVIDER_RESPONSE_BYTES`.
+pub fn post(
+    agent: &ureq::Agent,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &str,
+) -> Result<HttpReply, HttpError> {
+    let mut req = agent.post(url);
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    let resp = req.send(body).map_err(map_error)?;
+    read_reply(resp, MAX_PROVIDER_RESPONSE_BYTES)
+}
+
+/// POST a body and return the response with its body unread, for streaming: the overall
+/// timeout is `total` instead of the agent's, and `per_read` guards every read (a stalled
+/// stream times out, a long healthy one does not).
+pub fn post_streaming(
+    agent: &ureq::Agent,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &str,
+    per_read: Duration,
+    total: Duration,
+) -> Result<ureq::http::Response<ureq::Body>, HttpError> {
+    let mut req = agent.post(url);
+    for (k, v) in headers {
+        req = req.header(*k, v);
+    }
+    req.config()
+        .timeout_global(Some(total))
+        .timeout_recv_response(Some(per_read))
+        .timeout_per_read(Some(per_read))
+        .build()
+        .send(body)
+        .map_err(map_error)
+}
+
+/// Map an error from a body reader (`std::io::Read` over a ureq body).
+pub fn map_io_error(e: std::io::Error) -> HttpError {
+    if e.get_ref().is_some_and(|inner| inner.is::<ureq::Error>()) {
+        return match e.into_inner().map(|inner| inner.downcast::<ureq::Error>()) {
+            Some(Ok(u)) => map_error(*u),
+            _ => HttpError::Unreachable("connection broken".into()),
+        };
+    }
+    map_error(ureq::Error::Io(e))
+}
+
+/// The `Retry-After` header in seconds, when it is a plain number.
+pub fn retry_after<B>(resp: &ureq::http::Response<B>) -> Option<u64> {
+    resp.headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+/// GET with a body limit and an optional per-request overall timeout.
+pub fn get(
+    agent: &ureq::Agent,
+    url: &str,
+    limit: u64,
+    timeout: Option<Duration>,
+) -> Result<HttpReply, HttpError> {
+    let req = agent.get(url);
+    let resp = match timeout {
+        Some(t) => req.config().timeout_global(Some(t)).build().call(),
+        None => req.call(),
+    }
+    .map_err(map_error)?;
+    read_reply(resp, limit)
+}
+
+/// Read status, `Retry-After` and a bounded body.
+pub fn read_reply(
+    mut resp: ureq::http::Response<ureq::Body>,
+    limit: u64,
+) -> Result<HttpReply, HttpError> {
+    let status = resp.status().as_u16();
+    let retry_after = retry_after(&resp);
+    let text = resp
+        .body_mut()
+        .with_config()
+        .limit(limit)
+        .read_to_string()
+        .map_err(map_error)?;
+    Ok((status, text, retry_after))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_of_never_includes_the_path() {
+        assert_eq!(
+            host_of("https://api.telegram.org/bot123:SECRET/getUpdates"),
+            "api.telegram.org"
+        );
+        assert_eq!(host_of("http://127.0.0.1:8080/v1"), "127.0.0.1:8080");
+        assert_eq!(host_of("http://user:pw@h:1/x"), "h:1");
+    }
+}

@@ -1,0 +1,402 @@
+//! LLM providers: the chat types the agent speaks, the HTTP client shared by all
+//! providers, one module per wire protocol (`openai`, `anthropic`), streamed replies
+//! (`sse`, `stream`) and the retry policy (`retry`).
+//!
+//! # Bounds
+//! Response bodies (streamed or not) are read up to `MAX_PROVIDER_RESPONSE_BYTES`;
+//! request bodies above `MAX_PROVIDER_REQUEST_BYTES` are refused before sending.
+//! Connect timeout `HTTP_CONNECT_TIMEOUT_SECS`; overall timeout `provider.timeout_secs`,
+//! or for a streamed reply `provider.timeout_secs` per read (a stall) and
+//! `STREAM_MAX_SECS` overall.
+//!
+//! # Blocking
+//! [`Provider::chat_blocking`] and [`Provider::chat_stream_blocking`] block for the whole
+//! HTTP exchange: call them on a worker thread (`runtime::Workers`), never on the
+//! executor.
+
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod retry;
+pub mod sse;
+pub mod stream;
+pub mod tls;
+
+use crate::config::{Env, ProviderConfig, ProviderKind};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Role> {
+        Some(match s {
+            "system" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            _ => return None,
+        })
+    }
+}
+
+/// One tool call requested by the model. `arguments` is JSON text (an object).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool as the model sees it. `parameters` is a JSON Schema object as text.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: &'static str,
+}
+
+/// Token counts reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// The model's answer to one request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChatReply {
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub finish_reason: String,
+    pub usage: Option<Usage>,
+}
+
+/// Everything one request carries.
+pub struct ChatRequest<'a> {
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    /// Empty = no tools offered (used to force a final answer).
+    pub tools: &'a [ToolSpec],
+}
+
+/// Why a provider call failed. Display strings are short, secret-free and say what to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderError {
+    /// The env var that should hold the key is empty.
+    NoKey { env: String },
+    /// DNS failure, refused connection, TLS failure…
+    Unreachable { host: String, detail: String },
+    /// Connect or overall timeout.
+    Timeout { host: String },
+    /// 401/403.
+    Unauthorized {
+        status: u16,
+        detail: String,
+        env: String,
+    },
+    /// 404: usually an unknown model or a wrong base URL.
+    NotFound { model: String, detail: String },
+    /// 429.
+    RateLimited {
+        retry_after_secs: Option<u64>,
+        detail: String,
+    },
+    /// 5xx and other unexpected statuses.
+    Status { status: u16, detail: String },
+    /// 400 and other client errors the provider explains.
+    BadRequest { status: u16, detail: String },
+    /// The body is not the JSON we expect.
+    BadResponse { detail: String },
+    /// The body exceeded the size cap.
+    TooLarge,
+    /// The request we built is too large to send.
+    RequestTooLarge,
+    /// A streamed answer ended before its end marker (connection closed, reset…).
+    StreamCut { detail: String },
+    /// The caller went away while the answer was being read (shutdown).
+    Cancelled,
+}
+
+impl ProviderError {
+    /// Worth trying again (same provider after backoff, or a fallback).
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ProviderError::Unreachable { .. }
+            | ProviderError::Timeout { .. }
+            | ProviderError::RateLimited { .. }
+            | ProviderError::StreamCut { .. } => true,
+            ProviderError::Status { status, .. } => {
+                matches!(status, 500 | 502 | 503 | 504 | 529)
+            }
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for ProviderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProviderError::NoKey { env } => write!(
+                f,
+                "no API key: set {env} in the environment or in secrets.env (or point provider.base_url at a local http:// server)"
+            ),
+            ProviderError::Unreachable { host, detail } => write!(
+                f,
+                "cannot reach the provider at {host} ({detail}): check provider.base_url and the network"
+            ),
+            ProviderError::Timeout { host } => write!(
+                f,
+                "the provider at {host} did not answer in time: try again, or raise provider.timeout_secs"
+            ),
+            ProviderError::Unauthorized {
+                status,
+                detail,
+                env,
+            } => write!(
+                f,
+                "the provider refused the API key (HTTP {status}{}): check {env}",
+                detail_suffix(detail)
+            ),
+            ProviderError::NotFound { model, detail } => write!(
+                f,
+                "the provider does not know model \"{model}\" or the URL is wrong (HTTP 404{}): check provider.model and provider.base_url",
+                detail_suffix(detail)
+            ),
+            ProviderError::RateLimited { detail, .. } => write!(
+                f,
+                "the provider is rate limiting us (HTTP 429{}): wait a little and try again",
+                detail_suffix(detail)
+            ),
+            ProviderError::Status { status, detail } => write!(
+                f,
+                "the provider failed (HTTP {status}{}): try again later",
+                detail_suffix(detail)
+            ),
+            ProviderError::BadRequest { status, detail } => write!(
+                f,
+                "the provider rejected the request (HTTP {status}{}): check provider.model and provider.max_tokens",
+                detail_suffix(detail)
+            ),
+            ProviderError::BadResponse { detail } => write!(
+                f,
+                "the provider sent an answer yoctoclaw cannot read ({detail}): check provider.base_url and provider.kind"
+            ),
+            ProviderError::TooLarge => write!(
+                f,
+                "the provider's answer is larger than {} MiB: lower provider.max_tokens",
+                crate::limits::MAX_PROVIDER_RESPONSE_BYTES / (1024 * 1024)
+            ),
+            ProviderError::RequestTooLarge => write!(
+                f,
+                "the conversation is too large to send: start a fresh one with /new"
+            ),
+            ProviderError::StreamCut { detail } => write!(
+                f,
+                "the provider's streamed answer broke off before the end ({detail}): the answer is incomplete, try again"
+            ),
+            ProviderError::Cancelled => f.write_str("the request was cancelled"),
+        }
+    }
+}
+
+fn detail_suffix(detail: &str) -> String {
+    if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    }
+}
+
+impl std::error::Error for ProviderError {}
+
+/// A configured provider: its settings, its key (if any) and an HTTP agent.
+pub struct Provider {
+    pub cfg: ProviderConfig,
+    key: Option<String>,
+    agent: ureq::Agent,
+}
+
+impl fmt::Debug for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provider")
+            .field("kind", &self.cfg.kind)
+            .field("base_url", &self.cfg.base_url)
+            .field("model", &self.cfg.model)
+            .field("key", &self.key.as_ref().map(|_| "[REDACTED]"))
+            .finish()
+    }
+}
+
+impl Provider {
+    /// Look the key up; a missing key is an error except for plain-http (local) servers.
+    pub fn new(cfg: &ProviderConfig, env: &Env) -> Result<Provider, ProviderError> {
+        let key = env.get(&cfg.api_key_env);
+        if key.is_none() && cfg.base_url.starts_with("https://") {
+            return Err(ProviderError::NoKey {
+                env: cfg.api_key_env.clone(),
+            });
+        }
+        Ok(Provider {
+            cfg: cfg.clone(),
+            key,
+            agent: http::agent(cfg.timeout_secs),
+        })
+    }
+
+    /// Short label for logs and usage records: `openai:model`.
+    pub fn label(&self) -> String {
+        let kind = match self.cfg.kind {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        };
+        format!("{kind}:{}", self.cfg.model)
+    }
+
+    /// Build the request body on the caller's thread (cheap, no I/O).
+    pub fn build_body(&self, req: &ChatRequest<'_>) -> Result<String, ProviderError> {
+        let body = match self.cfg.kind {
+            ProviderKind::OpenAi => openai::request_body(&self.cfg, req),
+            ProviderKind::Anthropic => anthropic::request_body(&self.cfg, req),
+        };
+        if body.len() > crate::limits::MAX_PROVIDER_REQUEST_BYTES {
+            return Err(ProviderError::RequestTooLarge);
+        }
+        Ok(body)
+    }
+
+    /// Whether requests ask for a streamed answer (`provider.stream`).
+    pub fn streams(&self) -> bool {
+        self.cfg.stream
+    }
+
+    fn url(&self) -> String {
+        match self.cfg.kind {
+            ProviderKind::OpenAi => format!("{}/chat/completions", self.cfg.base_url),
+            ProviderKind::Anthropic => anthropic::messages_url(&self.cfg.base_url),
+        }
+    }
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers: Vec<(&str, String)> = vec![("Content-Type", "application/json".into())];
+        match (self.cfg.kind, &self.key) {
+            (ProviderKind::OpenAi, Some(k)) => {
+                headers.push(("Authorization", format!("Bearer {k}")))
+            }
+            (ProviderKind::Anthropic, Some(k)) => headers.push(("x-api-key", k.clone())),
+            (ProviderKind::OpenAi, None) => {}
+            (ProviderKind::Anthropic, None) => {}
+        }
+        if self.cfg.kind == ProviderKind::Anthropic {
+            headers.push(("anthropic-version", anthropic::API_VERSION.into()));
+        }
+        headers
+    }
+
+    /// Parse a complete 2xx body.
+    fn parse(&self, text: &str) -> Result<ChatReply, ProviderError> {
+        match self.cfg.kind {
+            ProviderKind::OpenAi => openai::parse_reply(text, &self.cfg),
+            ProviderKind::Anthropic => anthropic::parse_reply(text, &self.cfg),
+        }
+    }
+
+    /// A non-2xx answer as a typed error.
+    fn status_error(&self, status: u16, text: &str, retry_after: Option<u64>) -> ProviderError {
+        openai::status_error(status, text, retry_after, &self.cfg)
+    }
+
+    /// Send one request and parse the answer. Blocks: run on a worker thread.
+    pub fn chat_blocking(&self, body: &str) -> Result<ChatReply, ProviderError> {
+        let url = self.url();
+        let (status, text, retry_after) = http::post(&self.agent, &url, &self.headers(), body)
+            .map_err(|e| e.into_provider(&url))?;
+        if !(200..300).contains(&status) {
+            return Err(self.status_error(status, &text, retry_after));
+        }
+        self.parse(&text)
+    }
+
+    /// Send one request that asks for a streamed answer; `on_text` gets the visible text
+    /// as it arrives (never empty; returning false cancels). The reply is the same as
+    /// [`Provider::chat_blocking`] would give. A server that ignores `stream` and answers
+    /// with one JSON body is accepted (its text is handed to `on_text` once).
+    /// Blocks: run on a worker thread.
+    pub fn chat_stream_blocking(
+        &self,
+        body: &str,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<ChatReply, ProviderError> {
+        use crate::limits::{MAX_PROVIDER_RESPONSE_BYTES, STREAM_MAX_SECS};
+        use std::time::Duration;
+        let url = self.url();
+        let mut headers = self.headers();
+        headers.push(("Accept", "text/event-stream".into()));
+        let resp = http::post_streaming(
+            &self.agent,
+            &url,
+            &headers,
+            body,
+            Duration::from_secs(self.cfg.timeout_secs.max(1)),
+            Duration::from_secs(STREAM_MAX_SECS.max(self.cfg.timeout_secs)),
+        )
+        .map_err(|e| e.into_provider(&url))?;
+        let status = resp.status().as_u16();
+        let json_body = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
+        if !(200..300).contains(&status) || json_body {
+            let (status, text, retry_after) = http::read_reply(resp, MAX_PROVIDER_RESPONSE_BYTES)
+                .map_err(|e| e.into_provider(&url))?;
+            if !(200..300).contains(&status) {
+                return Err(self.status_error(status, &text, retry_after));
+            }
+            let reply = self.parse(&text)?;
+            if !reply.content.is_empty() && !on_text(&reply.content) {
+                return Err(ProviderError::Cancelled);
+            }
+            return Ok(reply);
+        }
+        let mut reader = resp
+            .into_body()
+            .into_with_config()
+            .limit(MAX_PROVIDER_RESPONSE_BYTES)
+            .reader();
+        stream::read_stream(&mut reader, &self.cfg, &http::host_of(&url), on_text)
+    }
+}

@@ -1,0 +1,109 @@
+//! The threading model: one thread runs the smol `LocalExecutor` (sessions, the agent
+//! loop, timers); blocking work (HTTP calls, child processes) runs on a small fixed pool
+//! of worker threads fed over a bounded async-channel.
+//!
+//! # Bounds
+//! `WORKER_THREADS` threads with `THREAD_STACK_BYTES` stacks; at most `WORKER_QUEUE_LEN`
+//! jobs wait for a thread (senders then wait, which is back-pressure, not a drop).
+//!
+//! # Blocking
+//! `Workers::run` is async and never blocks the executor; the jobs it runs may block.
+
+use crate::limits::{THREAD_STACK_BYTES, WORKER_QUEUE_LEN};
+use std::fmt;
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The worker pool went away (only at shutdown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkersGone;
+
+impl fmt::Display for WorkersGone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("worker threads stopped")
+    }
+}
+
+impl std::error::Error for WorkersGone {}
+
+/// A fixed pool of blocking worker threads.
+#[derive(Clone)]
+pub struct Workers {
+    tx: async_channel::Sender<Job>,
+}
+
+impl Workers {
+    /// Start `n` threads (at least one).
+    pub fn start(n: usize) -> Workers {
+        let (tx, rx) = async_channel::bounded::<Job>(WORKER_QUEUE_LEN);
+        for i in 0..n.max(1) {
+            let rx = rx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("yc-worker-{i}"))
+                .stack_size(THREAD_STACK_BYTES)
+                .spawn(move || {
+                    while let Ok(job) = rx.recv_blocking() {
+                        job();
+                    }
+                });
+            if let Err(e) = spawned {
+                log::error!("cannot start worker thread {i}: {e}");
+            }
+        }
+        Workers { tx }
+    }
+
+    /// Run a blocking closure on a worker thread and await its result.
+    pub async fn run<T, F>(&self, f: F) -> Result<T, WorkersGone>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let (rtx, rrx) = async_channel::bounded::<T>(1);
+        let job: Job = Box::new(move || {
+            let _ = rtx.send_blocking(f());
+        });
+        self.tx.send(job).await.map_err(|_| WorkersGone)?;
+        rrx.recv().await.map_err(|_| WorkersGone)
+    }
+}
+
+/// Start a named thread with the program's small stack size.
+pub fn spawn_thread<F>(name: &str, f: F) -> std::io::Result<std::thread::JoinHandle<()>>
+where
+    F: FnOnce() + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .stack_size(THREAD_STACK_BYTES)
+        .spawn(f)
+}
+
+/// Seconds since the Unix epoch by the wall clock (0 if the clock is before 1970); see
+/// `clock::now`, which this forwards to (it holds the test hook).
+pub fn now_secs() -> i64 {
+    crate::clock::now()
+}
+
+/// When this binary was built (seconds since the epoch): a floor for a sane wall clock.
+pub fn build_epoch() -> i64 {
+    env!("YOCTOCLAW_BUILD_EPOCH").parse().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_run_off_the_executor_thread() {
+        let w = Workers::start(2);
+        let me = std::thread::current().id();
+        let (other, sum) = smol::block_on(async {
+            let a = w.run(move || std::thread::current().id() != me).await;
+            let b = w.run(|| (1..=10).sum::<i32>()).await;
+            (a, b)
+        });
+        assert_eq!(other, Ok(true));
+        assert_eq!(sum, Ok(55));
+    }
+}

@@ -1,0 +1,17 @@
+//! Security layer: the pure checks every tool and channel goes through.
+//!
+//! Why: the model decides which commands run and which URLs are fetched, and tool output flows
+//! back to the model, chats and logs. These modules hold the rules that keep that safe, with no
+//! I/O of their own (except DNS resolution in [`netguard::resolve_checked`]):
+//!
+//! - [`scrub`]: removes credentials from any text before it leaves the process.
+//! - [`exec_policy`]: refuses destructive or secret-reading shell commands before `exec` runs them.
+//! - [`netguard`]: parses `web_fetch` URLs strictly and refuses local and private addresses.
+//!
+//! # Bounds
+//! Each module documents its own limits; none of them keeps unbounded state.
+
+pub mod confine;
+pub mod exec_policy;
+pub mod netguard;
+pub mod scrub;

@@ -1,0 +1,496 @@
+//! `yoctoclaw status`: what is configured and how it is doing, in one screen: version and
+//! build date, home, provider and model, channels, the gateway (running or not, its RSS),
+//! sessions, memory entries by category, cron jobs and the next run, the last heartbeat,
+//! today's token usage, and the database size.
+//!
+//! It reads the database directly (plain `SELECT`s) so it works whether or not the gateway
+//! runs, and learns about a running gateway from a status record the gateway writes, not
+//! from a socket.
+//!
+//! # State keys
+//! - `gateway.status` (`GATEWAY_STATUS_KEY`): written by the gateway with
+//!   `write_gateway_record` every `GATEWAY_RECORD_INTERVAL_SECS`; `pid=… rss_kib=…
+//!   hwm_kib=… live=… at=…`. A record whose process is gone (`/proc/<pid>` missing) or
+//!   older than `GATEWAY_RECORD_STALE_SECS` means the gateway is not running.
+//! - `heartbeat.last_run` (`HEARTBEAT_LAST_RUN_KEY`): Unix seconds, in decimal, of the
+//!   last heartbeat check-in; written by the heartbeat.
+//! - `heartbeat.last_result` (`HEARTBEAT_LAST_RESULT_KEY`): one short line saying how it
+//!   went, e.g. `ok`, `skipped: nothing to do`, `delivered to telegram:123`, `error: …`.
+//!
+//! # Bounds
+//! Stored texts are shown cut to `MAX_SHOWN_TEXT_BYTES`; at most `MAX_CATEGORIES_SHOWN`
+//! memory categories are listed. `/proc/self/status` is read up to
+//! `MAX_PROC_STATUS_BYTES`.
+//!
+//! # Blocking
+//! Small SQLite reads and file metadata; meant for the command line, not the executor.
+
+use crate::cli::Loaded;
+use crate::clock::format_at;
+use crate::store::{Db, StoreError};
+use rusqlite::params;
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::Path;
+
+/// State key of the gateway's status record.
+pub const GATEWAY_STATUS_KEY: &str = "gateway.status";
+/// State key: Unix seconds of the last heartbeat check-in.
+pub const HEARTBEAT_LAST_RUN_KEY: &str = "heartbeat.last_run";
+/// State key: one line on how the last heartbeat went.
+pub const HEARTBEAT_LAST_RESULT_KEY: &str = "heartbeat.last_result";
+/// How often the gateway should write its record.
+pub const GATEWAY_RECORD_INTERVAL_SECS: u64 = 60;
+/// A record older than this means the gateway stopped (five missed writes).
+pub const GATEWAY_RECORD_STALE_SECS: i64 = 5 * 60;
+/// Longest stored text shown in the report.
+pub const MAX_SHOWN_TEXT_BYTES: usize = 200;
+/// Most memory categories listed.
+pub const MAX_CATEGORIES_SHOWN: usize = 16;
+/// Bytes of `/proc/self/status` read (the file is about 1.5 KiB).
+pub const MAX_PROC_STATUS_BYTES: u64 = 16 * 1024;
+
+/// Resident memory of a process.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rss {
+    /// Resident now (VmRSS).
+    pub rss_kib: u64,
+    /// Peak resident (VmHWM).
+    pub hwm_kib: u64,
+}
+
+/// This process's resident memory from `/proc/self/status`; `None` where there is no
+/// `/proc` (not Linux).
+pub fn self_rss_kib() -> Option<Rss> {
+    let f = std::fs::File::open("/proc/self/status").ok()?;
+    let mut text = String::new();
+    f.take(MAX_PROC_STATUS_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    parse_proc_status(&text)
+}
+
+/// VmRSS and VmHWM (kB) from the text of `/proc/<pid>/status`.
+pub fn parse_proc_status(text: &str) -> Option<Rss> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+    };
+    let rss_kib = field("VmRSS:")?;
+    let hwm_kib = field("VmHWM:").unwrap_or(rss_kib);
+    Some(Rss { rss_kib, hwm_kib })
+}
+
+/// What the gateway last said about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GatewayRecord {
+    pub pid: u32,
+    pub rss_kib: u64,
+    pub hwm_kib: u64,
+    pub live_sessions: u64,
+    /// Unix seconds when written.
+    pub at: i64,
+}
+
+impl GatewayRecord {
+    fn encode(&self) -> String {
+        format!(
+            "pid={} rss_kib={} hwm_kib={} live={} at={}",
+            self.pid, self.rss_kib, self.hwm_kib, self.live_sessions, self.at
+        )
+    }
+
+    fn decode(s: &str) -> Option<GatewayRecord> {
+        let mut r = GatewayRecord {
+            pid: 0,
+            rss_kib: 0,
+            hwm_kib: 0,
+            live_sessions: 0,
+            at: 0,
+        };
+        let (mut has_pid, mut has_at) = (false, false);
+        for part in s.split_whitespace() {
+            let (k, v) = part.split_once('=')?;
+            match k {
+                "pid" => {
+                    r.pid = v.parse().ok()?;
+                    has_pid = true;
+                }
+                "rss_kib" => r.rss_kib = v.parse().ok()?,
+                "hwm_kib" => r.hwm_kib = v.parse().ok()?,
+                "live" => r.live_sessions = v.parse().ok()?,
+                "at" => {
+                    r.at = v.parse().ok()?;
+                    has_at = true;
+                }
+                _ => {}
+            }
+        }
+        (has_pid && has_at && r.pid > 0).then_some(r)
+    }
+}
+
+/// Store the gateway's status record (the gateway calls this every
+/// `GATEWAY_RECORD_INTERVAL_SECS` with `std::process::id()`, `self_rss_kib()`, its live
+/// session count and `clock::now()`).
+pub fn write_gateway_record(
+    db: &Db,
+    pid: u32,
+    rss: Rss,
+    live_sessions: usize,
+    now: i64,
+) -> Result<(), StoreError> {
+    let r = GatewayRecord {
+        pid,
+        rss_kib: rss.rss_kib,
+        hwm_kib: rss.hwm_kib,
+        live_sessions: live_sessions as u64,
+        at: now,
+    };
+    db.set_state(GATEWAY_STATUS_KEY, &r.encode())
+}
+
+/// Whether a gateway is running, by its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gateway {
+    /// A fresh record from a live process.
+    Running(GatewayRecord),
+    /// The last record, from a process that is gone or stopped writing.
+    Stopped(GatewayRecord),
+    /// No (readable) record: the gateway never ran here.
+    Never,
+}
+
+/// Read the gateway's record and judge it at `now`.
+pub fn read_gateway_record(db: &Db, now: i64) -> Result<Gateway, StoreError> {
+    let Some(text) = db.get_state(GATEWAY_STATUS_KEY)? else {
+        return Ok(Gateway::Never);
+    };
+    let Some(r) = GatewayRecord::decode(&text) else {
+        return Ok(Gateway::Never);
+    };
+    let fresh = now.saturating_sub(r.at) <= GATEWAY_RECORD_STALE_SECS && r.at <= now + 60;
+    Ok(if fresh && process_exists(r.pid) {
+        Gateway::Running(r)
+    } else {
+        Gateway::Stopped(r)
+    })
+}
+
+fn process_exists(pid: u32) -> bool {
+    Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// The report printed by `yoctoclaw status`.
+pub fn report(l: &Loaded) -> String {
+    let cfg = &l.cfg;
+    let now = crate::clock::now();
+    let tz = cfg.agent.timezone.as_str();
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}, built {}",
+        crate::cli::version_text(),
+        crate::store::usage::day_of(crate::runtime::build_epoch())
+    );
+    let _ = writeln!(s, "home:       {}", l.home.dir.display());
+    let key = if l.env.get(&cfg.provider.api_key_env).is_some() {
+        "set"
+    } else {
+        "not set"
+    };
+    let _ = writeln!(
+        s,
+        "provider:   {} {} ({}), key {} ({key}){}",
+        match cfg.provider.kind {
+            crate::config::ProviderKind::OpenAi => "openai",
+            crate::config::ProviderKind::Anthropic => "anthropic",
+        },
+        cfg.provider.model,
+        cfg.provider.base_url,
+        cfg.provider.api_key_env,
+        match cfg.fallbacks.len() {
+            0 => String::new(),
+            n => format!(", {n} fallback(s)"),
+        }
+    );
+    let mut channels = vec!["terminal".to_string()];
+    if cfg.telegram.enabled {
+        let token = if l.env.get(&cfg.telegram.token_env).is_some() {
+            "set"
+        } else {
+            "NOT SET"
+        };
+        channels.push(format!(
+            "telegram (token {} {token}, {} user(s) allowed)",
+            cfg.telegram.token_env,
+            cfg.telegram.allow_from.len()
+        ));
+    } else {
+        channels.push("telegram disabled".into());
+    }
+    if !cfg.serial.device.is_empty() {
+        channels.push(format!(
+            "serial {} at {} baud",
+            cfg.serial.device, cfg.serial.baud
+        ));
+    }
+    let _ = writeln!(s, "channels:   {}", channels.join(", "));
+
+    let db_path = l.home.db_file();
+    if !db_path.exists() {
+        let _ = writeln!(s, "gateway:    never started");
+        let _ = write!(
+            s,
+            "database:   not created yet (run yoctoclaw agent or gateway)"
+        );
+        return s;
+    }
+    let db = match Db::open(&db_path, cfg.memory.cache_kib) {
+        Ok(db) => db,
+        Err(e) => {
+            let _ = write!(s, "database:   {e}");
+            return s;
+        }
+    };
+    let gateway = read_gateway_record(&db, now).unwrap_or(Gateway::Never);
+    let _ = writeln!(s, "gateway:    {}", gateway_text(&gateway, now, tz));
+    let stored = db.session_count().unwrap_or(0);
+    let live = match gateway {
+        Gateway::Running(r) => format!("{} live in the gateway", r.live_sessions),
+        _ => "none live".to_string(),
+    };
+    let _ = writeln!(s, "sessions:   {stored} stored, {live}");
+    let _ = writeln!(s, "memory:     {}", memory_text(&db));
+    let _ = writeln!(s, "cron:       {}", cron_text(&db, tz));
+    let _ = writeln!(s, "heartbeat:  {}", heartbeat_text(l, &db, tz));
+    let _ = writeln!(s, "{}", tokens_line(&db, &cfg.budget, now));
+    let size = file_len(&db_path) + file_len(&wal_path(&db_path));
+    let _ = write!(
+        s,
+        "database:   {} ({} KiB with its WAL, schema {})",
+        db_path.display(),
+        size.div_ceil(1024),
+        db.schema_version().unwrap_or(0)
+    );
+    s
+}
+
+fn gateway_text(g: &Gateway, now: i64, tz: &str) -> String {
+    match g {
+        Gateway::Running(r) => format!(
+            "running, pid {}, RSS {} KiB (peak {} KiB), {} live session(s), record {} s old",
+            r.pid,
+            r.rss_kib,
+            r.hwm_kib,
+            r.live_sessions,
+            now.saturating_sub(r.at).max(0)
+        ),
+        Gateway::Stopped(r) => format!("not running (last seen {})", format_at(r.at, tz)),
+        Gateway::Never => "not running (never started)".into(),
+    }
+}
+
+fn memory_text(db: &Db) -> String {
+    let rows: Result<Vec<(String, i64)>, rusqlite::Error> = (|| {
+        let mut stmt = db.conn.prepare(
+            "SELECT category, COUNT(*) FROM memories GROUP BY category ORDER BY category LIMIT ?1",
+        )?;
+        let rows = stmt.query_map(params![MAX_CATEGORIES_SHOWN as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        rows.collect()
+    })();
+    match rows {
+        Ok(rows) if rows.is_empty() => "0 entries".into(),
+        Ok(rows) => {
+            let total: i64 = rows.iter().map(|(_, n)| n).sum();
+            let parts: Vec<String> = rows
+                .iter()
+                .map(|(c, n)| format!("{} {n}", cut(c)))
+                .collect();
+            format!("{total} entries ({})", parts.join(", "))
+        }
+        Err(e) => format!("cannot read: {e}"),
+    }
+}
+
+fn cron_text(db: &Db, tz: &str) -> String {
+    let counts = db.conn.query_row(
+        "SELECT COUNT(*), IFNULL(SUM(enabled != 0), 0) FROM cron_jobs",
+        [],
+        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+    );
+    let (total, enabled) = match counts {
+        Ok(c) => c,
+        Err(e) => return format!("cannot read: {e}"),
+    };
+    if total == 0 {
+        return "no jobs".into();
+    }
+    let next = db.conn.query_row(
+        "SELECT id, next_run FROM cron_jobs
+         WHERE enabled != 0 AND next_run IS NOT NULL ORDER BY next_run LIMIT 1",
+        [],
+        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+    );
+    let next = match next {
+        Ok((id, at)) => format!("next: job {id} at {}", format_at(at, tz)),
+        Err(_) => "nothing scheduled".into(),
+    };
+    format!("{total} job(s), {enabled} enabled; {next}")
+}
+
+fn heartbeat_text(l: &Loaded, db: &Db, tz: &str) -> String {
+    let hb = &l.cfg.heartbeat;
+    let setting = if hb.enabled {
+        format!("every {} min", hb.interval_mins)
+    } else {
+        "disabled".into()
+    };
+    let last = db
+        .get_state(HEARTBEAT_LAST_RUN_KEY)
+        .ok()
+        .flatten()
+        .and_then(|v| v.trim().parse::<i64>().ok());
+    let result = db
+        .get_state(HEARTBEAT_LAST_RESULT_KEY)
+        .ok()
+        .flatten()
+        .map(|r| cut(r.lines().next().unwrap_or("")));
+    match (last, result) {
+        (Some(at), Some(r)) => format!("{setting}; last {}: {r}", format_at(at, tz)),
+        (Some(at), None) => format!("{setting}; last {}", format_at(at, tz)),
+        (None, _) => format!("{setting}; never ran"),
+    }
+}
+
+/// A stored text cut for display, scrubbed of secrets.
+fn cut(s: &str) -> String {
+    let s = crate::security::scrub::scrub(s);
+    if s.len() <= MAX_SHOWN_TEXT_BYTES {
+        return s.into_owned();
+    }
+    let mut end = MAX_SHOWN_TEXT_BYTES;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", s.get(..end).unwrap_or(""))
+}
+
+fn wal_path(db: &Path) -> std::path::PathBuf {
+    let mut p = db.as_os_str().to_os_string();
+    p.push("-wal");
+    p.into()
+}
+
+fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+/// `tokens:     today N (P in, C out), this month M (…)` (UTC days), with the budgets
+/// when set.
+fn tokens_line(db: &Db, budget: &crate::config::BudgetConfig, now: i64) -> String {
+    let day = crate::store::usage::day_of(now);
+    let month = day.get(..7).unwrap_or(&day);
+    let (dp, dc) = db.usage_totals(&day).unwrap_or((0, 0));
+    let (mp, mc) = db.usage_totals(month).unwrap_or((0, 0));
+    let of = |limit: Option<u64>| limit.map(|n| format!(" of {n}")).unwrap_or_default();
+    format!(
+        "tokens:     today {}{} ({dp} in, {dc} out), this month {}{} ({mp} in, {mc} out)",
+        dp.saturating_add(dc),
+        of(budget.daily_tokens),
+        mp.saturating_add(mc),
+        of(budget.monthly_tokens),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_status_is_parsed() {
+        let text =
+            "Name:\tyoctoclaw\nVmPeak:\t  9000 kB\nVmHWM:\t    6100 kB\nVmRSS:\t    5120 kB\n";
+        assert_eq!(
+            parse_proc_status(text),
+            Some(Rss {
+                rss_kib: 5120,
+                hwm_kib: 6100
+            })
+        );
+        assert_eq!(parse_proc_status("Name: x\n"), None);
+        assert_eq!(parse_proc_status("VmRSS: lots\n"), None);
+        #[cfg(target_os = "linux")]
+        {
+            let me = self_rss_kib().unwrap();
+            assert!(me.rss_kib > 0 && me.hwm_kib >= me.rss_kib);
+        }
+    }
+
+    #[test]
+    fn gateway_records_round_trip_and_go_stale() {
+        let db = Db::open_in_memory().unwrap();
+        assert_eq!(read_gateway_record(&db, 1000).unwrap(), Gateway::Never);
+        let me = std::process::id();
+        let rss = Rss {
+            rss_kib: 4000,
+            hwm_kib: 4500,
+        };
+        write_gateway_record(&db, me, rss, 3, 1000).unwrap();
+        let Gateway::Running(r) = read_gateway_record(&db, 1030).unwrap() else {
+            panic!("our own pid is alive");
+        };
+        assert_eq!(
+            (r.pid, r.rss_kib, r.hwm_kib, r.live_sessions),
+            (me, 4000, 4500, 3)
+        );
+        // Too old.
+        assert!(matches!(
+            read_gateway_record(&db, 1000 + GATEWAY_RECORD_STALE_SECS + 1).unwrap(),
+            Gateway::Stopped(_)
+        ));
+        // A pid that cannot exist (above the kernel's pid_max limit).
+        write_gateway_record(&db, 4_999_999, rss, 0, 1000).unwrap();
+        assert!(matches!(
+            read_gateway_record(&db, 1000).unwrap(),
+            Gateway::Stopped(_)
+        ));
+        // Garbage is "never", not an error.
+        db.set_state(GATEWAY_STATUS_KEY, "pid=x at=").unwrap();
+        assert_eq!(read_gateway_record(&db, 1000).unwrap(), Gateway::Never);
+    }
+
+    #[test]
+    fn record_decoding_survives_random_text() {
+        let mut state: u64 = 0x1234_5678_9abc_def1;
+        let alphabet = b"pid=rss_kibhwmliveat0123456789 -\n\xff";
+        for _ in 0..3000 {
+            let mut s = Vec::new();
+            for _ in 0..(state % 60) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                s.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            }
+            let _ = GatewayRecord::decode(&String::from_utf8_lossy(&s));
+        }
+    }
+
+    #[test]
+    fn long_texts_are_cut_on_a_character_boundary() {
+        let long = "é".repeat(300);
+        let c = cut(&long);
+        assert!(c.len() <= MAX_SHOWN_TEXT_BYTES + '…'.len_utf8());
+        assert!(c.ends_with('…'));
+        assert_eq!(cut("short"), "short");
+    }
+}

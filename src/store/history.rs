@@ -1,0 +1,245 @@
+//! Session history: every message appended as it happens, read back newest-N.
+//!
+//! # Bounds
+//! Reads return at most the `limit` asked for; the caller passes a config bound.
+
+use super::{Db, StoreError};
+use crate::json;
+use crate::provider::{Message, Role, ToolCall};
+use rusqlite::{OptionalExtension, params};
+
+impl Db {
+    /// Make sure the session row exists; returns its `start_id`.
+    fn ensure_session(&self, session: &str, now: i64) -> Result<i64, StoreError> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO sessions(id, created, updated) VALUES (?1, ?2, ?2)
+                 ON CONFLICT(id) DO UPDATE SET updated = excluded.updated",
+            )?
+            .execute(params![session, now])?;
+        Ok(self
+            .conn
+            .prepare_cached("SELECT start_id FROM sessions WHERE id = ?1")?
+            .query_row(params![session], |r| r.get(0))?)
+    }
+
+    /// Append one message to a session's history.
+    pub fn append_message(&self, session: &str, msg: &Message, now: i64) -> Result<(), StoreError> {
+        self.ensure_session(session, now)?;
+        let calls = if msg.tool_calls.is_empty() {
+            None
+        } else {
+            Some(encode_calls(&msg.tool_calls))
+        };
+        self.conn
+            .prepare_cached(
+                "INSERT INTO messages(session, role, content, tool_calls, tool_call_id, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                session,
+                msg.role.as_str(),
+                msg.content,
+                calls,
+                msg.tool_call_id,
+                now
+            ])?;
+        Ok(())
+    }
+
+    /// The newest `limit` messages of the session's current conversation, oldest first,
+    /// starting at a clean boundary (never with a tool result whose call was cut off).
+    pub fn recent_messages(&self, session: &str, limit: usize) -> Result<Vec<Message>, StoreError> {
+        let (start, summary): (i64, Option<String>) = self
+            .conn
+            .prepare_cached("SELECT start_id, summary FROM sessions WHERE id = ?1")?
+            .query_row(params![session], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?
+            .unwrap_or((0, None));
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT role, content, tool_calls, tool_call_id FROM messages
+             WHERE session = ?1 AND id > ?2 ORDER BY id DESC LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![session, start, limit as i64], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, Option<String>>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (role, content, calls, call_id) = row?;
+            let Some(role) = Role::parse(&role) else {
+                log::warn!("skipping a stored message with unknown role {role:?}");
+                continue;
+            };
+            out.push(Message {
+                role,
+                content,
+                tool_calls: calls.as_deref().map(decode_calls).unwrap_or_default(),
+                tool_call_id: call_id,
+            });
+        }
+        out.reverse();
+        Ok(match summary {
+            Some(text) => super::summary::with_summary(&text, out),
+            None => trim_to_clean_start(out),
+        })
+    }
+
+    /// Start a fresh conversation: earlier messages stay stored but are no longer sent.
+    pub fn reset_session(&self, session: &str, now: i64) -> Result<(), StoreError> {
+        self.ensure_session(session, now)?;
+        self.conn
+            .prepare_cached(
+                "UPDATE sessions SET start_id = (SELECT IFNULL(MAX(id), 0) FROM messages), summary = NULL
+                 WHERE id = ?1",
+            )?
+            .execute(params![session])?;
+        Ok(())
+    }
+
+    /// Messages in the session's current conversation.
+    pub fn message_count(&self, session: &str) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM messages m WHERE m.session = ?1
+                 AND m.id > IFNULL((SELECT start_id FROM sessions WHERE id = ?1), 0)",
+            )?
+            .query_row(params![session], |r| r.get(0))?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Number of sessions stored.
+    pub fn session_count(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))?;
+        Ok(n.max(0) as u64)
+    }
+}
+
+/// Drop leading messages until the history starts with a user message, so that no tool
+/// result or assistant tool call is left without its partner.
+fn trim_to_clean_start(mut msgs: Vec<Message>) -> Vec<Message> {
+    let first_user = msgs.iter().position(|m| m.role == Role::User);
+    match first_user {
+        Some(i) => {
+            msgs.drain(..i);
+            msgs
+        }
+        None => Vec::new(),
+    }
+}
+
+fn encode_calls(calls: &[ToolCall]) -> String {
+    json::to_string(&json::array(
+        calls
+            .iter()
+            .map(|c| {
+                json::object([
+                    ("id", json::string(c.id.clone())),
+                    ("name", json::string(c.name.clone())),
+                    ("arguments", json::string(c.arguments.clone())),
+                ])
+            })
+            .collect(),
+    ))
+}
+
+pub(super) fn decode_calls(text: &str) -> Vec<ToolCall> {
+    let Ok(v) = json::parse_value(text) else {
+        return Vec::new();
+    };
+    json::as_array(&v)
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| {
+                    Some(ToolCall {
+                        id: json::str_at(c, "id")?.to_string(),
+                        name: json::str_at(c, "name")?.to_string(),
+                        arguments: json::str_at(c, "arguments").unwrap_or("{}").to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(role: Role, text: &str) -> Message {
+        Message {
+            role,
+            content: text.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+
+    #[test]
+    fn append_and_read_back_in_order() {
+        let db = Db::open_in_memory().unwrap();
+        db.append_message("s", &msg(Role::User, "one"), 1).unwrap();
+        let mut a = msg(Role::Assistant, "");
+        a.tool_calls.push(ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        });
+        db.append_message("s", &a, 2).unwrap();
+        let mut t = msg(Role::Tool, "content");
+        t.tool_call_id = Some("c1".into());
+        db.append_message("s", &t, 3).unwrap();
+        db.append_message("s", &msg(Role::Assistant, "done"), 4)
+            .unwrap();
+        db.append_message("other", &msg(Role::User, "x"), 5)
+            .unwrap();
+        let h = db.recent_messages("s", 10).unwrap();
+        assert_eq!(h.len(), 4);
+        assert_eq!(h[1].tool_calls[0].arguments, r#"{"path":"a"}"#);
+        assert_eq!(h[2].tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(db.session_count().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_cut_never_starts_with_a_tool_result() {
+        let db = Db::open_in_memory().unwrap();
+        db.append_message("s", &msg(Role::User, "q"), 1).unwrap();
+        let mut a = msg(Role::Assistant, "");
+        a.tool_calls.push(ToolCall {
+            id: "c".into(),
+            name: "list_dir".into(),
+            arguments: "{}".into(),
+        });
+        db.append_message("s", &a, 2).unwrap();
+        let mut t = msg(Role::Tool, "r");
+        t.tool_call_id = Some("c".into());
+        db.append_message("s", &t, 3).unwrap();
+        db.append_message("s", &msg(Role::Assistant, "ok"), 4)
+            .unwrap();
+        db.append_message("s", &msg(Role::User, "q2"), 5).unwrap();
+        // The newest 3 would start with the tool result: trimmed to the user message.
+        let h = db.recent_messages("s", 3).unwrap();
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].content, "q2");
+    }
+
+    #[test]
+    fn reset_starts_a_fresh_conversation() {
+        let db = Db::open_in_memory().unwrap();
+        db.append_message("s", &msg(Role::User, "old"), 1).unwrap();
+        db.reset_session("s", 2).unwrap();
+        assert!(db.recent_messages("s", 10).unwrap().is_empty());
+        db.append_message("s", &msg(Role::User, "new"), 3).unwrap();
+        let h = db.recent_messages("s", 10).unwrap();
+        assert_eq!(h.len(), 1);
+        assert_eq!(h[0].content, "new");
+        assert_eq!(db.message_count("s").unwrap(), 1);
+    }
+}

@@ -1,0 +1,320 @@
+//! The one SQLite file: schema and migrations, pragmas for SD cards and small RAM, and the
+//! typed stores on top (session history, key/value state; memory, cron and usage tables
+//! are created here too and used by their modules).
+//!
+//! # Bounds
+//! Page cache `memory.cache_kib` (default `DB_CACHE_KIB`), no mmap, temp store on file,
+//! `DB_STATEMENT_CACHE` prepared statements, WAL auto-checkpoint every 256 pages and the
+//! WAL file truncated to 1 MiB after checkpoints.
+//!
+//! # Blocking
+//! Calls block the calling thread for the length of one small statement (SQLite with
+//! `synchronous=FULL` waits for the SD card on commit). The executor thread owns the
+//! connection; see docs/DECISIONS.md for why that is acceptable here.
+
+pub mod cron;
+pub mod history;
+pub mod lease;
+pub mod memory;
+pub mod state;
+pub mod summary;
+pub mod usage;
+
+use crate::limits::{DB_BUSY_TIMEOUT_MS, DB_STATEMENT_CACHE};
+use rusqlite::Connection;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Current schema version (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+#[derive(Debug)]
+pub enum StoreError {
+    /// The database could not be opened or created.
+    Open(PathBuf, rusqlite::Error),
+    /// The file was written by a newer yoctoclaw.
+    TooNew(i64),
+    /// A statement failed.
+    Sql(rusqlite::Error),
+    /// Stored data could not be decoded.
+    Corrupt(String),
+    /// A bounded table is full (what, its limit).
+    Full(&'static str, usize),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Open(p, e) => write!(
+                f,
+                "cannot open the database {}: {e} (check the folder exists and is writable)",
+                p.display()
+            ),
+            StoreError::TooNew(v) => write!(
+                f,
+                "the database has schema version {v}, newer than this yoctoclaw ({SCHEMA_VERSION}): upgrade yoctoclaw"
+            ),
+            StoreError::Sql(e) => write!(f, "database error: {e}"),
+            StoreError::Corrupt(what) => write!(f, "database holds bad data: {what}"),
+            StoreError::Full(what, max) => {
+                write!(f, "too many {what}: the limit is {max}, remove some first")
+            }
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sql(e)
+    }
+}
+
+/// An open database.
+pub struct Db {
+    pub conn: Connection,
+}
+
+const MIGRATIONS: &[&str] = &[
+    // 1: everything the first release needs.
+    r#"
+CREATE TABLE state (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE sessions (
+    id        TEXT PRIMARY KEY,
+    created   INTEGER NOT NULL,
+    updated   INTEGER NOT NULL,
+    -- messages with id <= start_id belong to an earlier conversation (/new) or were
+    -- compacted into `summary`
+    start_id  INTEGER NOT NULL DEFAULT 0,
+    -- the model's summary of the compacted messages of the current conversation
+    summary   TEXT
+);
+
+CREATE TABLE messages (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    session      TEXT NOT NULL,
+    role         TEXT NOT NULL,
+    content      TEXT NOT NULL DEFAULT '',
+    tool_calls   TEXT,
+    tool_call_id TEXT,
+    created      INTEGER NOT NULL
+);
+CREATE INDEX messages_by_session ON messages(session, id);
+
+CREATE TABLE memories (
+    id        INTEGER PRIMARY KEY,
+    key       TEXT NOT NULL UNIQUE,
+    text      TEXT NOT NULL,
+    category  TEXT NOT NULL DEFAULT 'core',
+    created   INTEGER NOT NULL,
+    updated   INTEGER NOT NULL
+);
+CREATE INDEX memories_by_category ON memories(category, updated);
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    key, text, content='memories', content_rowid='id',
+    tokenize='unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, key, text) VALUES (new.id, new.key, new.text);
+END;
+CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, key, text) VALUES ('delete', old.id, old.key, old.text);
+END;
+CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, key, text) VALUES ('delete', old.id, old.key, old.text);
+    INSERT INTO memories_fts(rowid, key, text) VALUES (new.id, new.key, new.text);
+END;
+
+CREATE TABLE cron_jobs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    schedule    TEXT NOT NULL,
+    prompt      TEXT NOT NULL,
+    is_message  INTEGER NOT NULL DEFAULT 0,
+    target      TEXT NOT NULL DEFAULT '',
+    enabled     INTEGER NOT NULL DEFAULT 1,
+    created     INTEGER NOT NULL,
+    last_run    INTEGER,
+    last_result TEXT,
+    next_run    INTEGER
+);
+
+CREATE TABLE usage (
+    id                INTEGER PRIMARY KEY,
+    ts                INTEGER NOT NULL,
+    day               TEXT NOT NULL,
+    session           TEXT NOT NULL,
+    provider          TEXT NOT NULL,
+    model             TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL
+);
+CREATE INDEX usage_by_day ON usage(day);
+"#,
+];
+
+impl Db {
+    /// Open (creating with mode 0600 if needed) and migrate.
+    pub fn open(path: &Path, cache_kib: u64) -> Result<Db, StoreError> {
+        create_private(path).map_err(|e| {
+            StoreError::Open(
+                path.to_path_buf(),
+                rusqlite::Error::SqliteFailure(
+                    rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CANTOPEN),
+                    Some(e.to_string()),
+                ),
+            )
+        })?;
+        let conn = Connection::open(path).map_err(|e| StoreError::Open(path.to_path_buf(), e))?;
+        Self::setup(conn, cache_kib)
+    }
+
+    /// A private in-memory database (tests, benchmarks).
+    pub fn open_in_memory() -> Result<Db, StoreError> {
+        let conn = Connection::open_in_memory()
+            .map_err(|e| StoreError::Open(PathBuf::from(":memory:"), e))?;
+        Self::setup(conn, 256)
+    }
+
+    fn setup(conn: Connection, cache_kib: u64) -> Result<Db, StoreError> {
+        conn.busy_timeout(Duration::from_millis(DB_BUSY_TIMEOUT_MS))?;
+        conn.set_prepared_statement_cache_capacity(DB_STATEMENT_CACHE);
+        // journal_mode returns a row; query it rather than execute.
+        let _mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        conn.execute_batch(&format!(
+            "PRAGMA cache_size=-{cache_kib};
+             PRAGMA mmap_size=0;
+             PRAGMA temp_store=FILE;
+             PRAGMA synchronous=FULL;
+             PRAGMA foreign_keys=ON;
+             PRAGMA wal_autocheckpoint=256;
+             PRAGMA journal_size_limit=1048576;"
+        ))?;
+        let db = Db { conn };
+        db.migrate()?;
+        Ok(db)
+    }
+
+    fn migrate(&self) -> Result<(), StoreError> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(StoreError::TooNew(version));
+        }
+        if version == MIGRATIONS.len() as i64 {
+            return Ok(());
+        }
+        // Take the write lock before reading the version again: two processes opening a
+        // new file at once (daemon + crontab) must not both run a migration.
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        match self.migrate_locked() {
+            Ok(()) => Ok(self.conn.execute_batch("COMMIT")?),
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    fn migrate_locked(&self) -> Result<(), StoreError> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > MIGRATIONS.len() as i64 {
+            return Err(StoreError::TooNew(version));
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+            self.conn.execute_batch(sql)?;
+            self.conn
+                .execute_batch(&format!("PRAGMA user_version={}", i + 1))?;
+            log::info!("database migrated to schema version {}", i + 1);
+        }
+        Ok(())
+    }
+
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?)
+    }
+}
+
+/// Create the file with mode 0600 if it does not exist (SQLite gives its WAL and SHM
+/// files the same mode).
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path).map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_database_is_migrated_and_private() {
+        let dir = std::env::temp_dir().join(format!("yc-db-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("t.db");
+        let _ = std::fs::remove_file(&path);
+        let db = Db::open(&path, 128).unwrap();
+        assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
+        drop(db);
+        // Reopening is a no-op migration.
+        let db = Db::open(&path, 128).unwrap();
+        assert_eq!(db.schema_version().unwrap(), SCHEMA_VERSION);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let mode: String = db
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_first_opens_migrate_once() {
+        let dir = std::env::temp_dir().join(format!("yc-db-race-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let path = dir.join("race.db");
+        for round in 0..5 {
+            let _ = std::fs::remove_file(&path);
+            let _ = std::fs::remove_file(dir.join("race.db-wal"));
+            let _ = std::fs::remove_file(dir.join("race.db-shm"));
+            let threads: Vec<_> = (0..4)
+                .map(|_| {
+                    let p = path.clone();
+                    std::thread::spawn(move || Db::open(&p, 64).map(|db| db.schema_version()))
+                })
+                .collect();
+            for t in threads {
+                let r = t.join().unwrap();
+                assert!(matches!(r, Ok(Ok(SCHEMA_VERSION))), "round {round}: {r:?}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let db = Db::open_in_memory().unwrap();
+        db.conn.execute_batch("PRAGMA user_version=99").unwrap();
+        assert!(matches!(db.migrate(), Err(StoreError::TooNew(99))));
+    }
+}

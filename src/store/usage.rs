@@ -1,0 +1,74 @@
+//! Token usage per turn, per session and provider, for `status` and budgets.
+
+use super::{Db, StoreError};
+use crate::provider::Usage;
+use rusqlite::params;
+
+impl Db {
+    pub fn record_usage(
+        &self,
+        session: &str,
+        provider: &str,
+        model: &str,
+        u: Usage,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let day = day_of(now);
+        self.conn
+            .prepare_cached(
+                "INSERT INTO usage(ts, day, session, provider, model, prompt_tokens, completion_tokens)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                now,
+                day,
+                session,
+                provider,
+                model,
+                u.prompt_tokens as i64,
+                u.completion_tokens as i64
+            ])?;
+        Ok(())
+    }
+
+    /// (prompt, completion) tokens on days whose `YYYY-MM-DD` starts with `prefix`
+    /// (a day, or a month `YYYY-MM`).
+    pub fn usage_totals(&self, prefix: &str) -> Result<(u64, u64), StoreError> {
+        let (p, c): (i64, i64) = self
+            .conn
+            .prepare_cached(
+                "SELECT IFNULL(SUM(prompt_tokens),0), IFNULL(SUM(completion_tokens),0)
+                 FROM usage WHERE day LIKE ?1 || '%'",
+            )?
+            .query_row(params![prefix], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((p.max(0) as u64, c.max(0) as u64))
+    }
+}
+
+/// `YYYY-MM-DD` (UTC) of a Unix time.
+pub fn day_of(secs: i64) -> String {
+    let c = crate::scheduler::civil::CivilDateTime::from_unix(secs);
+    format!("{:04}-{:02}-{:02}", c.year, c.month, c.day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_sums_by_day_and_month() {
+        let db = Db::open_in_memory().unwrap();
+        let u = Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+        };
+        db.record_usage("s", "openai:m", "m", u, 1_764_000_000)
+            .unwrap();
+        db.record_usage("s", "openai:m", "m", u, 1_764_000_100)
+            .unwrap();
+        let day = day_of(1_764_000_000);
+        assert_eq!(db.usage_totals(&day).unwrap(), (20, 10));
+        assert_eq!(db.usage_totals(&day[..7]).unwrap(), (20, 10));
+        assert_eq!(db.usage_totals("1999-01").unwrap(), (0, 0));
+    }
+}

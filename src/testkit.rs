@@ -1,0 +1,27 @@
+//! Helpers shared by the unit tests: a tiny deterministic PRNG for property and
+//! fuzz-style tests (no proptest dependency).
+
+/// xorshift64: fast, deterministic, good enough to generate test inputs.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// A number in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// An index in `0..n` (`n` > 0).
+    pub fn index(&mut self, n: usize) -> usize {
+        (self.next() % (n.max(1) as u64)) as usize
+    }
+}

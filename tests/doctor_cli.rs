@@ -1,0 +1,267 @@
+//! `yoctoclaw doctor` end to end against a fake provider and a fake Bot API on loopback:
+//! each state of the world gives the verdicts and exit status it should.
+
+mod support;
+
+use std::net::TcpListener;
+use std::process::Output;
+use support::fake_http::{FakeServer, Response, openai_text};
+use support::{TempHome, config_for, text};
+
+const GOOD_TOKEN: &str = "123456:GOOD-token-abcdef";
+const BAD_TOKEN: &str = "654321:BAD-token-zyxwvu";
+
+/// A provider whose `/models` lists `fake-model`, or answers `models_status` with no list.
+fn provider(models_status: u16) -> FakeServer {
+    FakeServer::start(move |req| {
+        if req.path.ends_with("/models") {
+            if models_status == 200 {
+                return Response::json(
+                    200,
+                    r#"{"object":"list","data":[{"id":"other-model"},{"id":"fake-model"}]}"#,
+                );
+            }
+            return Response::json(models_status, r#"{"error":{"message":"nope"}}"#);
+        }
+        if req.path.ends_with("/chat/completions") {
+            return Response::json(200, &openai_text("p"));
+        }
+        Response::json(404, "{}")
+    })
+}
+
+/// A Bot API that knows only `GOOD_TOKEN`.
+fn bot_api() -> FakeServer {
+    FakeServer::start(|req| {
+        if req.path == format!("/bot{GOOD_TOKEN}/getMe") {
+            Response::json(
+                200,
+                r#"{"ok":true,"result":{"id":1,"is_bot":true,"first_name":"Fake","username":"fake_bot"}}"#,
+            )
+        } else {
+            Response::json(
+                401,
+                r#"{"ok":false,"error_code":401,"description":"Unauthorized"}"#,
+            )
+        }
+    })
+}
+
+fn telegram(api: &FakeServer) -> String {
+    format!(
+        r#""telegram":{{"enabled":true,"api_base":"{}","allow_from":["42"]}}"#,
+        api.url()
+    )
+}
+
+fn doctor(home: &TempHome, envs: &[(&str, &str)]) -> Output {
+    let mut c = home.cmd(&["doctor"]);
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    c.output().expect("run doctor")
+}
+
+/// The line for check `name`.
+fn line<'a>(stdout: &'a str, name: &str) -> &'a str {
+    stdout
+        .lines()
+        .find(|l| {
+            l.get(5..)
+                .is_some_and(|rest| rest.starts_with(&format!("{name} ")))
+        })
+        .unwrap_or_else(|| panic!("no {name} line in:\n{stdout}"))
+}
+
+fn closed_port_url() -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn everything_ok_against_healthy_fakes() {
+    let p = provider(200);
+    let api = bot_api();
+    let home = TempHome::onboarded("doc-ok", &config_for(&p.url(), &telegram(&api)));
+    // One turn creates the database, so its integrity is checked too.
+    assert!(home.run(&["agent", "-m", "hi"]).status.success());
+    let out = doctor(&home, &[("TELEGRAM_BOT_TOKEN", GOOD_TOKEN)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    for l in stdout.lines().filter(|l| !l.contains(" checks: ")) {
+        // Free disk and memory depend on the machine running the tests.
+        let host_dependent = l.contains(" disk ") || l.contains(" memory ");
+        assert!(
+            l.starts_with("OK ") || (host_dependent && l.starts_with("WARN")),
+            "{l}\n{stdout}"
+        );
+    }
+    assert!(
+        line(&stdout, "provider").contains("TCP connect ok"),
+        "{stdout}"
+    );
+    assert!(
+        line(&stdout, "model").contains("fake-model is listed"),
+        "{stdout}"
+    );
+    assert!(line(&stdout, "telegram").starts_with("OK"), "{stdout}");
+    assert!(
+        stdout.contains("OK   bot token  valid (@fake_bot)"),
+        "{stdout}"
+    );
+    assert!(
+        line(&stdout, "database").contains("integrity ok, schema 1"),
+        "{stdout}"
+    );
+    assert!(line(&stdout, "fts5").starts_with("OK"), "{stdout}");
+    assert!(line(&stdout, "clock").starts_with("OK"), "{stdout}");
+    assert!(stdout.contains(", 0 FAIL"), "{stdout}");
+    assert_eq!(api.requests_to("/getMe").len(), 1);
+    // The token is never printed, even when it is fine.
+    assert!(!stdout.contains(GOOD_TOKEN) && !text(&out.stderr).contains(GOOD_TOKEN));
+}
+
+#[test]
+fn an_unreachable_provider_fails_with_exit_1() {
+    let home = TempHome::onboarded("doc-down", &config_for(&closed_port_url(), ""));
+    let out = doctor(&home, &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let l = line(&stdout, "provider");
+    assert!(l.starts_with("FAIL"), "{stdout}");
+    assert!(l.contains("cannot connect") && l.contains("check"), "{l}");
+    assert!(line(&stdout, "model").starts_with("WARN"), "{stdout}");
+    assert!(
+        text(&out.stderr).contains("check(s) failed"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_bad_bot_token_fails_and_is_never_printed() {
+    let p = provider(200);
+    let api = bot_api();
+    let home = TempHome::onboarded("doc-token", &config_for(&p.url(), &telegram(&api)));
+    let out = doctor(&home, &[("TELEGRAM_BOT_TOKEN", BAD_TOKEN)]);
+    let stdout = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let fails: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fails.len(), 1, "{stdout}");
+    assert!(fails[0].contains("bot token"), "{stdout}");
+    assert!(
+        fails[0].contains("HTTP 401") && fails[0].contains("@BotFather"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains(BAD_TOKEN) && !stderr.contains(BAD_TOKEN));
+    assert!(
+        !stdout.contains("BAD-token"),
+        "not even part of it: {stdout}"
+    );
+}
+
+#[test]
+fn a_clock_before_the_build_is_a_warning() {
+    let p = provider(200);
+    let home = TempHome::onboarded("doc-clock", &config_for(&p.url(), ""));
+    let out = doctor(&home, &[("YOCTOCLAW_TEST_NOW", "86400")]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a warning is not a failure: {stdout}"
+    );
+    let l = line(&stdout, "clock");
+    assert!(l.starts_with("WARN"), "{l}");
+    assert!(l.contains("1970-01-02") && l.contains("NTP"), "{l}");
+}
+
+#[test]
+fn a_broken_config_is_a_fail_line_not_an_early_exit() {
+    let home = TempHome::onboarded("doc-badcfg", "{ \"provider\": ");
+    let out = doctor(&home, &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let l = line(&stdout, "config");
+    assert!(l.starts_with("FAIL") && l.contains("not valid JSON"), "{l}");
+    // The checks that do not need the config still ran.
+    assert!(line(&stdout, "fts5").starts_with("OK"), "{stdout}");
+    assert!(line(&stdout, "network").starts_with("WARN"), "{stdout}");
+}
+
+#[test]
+fn loose_secrets_file_permissions_fail() {
+    let p = provider(200);
+    let home = TempHome::onboarded("doc-secrets", &config_for(&p.url(), ""));
+    let secrets = home.dir.join("secrets.env");
+    std::fs::write(&secrets, "YOCTOCLAW_API_KEY=sk-loose-123456\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = doctor(&home, &[]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{stdout}");
+        let l = line(&stdout, "secrets");
+        assert!(l.starts_with("FAIL") && l.contains("chmod 600"), "{l}");
+        assert!(!stdout.contains("sk-loose-123456"));
+        // Fixed: OK, and the key counts as set without being shown.
+        std::fs::set_permissions(&secrets, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let out = doctor(&home, &[]);
+        let stdout = text(&out.stdout);
+        assert!(line(&stdout, "secrets").starts_with("OK"), "{stdout}");
+        assert!(
+            line(&stdout, "api key").contains("from secrets.env"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("sk-loose-123456"));
+        // The key went to the provider as a bearer token.
+        let reqs = p.requests_to("/models");
+        assert_eq!(
+            reqs.last().and_then(|r| r.header("authorization")),
+            Some("Bearer sk-loose-123456")
+        );
+    }
+}
+
+#[test]
+fn the_model_check_adapts_to_what_the_provider_offers() {
+    // No /models endpoint: a one-token chat request instead.
+    let p = provider(404);
+    let home = TempHome::onboarded("doc-nolist", &config_for(&p.url(), ""));
+    let out = doctor(&home, &[]);
+    let stdout = text(&out.stdout);
+    assert!(
+        line(&stdout, "model").contains("one-token request"),
+        "{stdout}"
+    );
+    let chat = p.requests_to("/chat/completions");
+    assert_eq!(chat.len(), 1);
+    assert!(
+        chat[0].body.contains("\"max_tokens\":1"),
+        "{}",
+        chat[0].body
+    );
+    // A refused key.
+    let p = provider(401);
+    let home = TempHome::onboarded("doc-401", &config_for(&p.url(), ""));
+    let out = doctor(&home, &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    let l = line(&stdout, "model");
+    assert!(
+        l.starts_with("FAIL") && l.contains("refused the key"),
+        "{l}"
+    );
+    // A model the provider does not list.
+    let p = provider(200);
+    let cfg = config_for(&p.url(), "").replace("fake-model", "missing-model");
+    let home = TempHome::onboarded("doc-unlisted", &cfg);
+    let out = doctor(&home, &[]);
+    let stdout = text(&out.stdout);
+    let l = line(&stdout, "model");
+    assert!(l.starts_with("WARN") && l.contains("missing-model"), "{l}");
+}

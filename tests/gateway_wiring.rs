@@ -1,0 +1,608 @@
+//! The gateway as a whole: the scheduler (cron, heartbeat, daily memory retention)
+//! running beside Telegram, deliveries through the gateway's sender, the status record,
+//! and streamed replies (drafts or one edited message) against a fake Bot API and a
+//! fake OpenAI-compatible model that streams with pauses.
+//!
+//! Time checks here are lower bounds only ("at least 0.9 s apart"): a slow machine makes
+//! calls later, never earlier.
+
+mod support;
+
+use std::io::Read;
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::fake_http::{FakeServer, Response, json_str, openai_text};
+use support::fake_telegram::{FakeTelegram, Shown, message};
+use support::{TempHome, config_for, text};
+use yoctoclaw::channels::telegram::send::reply_parts;
+use yoctoclaw::scheduler::heartbeat;
+use yoctoclaw::store::Db;
+use yoctoclaw::store::memory::Category;
+
+const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
+const TOKEN_SECRET_PART: &str = "AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
+/// A hang guard, not a timing check.
+const PATIENCE: Duration = Duration::from_secs(40);
+const ALICE: i64 = 42;
+/// 2027-01-15 08:00 UTC: after any build time of this binary.
+const T: i64 = 1_800_000_000;
+const TASKS: &str = "# Heartbeat\n- Check the backups and tell me if one is older than a day.\n";
+
+/// A fake model answering the scripted responses in order (the last repeats).
+fn model(responses: Vec<Response>) -> FakeServer {
+    let n = Arc::new(AtomicUsize::new(0));
+    FakeServer::start(move |req| {
+        if !req.path.ends_with("/v1/chat/completions") {
+            return Response::json(404, r#"{"error":{"message":"no route"}}"#);
+        }
+        let i = n.fetch_add(1, Ordering::SeqCst).min(responses.len() - 1);
+        responses[i].clone()
+    })
+}
+
+/// An OpenAI-compatible SSE stream sending `parts` of text, `pause` apart.
+fn sse(parts: &[&str], pause: Duration) -> Response {
+    let mut chunks = vec![
+        b": OPENROUTER PROCESSING\n\n".to_vec(),
+        b"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n".to_vec(),
+    ];
+    for p in parts {
+        chunks.push(
+            format!(
+                "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"finish_reason\":null}}]}}\n\n",
+                json_str(p)
+            )
+            .into_bytes(),
+        );
+    }
+    chunks.push(
+        b"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+            .to_vec(),
+    );
+    Response::Chunked {
+        status: 200,
+        content_type: "text/event-stream".into(),
+        chunks,
+        pause,
+    }
+}
+
+fn tg_config(llm: &FakeServer, tg: &FakeTelegram, extra: &str) -> String {
+    config_for(
+        &llm.url(),
+        &format!(
+            r#""telegram":{{"enabled":true,"api_base":"{}","allow_from":["{ALICE}"],"poll_timeout_secs":1}}{extra}"#,
+            tg.url()
+        ),
+    )
+}
+
+/// The same config with `"stream":true` in the provider section.
+fn streaming(config: String) -> String {
+    config.replacen(
+        r#""model":"fake-model""#,
+        r#""model":"fake-model","stream":true"#,
+        1,
+    )
+}
+
+fn db(home: &TempHome) -> Db {
+    Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap()
+}
+
+/// A running gateway with its stderr collected on a thread.
+struct Gateway {
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Gateway {
+    fn start(home: &TempHome, env: &[(&str, &str)]) -> Gateway {
+        let mut cmd = home.cmd(&["gateway"]);
+        cmd.env("TELEGRAM_BOT_TOKEN", TOKEN)
+            .env("RUST_LOG", "debug")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("start the gateway");
+        let log = Arc::new(Mutex::new(String::new()));
+        let (l, mut err) = (log.clone(), child.stderr.take().unwrap());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                l.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Gateway { child, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn wait_for(&mut self, what: &str, mut cond: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !cond() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("gateway exited ({st}) waiting for {what}:\n{}", self.log());
+            }
+            if start.elapsed() > PATIENCE {
+                panic!("timed out waiting for {what}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM; checks status 0, a prompt exit and no token in the log; returns the log.
+    fn stop(mut self) -> String {
+        let pid = self.child.id().to_string();
+        let started = Instant::now();
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(killed.success());
+        let status = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st;
+            }
+            if started.elapsed() > PATIENCE {
+                let _ = self.child.kill();
+                panic!("the gateway ignored SIGTERM:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let took = started.elapsed();
+        std::thread::sleep(Duration::from_millis(50));
+        let log = self.log();
+        assert!(status.success(), "exit status {status}:\n{log}");
+        assert!(took < Duration::from_secs(5), "exit took {took:?}:\n{log}");
+        assert!(log.contains("gateway: stopped"), "{log}");
+        assert!(!log.contains(TOKEN_SECRET_PART), "the token leaked:\n{log}");
+        log
+    }
+}
+
+/// Add a cron job at the frozen time `now`.
+fn cron_add(home: &TempHome, now: i64, args: &[&str]) {
+    let mut all = vec!["cron", "add"];
+    all.extend_from_slice(args);
+    let out = home
+        .cmd(&all)
+        .env("YOCTOCLAW_TEST_NOW", now.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+// ---------------------------------------------------------------- scheduler in the gateway
+
+#[test]
+fn a_due_cron_job_is_delivered_through_the_gateways_sender() {
+    let llm = model(vec![Response::json(200, &openai_text("unused"))]);
+    let tg = FakeTelegram::start();
+    let home = TempHome::onboarded("gw-cron", &tg_config(&llm, &tg, ""));
+    cron_add(
+        &home,
+        T - 7200,
+        &[
+            "every 1h",
+            "**Stretch** your legs & drink water",
+            "--to",
+            "telegram:42",
+            "--message",
+        ],
+    );
+    // The first sendMessage is rate limited: the sender retries it, never drops it.
+    tg.script_sends(vec![Response::json(
+        429,
+        r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}"#,
+    )]);
+    let now = T.to_string();
+    let mut g = Gateway::start(
+        &home,
+        &[
+            ("YOCTOCLAW_TEST_NOW", &now),
+            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
+        ],
+    );
+    let d = db(&home);
+    g.wait_for("the job's result", || {
+        d.get_cron_job(1)
+            .unwrap()
+            .is_some_and(|j| j.last_result.is_some())
+    });
+    let log = g.stop();
+    // The fake records every call: the refused one, then the retry.
+    let sent = tg.sent_to(ALICE);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[1].text, "<b>Stretch</b> your legs &amp; drink water");
+    assert_eq!(sent[1].text, sent[0].text);
+    assert_eq!(sent[1].parse_mode.as_deref(), Some("HTML"));
+    let j = d.get_cron_job(1).unwrap().unwrap();
+    assert_eq!(j.last_result.as_deref(), Some("delivered to telegram:42"));
+    assert_eq!(j.last_run, Some(T));
+    // It went through the gateway's sender thread (which logs its sends).
+    assert!(log.contains("telegram: sent 1 part(s) to chat 42"), "{log}");
+    assert_eq!(llm.requests().len(), 0, "a message job makes no model call");
+}
+
+#[test]
+fn a_heartbeat_that_needs_attention_is_delivered_by_the_gateway() {
+    let llm = model(vec![Response::json(
+        200,
+        &openai_text("The backup is **3 days** old."),
+    )]);
+    let tg = FakeTelegram::start();
+    let home = TempHome::onboarded(
+        "gw-hb",
+        &tg_config(
+            &llm,
+            &tg,
+            r#","heartbeat":{"deliver_to":"telegram:42","interval_mins":30}"#,
+        ),
+    );
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), TASKS).unwrap();
+    db(&home)
+        .set_state(heartbeat::LAST_RUN_KEY, &(T - 7200).to_string())
+        .unwrap();
+    let now = T.to_string();
+    let mut g = Gateway::start(
+        &home,
+        &[
+            ("YOCTOCLAW_TEST_NOW", &now),
+            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
+        ],
+    );
+    let d = db(&home);
+    g.wait_for("the heartbeat's record", || {
+        d.get_state(heartbeat::LAST_RUN_KEY).unwrap().as_deref() == Some(&*now)
+    });
+    g.wait_for("the delivery", || !tg.sent_to(ALICE).is_empty());
+    g.stop();
+    let sent = tg.sent_to(ALICE);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].text, "The backup is <b>3 days</b> old.");
+    assert_eq!(
+        d.get_state(heartbeat::LAST_RESULT_KEY).unwrap().as_deref(),
+        Some("delivered to telegram:42")
+    );
+}
+
+#[test]
+fn sigterm_during_a_heartbeat_turn_stops_the_scheduler_at_once() {
+    let slow = Response::Delay(
+        Duration::from_secs(20),
+        Box::new(Response::json(200, &openai_text("late"))),
+    );
+    let llm = model(vec![slow]);
+    let tg = FakeTelegram::start();
+    let home = TempHome::onboarded(
+        "gw-hb-stop",
+        &tg_config(&llm, &tg, r#","heartbeat":{"deliver_to":"telegram:42"}"#),
+    );
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), TASKS).unwrap();
+    db(&home)
+        .set_state(heartbeat::LAST_RUN_KEY, &(T - 7200).to_string())
+        .unwrap();
+    let now = T.to_string();
+    let mut g = Gateway::start(
+        &home,
+        &[
+            ("YOCTOCLAW_TEST_NOW", &now),
+            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
+        ],
+    );
+    g.wait_for("the heartbeat's model call", || !llm.requests().is_empty());
+    // `stop` checks: status 0 within the bound, "gateway: stopped".
+    g.stop();
+    assert!(tg.sent_to(ALICE).is_empty());
+}
+
+#[test]
+fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
+    let llm = model(vec![Response::json(200, &openai_text("unused"))]);
+    // Telegram is off: the job goes out through the standalone sender to this fake.
+    let tg = FakeTelegram::start();
+    let config = config_for(
+        &llm.url(),
+        &format!(r#""telegram":{{"api_base":"{}"}}"#, tg.url()),
+    );
+    let home = TempHome::onboarded("gw-cron-only", &config);
+    {
+        let d = db(&home);
+        let old = T - 40 * 86_400;
+        d.memory_put("old-note", "an old daily note", Category::Daily, old, old)
+            .unwrap();
+        d.memory_put("fresh-note", "a fresh daily note", Category::Daily, T, T)
+            .unwrap();
+        d.memory_put("core-fact", "likes green tea", Category::Core, old, old)
+            .unwrap();
+    }
+    cron_add(
+        &home,
+        T - 7200,
+        &[
+            "every 1h",
+            "Water the plants",
+            "--to",
+            "telegram:42",
+            "--message",
+        ],
+    );
+    let now = T.to_string();
+    let mut g = Gateway::start(
+        &home,
+        &[
+            ("YOCTOCLAW_TEST_NOW", &now),
+            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
+        ],
+    );
+    let pid = i64::from(g.child.id());
+    let d = db(&home);
+    g.wait_for("the job's result", || {
+        d.get_cron_job(1)
+            .unwrap()
+            .is_some_and(|j| j.last_result.is_some())
+    });
+    g.wait_for("the status record", || {
+        d.get_state("gateway.status").unwrap().is_some()
+    });
+    let log = g.stop();
+    assert!(!log.contains("nothing to do"), "{log}");
+    assert!(
+        log.contains("telegram.enabled is false: running cron"),
+        "{log}"
+    );
+    let sent = tg.sent_to(ALICE);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].text, "Water the plants");
+    // Retention ran at start: the expired daily note is gone, the rest kept.
+    assert!(d.memory_get("old-note").unwrap().is_none());
+    assert!(d.memory_get("fresh-note").unwrap().is_some());
+    assert!(d.memory_get("core-fact").unwrap().is_some());
+    let status = d.get_state("gateway.status").unwrap().unwrap();
+    let num = |k: &str| {
+        status
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix(&format!("{k}=")))
+            .and_then(|v| v.parse::<i64>().ok())
+    };
+    assert_eq!(num("pid"), Some(pid), "{status}");
+    assert!(num("rss_kib").is_some_and(|k| k > 0), "{status}");
+    assert!(num("hwm_kib").is_some_and(|k| k > 0), "{status}");
+    assert_eq!(num("live"), Some(0), "{status}");
+    assert_eq!(num("at"), Some(T), "{status}");
+}
+
+#[test]
+fn with_nothing_to_do_the_gateway_says_so_and_still_stops_cleanly() {
+    let llm = model(vec![Response::json(200, &openai_text("x"))]);
+    let home = TempHome::onboarded("gw-idle", &config_for(&llm.url(), ""));
+    let mut g = Gateway::start(&home, &[]);
+    let log = g.log.clone();
+    g.wait_for("the warning", || {
+        log.lock().unwrap().contains("nothing to do yet")
+    });
+    g.stop();
+}
+
+// ---------------------------------------------------------------- streamed replies
+
+/// What holds for every streamed reply: no tool-call markup ever shown, and the calls
+/// that show it growing (drafts, or the first `sendMessage` and its edits) at least
+/// ~1 s apart.
+fn check_stream(shown: &[Shown], preview_method: &str) {
+    for s in shown {
+        assert!(
+            !s.text.contains("tool_call") && !s.text.contains("read_file"),
+            "markup shown: {s:?}"
+        );
+    }
+    let mut first_send = true;
+    let previews: Vec<&Shown> = shown
+        .iter()
+        .filter(|s| match s.method.as_str() {
+            "editMessageText" => true,
+            "sendMessage" if preview_method == "sendMessage" => {
+                std::mem::replace(&mut first_send, false)
+            }
+            m => m == preview_method && m != "sendMessage",
+        })
+        .collect();
+    for w in previews.windows(2) {
+        let gap = w[1].at.duration_since(w[0].at);
+        assert!(
+            gap >= Duration::from_millis(900),
+            "previews {gap:?} apart: {:?} then {:?}",
+            w[0].text,
+            w[1].text
+        );
+    }
+}
+
+/// A first request that thinks aloud and calls a tool in text mode, then the answer,
+/// both streamed slowly.
+fn tool_then_answer(answer_parts: &[&str]) -> Vec<Response> {
+    let pause = Duration::from_millis(350);
+    vec![
+        sse(
+            &[
+                "Let me ",
+                "look at ",
+                "the notes.\n<tool",
+                "_call>{\"name\":\"read_file\",",
+                "\"arguments\":{\"path\":\"notes.txt\"}}",
+                "</tool_call>",
+            ],
+            pause,
+        ),
+        sse(answer_parts, pause),
+    ]
+}
+
+#[test]
+fn a_streamed_reply_is_one_message_edited_in_place_when_drafts_are_missing() {
+    let answer = [
+        "The notes ",
+        "say: **buy ",
+        "milk** ",
+        "and call ",
+        "Bob at 5 ",
+        "<b> & done.",
+    ];
+    let full: String = answer.concat();
+    let llm = model(tool_then_answer(&answer));
+    let tg = FakeTelegram::start();
+    let home = TempHome::onboarded("gw-stream", &streaming(tg_config(&llm, &tg, "")));
+    std::fs::write(home.workspace().join("notes.txt"), "buy milk, call Bob").unwrap();
+    tg.push_private(ALICE, "alice", "what do my notes say?");
+    let mut g = Gateway::start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    let want = reply_parts(&full, true);
+    g.wait_for("the final text", || {
+        tg.shown_to(ALICE).last().map(|s| s.text.as_str()) == Some(want[0].as_str())
+    });
+    // Let any stray late call arrive before checking.
+    std::thread::sleep(Duration::from_millis(1500));
+    let log = g.stop();
+    let shown = tg.shown_to(ALICE);
+    let methods: Vec<&str> = shown.iter().map(|s| s.method.as_str()).collect();
+    // The draft was refused (404): one message, then edits of it.
+    assert_eq!(methods[0], "sendMessageDraft", "{methods:?}");
+    assert_eq!(methods[1], "sendMessage", "{methods:?}");
+    assert!(
+        methods[2..].iter().all(|m| *m == "editMessageText"),
+        "{methods:?}"
+    );
+    assert!(methods.len() >= 4, "it grew in several steps: {methods:?}");
+    check_stream(&shown[1..], "sendMessage");
+    let last = shown.last().unwrap();
+    assert_eq!(last.text, want[0]);
+    assert_eq!(want.len(), 1);
+    assert_eq!(last.parse_mode.as_deref(), Some("HTML"));
+    assert!(last.text.contains("<b>buy milk</b>"), "{}", last.text);
+    assert!(last.text.contains("&lt;b&gt; &amp; done."), "{}", last.text);
+    assert!(log.contains("drafts are not available"), "{log}");
+    // The thinking-aloud text was shown while the tool ran, then replaced.
+    assert!(
+        shown.iter().any(|s| s.text.starts_with("Let me")),
+        "{shown:?}"
+    );
+}
+
+#[test]
+fn a_streamed_reply_uses_drafts_when_the_server_has_them() {
+    let answer = ["Sunny ", "all day, ", "no umbrella ", "needed ", "today."];
+    let full: String = answer.concat();
+    let llm = model(vec![sse(&answer, Duration::from_millis(400))]);
+    let tg = FakeTelegram::start();
+    tg.set_drafts(true);
+    let home = TempHome::onboarded("gw-draft", &streaming(tg_config(&llm, &tg, "")));
+    tg.push_private(ALICE, "alice", "weather?");
+    let mut g = Gateway::start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    g.wait_for("the final message", || !tg.sent_to(ALICE).is_empty());
+    g.stop();
+    let shown = tg.shown_to(ALICE);
+    let (last, drafts) = shown.split_last().unwrap();
+    assert!(!drafts.is_empty(), "{shown:?}");
+    assert!(
+        drafts.iter().all(|s| s.method == "sendMessageDraft"),
+        "{shown:?}"
+    );
+    let id = drafts[0].target.unwrap();
+    assert!(id != 0 && drafts.iter().all(|s| s.target == Some(id)));
+    check_stream(&shown, "sendMessageDraft");
+    assert_eq!(last.method, "sendMessage");
+    assert_eq!(last.text, full);
+    assert_eq!(tg.sent_to(ALICE).len(), 1);
+}
+
+#[test]
+fn a_long_streamed_reply_ends_as_the_same_messages_as_a_non_streamed_one() {
+    // About 11,000 UTF-16 units with emoji, in a group (mentioned): three messages.
+    let unit = "Tea 🍵 and cake 🎂 at five, **bring friends**. ";
+    let pieces: Vec<String> = (0..10).map(|_| unit.repeat(25)).collect();
+    let parts: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let full: String = parts.concat();
+    let llm = model(vec![sse(&parts, Duration::from_millis(250))]);
+    let tg = FakeTelegram::start();
+    let home = TempHome::onboarded("gw-long", &streaming(tg_config(&llm, &tg, "")));
+    let group = -100_777;
+    tg.push_message(&message(
+        group,
+        "alice",
+        ALICE,
+        "supergroup",
+        "@yc_test_bot plan the party",
+        None,
+    ));
+    let mut g = Gateway::start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    let want = reply_parts(full.trim(), true);
+    assert!(want.len() >= 3, "{}", want.len());
+    g.wait_for("every part", || tg.sent_to(group).len() == want.len());
+    g.stop();
+    let shown = tg.shown_to(group);
+    check_stream(&shown, "sendMessage");
+    // The streamed message (the first sendMessage) ends as the first part: its last
+    // edit, or the message itself when the preview already showed the whole part…
+    let edits: Vec<&Shown> = shown
+        .iter()
+        .filter(|s| s.method == "editMessageText")
+        .collect();
+    let sends = tg.sent_to(group);
+    let streamed = edits
+        .last()
+        .map_or(sends[0].text.as_str(), |e| e.text.as_str());
+    assert_eq!(streamed, want[0]);
+    assert!(edits.iter().all(|s| s.target == edits[0].target));
+    // …and the other parts follow as new messages, in order, after it.
+    let rest: Vec<String> = sends[1..].iter().map(|s| s.text.clone()).collect();
+    assert_eq!(rest, want[1..].to_vec());
+    assert!(
+        sends[0].reply_to.is_some(),
+        "the group reply answers the question"
+    );
+    assert_eq!(shown.last().unwrap().text, want[want.len() - 1]);
+}
+
+#[test]
+fn a_429_on_an_edit_holds_the_next_one_for_retry_after() {
+    let answer = [
+        "One, ", "two, ", "three, ", "four, ", "five, ", "six, ", "seven, ", "eight, ", "nine, ",
+        "ten.",
+    ];
+    let full: String = answer.concat();
+    let llm = model(vec![sse(&answer, Duration::from_millis(400))]);
+    let tg = FakeTelegram::start();
+    tg.script_edits(vec![Response::json(
+        429,
+        r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 2","parameters":{"retry_after":2}}"#,
+    )]);
+    let home = TempHome::onboarded("gw-429", &streaming(tg_config(&llm, &tg, "")));
+    tg.push_private(ALICE, "alice", "count to ten");
+    // Real waits here: Telegram's retry_after is honoured as is.
+    let mut g = Gateway::start(&home, &[]);
+    g.wait_for("the final text", || {
+        tg.shown_to(ALICE).last().map(|s| s.text.as_str()) == Some(full.as_str())
+    });
+    g.stop();
+    let shown = tg.shown_to(ALICE);
+    let edits: Vec<&Shown> = shown
+        .iter()
+        .filter(|s| s.method == "editMessageText")
+        .collect();
+    assert!(edits.len() >= 2, "{shown:?}");
+    // The first edit got the 429; the next one waited at least retry_after.
+    let gap = edits[1].at.duration_since(edits[0].at);
+    assert!(gap >= Duration::from_millis(1900), "{gap:?}: {shown:?}");
+    check_stream(&shown[1..], "sendMessage");
+}

@@ -1,0 +1,341 @@
+//! A tiny scriptable HTTP/1.1 server on 127.0.0.1 for tests: fakes of the LLM providers
+//! and the Telegram Bot API are built on it. std only, one thread per connection.
+//!
+//! Every request is recorded; the handler decides the response. Responses close the
+//! connection (`Connection: close`), which every client handles, so no keep-alive logic.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// One request as the fake server saw it.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    /// When the whole request had arrived.
+    pub at: Instant,
+}
+
+impl Request {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// What the server sends back.
+#[derive(Clone, Debug)]
+pub enum Response {
+    /// A normal response with a status, extra headers and a body.
+    Full {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
+    /// Raw bytes written as is, then the connection is closed (for garbage and cut streams).
+    Raw(Vec<u8>),
+    /// Wait, then answer with the inner response.
+    Delay(Duration, Box<Response>),
+    /// Close the connection without answering.
+    Hangup,
+    /// Send chunks with a pause between them (for streaming), chunked transfer encoding.
+    Chunked {
+        status: u16,
+        content_type: String,
+        chunks: Vec<Vec<u8>>,
+        pause: Duration,
+    },
+}
+
+impl Response {
+    pub fn json(status: u16, body: &str) -> Response {
+        Response::Full {
+            status,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+    pub fn text(status: u16, body: &str) -> Response {
+        Response::Full {
+            status,
+            headers: vec![("Content-Type".into(), "text/plain".into())],
+            body: body.as_bytes().to_vec(),
+        }
+    }
+    pub fn with_header(self, k: &str, v: &str) -> Response {
+        match self {
+            Response::Full {
+                status,
+                mut headers,
+                body,
+            } => {
+                headers.push((k.into(), v.into()));
+                Response::Full {
+                    status,
+                    headers,
+                    body,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+type Handler = dyn Fn(&Request) -> Response + Send + Sync + 'static;
+
+/// A running fake server; stops accepting when dropped.
+pub struct FakeServer {
+    port: u16,
+    requests: Arc<Mutex<Vec<Request>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakeServer {
+    pub fn start<F>(handler: F) -> FakeServer
+    where
+        F: Fn(&Request) -> Response + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local addr").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let handler: Arc<Handler> = Arc::new(handler);
+        {
+            let requests = requests.clone();
+            let stop = stop.clone();
+            thread::spawn(move || {
+                for conn in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(conn) = conn else { continue };
+                    let requests = requests.clone();
+                    let handler = handler.clone();
+                    thread::spawn(move || serve(conn, &requests, &*handler));
+                }
+            });
+        }
+        FakeServer {
+            port,
+            requests,
+            stop,
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn requests(&self) -> Vec<Request> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// Requests whose path ends with `suffix`.
+    pub fn requests_to(&self, suffix: &str) -> Vec<Request> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.split('?').next().unwrap_or("").ends_with(suffix))
+            .collect()
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+fn serve(conn: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+    let Ok(write_half) = conn.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(conn);
+    let Some(req) = read_request(&mut reader) else {
+        return;
+    };
+    if let Ok(mut r) = requests.lock() {
+        r.push(req.clone());
+    }
+    let resp = handler(&req);
+    write_response(write_half, resp);
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = Vec::new();
+    let mut content_length = 0usize;
+    let mut chunked = false;
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).ok()? == 0 {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            let (k, v) = (k.trim().to_string(), v.trim().to_string());
+            if k.eq_ignore_ascii_case("content-length") {
+                content_length = v.parse().unwrap_or(0);
+            }
+            if k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked") {
+                chunked = true;
+            }
+            headers.push((k, v));
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let mut size_line = String::new();
+            reader.read_line(&mut size_line).ok()?;
+            let size = usize::from_str_radix(size_line.trim(), 16).ok()?;
+            let mut chunk = vec![0u8; size + 2];
+            reader.read_exact(&mut chunk).ok()?;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        body.resize(content_length, 0);
+        reader.read_exact(&mut body).ok()?;
+    }
+    Some(Request {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+        at: Instant::now(),
+    })
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        409 => "Conflict",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        _ => "Status",
+    }
+}
+
+fn write_response(mut conn: TcpStream, resp: Response) {
+    match resp {
+        Response::Full {
+            status,
+            headers,
+            body,
+        } => {
+            let mut head = format!("HTTP/1.1 {} {}\r\n", status, reason(status));
+            for (k, v) in &headers {
+                head.push_str(&format!("{k}: {v}\r\n"));
+            }
+            head.push_str(&format!(
+                "Content-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            ));
+            let _ = conn.write_all(head.as_bytes());
+            let _ = conn.write_all(&body);
+        }
+        Response::Raw(bytes) => {
+            let _ = conn.write_all(&bytes);
+        }
+        Response::Delay(d, inner) => {
+            thread::sleep(d);
+            write_response(conn, *inner);
+            return;
+        }
+        Response::Hangup => {}
+        Response::Chunked {
+            status,
+            content_type,
+            chunks,
+            pause,
+        } => {
+            let head = format!(
+                "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+                status,
+                reason(status),
+                content_type
+            );
+            let _ = conn.write_all(head.as_bytes());
+            for c in chunks {
+                let _ = conn.write_all(format!("{:x}\r\n", c.len()).as_bytes());
+                let _ = conn.write_all(&c);
+                let _ = conn.write_all(b"\r\n");
+                let _ = conn.flush();
+                thread::sleep(pause);
+            }
+            let _ = conn.write_all(b"0\r\n\r\n");
+        }
+    }
+    let _ = conn.flush();
+    let _ = conn.shutdown(std::net::Shutdown::Both);
+}
+
+/// An OpenAI Chat Completions response carrying a plain assistant message.
+pub fn openai_text(content: &str) -> String {
+    format!(
+        r#"{{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}}}"#,
+        json_str(content)
+    )
+}
+
+/// An OpenAI Chat Completions response carrying one native tool call.
+/// `arguments` is inserted as raw JSON: pass a JSON string literal or an object.
+pub fn openai_tool_call(id: &str, name: &str, arguments_json: &str) -> String {
+    format!(
+        r#"{{"id":"chatcmpl-2","object":"chat.completion","created":1700000000,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{{"id":{},"type":"function","function":{{"name":{},"arguments":{}}}}}]}},"finish_reason":"tool_calls"}}]}}"#,
+        json_str(id),
+        json_str(name),
+        arguments_json
+    )
+}
+
+/// Encode a JSON string literal.
+pub fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

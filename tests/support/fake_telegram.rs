@@ -1,0 +1,286 @@
+//! A fake Telegram Bot API on `fake_http`: scripted answers for the first `getUpdates`,
+//! `sendMessage` and `editMessageText` calls, then Telegram-like behaviour (updates from
+//! the requested offset, a short hold when there is nothing new), `sendMessageDraft`
+//! only when switched on (else 404 like an older server), and a record of every call
+//! with its arrival time.
+#![allow(dead_code)]
+
+use super::fake_http::{FakeServer, Request, Response, json_str};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The fake bot's identity.
+pub const BOT_ID: i64 = 7_000_001;
+pub const BOT_USERNAME: &str = "yc_test_bot";
+
+/// How long an empty `getUpdates` is held (a real server holds up to the timeout).
+const EMPTY_POLL_HOLD_MS: u64 = 50;
+
+#[derive(Default)]
+struct State {
+    updates: Vec<(i64, String)>,
+    next_update_id: i64,
+    next_message_id: i64,
+    poll_script: VecDeque<Response>,
+    send_script: VecDeque<Response>,
+    edit_script: VecDeque<Response>,
+    /// Answer `sendMessageDraft` (Bot API 9.3+); off: 404 like an older server.
+    drafts: bool,
+    get_me: Option<Response>,
+    /// Serve every update on every poll, whatever the offset (a broken proxy).
+    ignore_offset: bool,
+}
+
+/// One `sendMessage` call as the fake saw it.
+#[derive(Debug, Clone)]
+pub struct Sent {
+    pub chat_id: i64,
+    pub text: String,
+    pub parse_mode: Option<String>,
+    pub reply_to: Option<i64>,
+}
+
+/// One call that shows text (`sendMessage`, `editMessageText`, `sendMessageDraft`).
+#[derive(Debug, Clone)]
+pub struct Shown {
+    /// The Bot API method.
+    pub method: String,
+    pub chat_id: i64,
+    pub text: String,
+    pub parse_mode: Option<String>,
+    /// `message_id` of an edit, `draft_id` of a draft.
+    pub target: Option<i64>,
+    pub at: Instant,
+}
+
+pub struct FakeTelegram {
+    pub server: FakeServer,
+    state: Arc<Mutex<State>>,
+}
+
+impl FakeTelegram {
+    pub fn start() -> FakeTelegram {
+        let state = Arc::new(Mutex::new(State {
+            next_update_id: 1,
+            next_message_id: 1000,
+            ..State::default()
+        }));
+        let st = state.clone();
+        let server = FakeServer::start(move |req| handle(&st, req));
+        FakeTelegram { server, state }
+    }
+
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> T {
+        f(&mut self.state.lock().unwrap())
+    }
+
+    /// Answers for the next `getUpdates` calls, in order (before any update is served).
+    pub fn script_polls(&self, responses: Vec<Response>) {
+        self.with(|s| s.poll_script.extend(responses));
+    }
+
+    /// Answers for the next `sendMessage` calls, in order.
+    pub fn script_sends(&self, responses: Vec<Response>) {
+        self.with(|s| s.send_script.extend(responses));
+    }
+
+    /// Answers for the next `editMessageText` calls, in order.
+    pub fn script_edits(&self, responses: Vec<Response>) {
+        self.with(|s| s.edit_script.extend(responses));
+    }
+
+    /// Accept `sendMessageDraft` (off by default: 404).
+    pub fn set_drafts(&self, on: bool) {
+        self.with(|s| s.drafts = on);
+    }
+
+    /// Every text-showing call to `chat_id` in arrival order (including refused ones).
+    pub fn shown_to(&self, chat_id: i64) -> Vec<Shown> {
+        let mut out: Vec<Shown> = self
+            .server
+            .requests()
+            .iter()
+            .filter_map(parse_shown)
+            .filter(|s| s.chat_id == chat_id)
+            .collect();
+        out.sort_by_key(|s| s.at);
+        out
+    }
+
+    pub fn set_get_me(&self, r: Response) {
+        self.with(|s| s.get_me = Some(r));
+    }
+
+    pub fn set_ignore_offset(&self, on: bool) {
+        self.with(|s| s.ignore_offset = on);
+    }
+
+    /// Queue an update whose `message` is `message_json`; returns its update_id.
+    pub fn push_message(&self, message_json: &str) -> i64 {
+        self.with(|s| {
+            let id = s.next_update_id;
+            s.next_update_id += 1;
+            s.updates.push((
+                id,
+                format!(r#"{{"update_id":{id},"message":{message_json}}}"#),
+            ));
+            id
+        })
+    }
+
+    /// A private text message from `user`.
+    pub fn push_private(&self, user: i64, username: &str, text: &str) -> i64 {
+        self.push_message(&message(user, username, user, "private", text, None))
+    }
+
+    /// Every `sendMessage` call so far, in arrival order.
+    pub fn sent(&self) -> Vec<Sent> {
+        self.server
+            .requests_to("/sendMessage")
+            .iter()
+            .filter_map(parse_sent)
+            .collect()
+    }
+
+    pub fn sent_to(&self, chat_id: i64) -> Vec<Sent> {
+        self.sent()
+            .into_iter()
+            .filter(|s| s.chat_id == chat_id)
+            .collect()
+    }
+
+    /// Chat ids of every `sendChatAction` call.
+    pub fn typing_chats(&self) -> Vec<i64> {
+        self.server
+            .requests_to("/sendChatAction")
+            .iter()
+            .filter_map(|r| {
+                let v = yoctoclaw::json::parse_value(&r.body).ok()?;
+                yoctoclaw::json::get(&v, "chat_id").and_then(yoctoclaw::json::as_i64)
+            })
+            .collect()
+    }
+
+    pub fn polls(&self) -> usize {
+        self.server.requests_to("/getUpdates").len()
+    }
+}
+
+/// A message object.
+pub fn message(
+    chat_id: i64,
+    username: &str,
+    from: i64,
+    chat_type: &str,
+    text: &str,
+    reply_to_from: Option<i64>,
+) -> String {
+    let reply = match reply_to_from {
+        Some(id) => format!(
+            r#","reply_to_message":{{"message_id":1,"from":{{"id":{id},"is_bot":true,"first_name":"X"}},"chat":{{"id":{chat_id},"type":"{chat_type}"}},"date":1,"text":"earlier"}}"#
+        ),
+        None => String::new(),
+    };
+    format!(
+        r#"{{"message_id":{},"from":{{"id":{from},"is_bot":false,"first_name":"U","username":"{username}"}},"chat":{{"id":{chat_id},"type":"{chat_type}"}},"date":1700000000,"text":{}{reply}}}"#,
+        50 + from.rem_euclid(1000),
+        json_str(text)
+    )
+}
+
+fn parse_sent(r: &Request) -> Option<Sent> {
+    use yoctoclaw::json::{as_i64, as_str, get, path};
+    let v = yoctoclaw::json::parse_value(&r.body).ok()?;
+    Some(Sent {
+        chat_id: get(&v, "chat_id").and_then(as_i64)?,
+        text: get(&v, "text").and_then(as_str)?.to_string(),
+        parse_mode: get(&v, "parse_mode").and_then(as_str).map(str::to_string),
+        reply_to: path(&v, &["reply_parameters", "message_id"]).and_then(as_i64),
+    })
+}
+
+fn parse_shown(r: &Request) -> Option<Shown> {
+    use yoctoclaw::json::{as_i64, as_str, get};
+    let method = r.path.rsplit('/').next()?;
+    let target = match method {
+        "sendMessage" => None,
+        "editMessageText" => Some("message_id"),
+        "sendMessageDraft" => Some("draft_id"),
+        _ => return None,
+    };
+    let v = yoctoclaw::json::parse_value(&r.body).ok()?;
+    Some(Shown {
+        method: method.to_string(),
+        chat_id: get(&v, "chat_id").and_then(as_i64)?,
+        text: get(&v, "text").and_then(as_str)?.to_string(),
+        parse_mode: get(&v, "parse_mode").and_then(as_str).map(str::to_string),
+        target: target.and_then(|k| get(&v, k).and_then(as_i64)),
+        at: r.at,
+    })
+}
+
+fn ok(result: &str) -> Response {
+    Response::json(200, &format!(r#"{{"ok":true,"result":{result}}}"#))
+}
+
+fn handle(state: &Mutex<State>, req: &Request) -> Response {
+    let method = req.path.rsplit('/').next().unwrap_or("");
+    let mut s = state.lock().unwrap();
+    match method {
+        "getMe" => s.get_me.clone().unwrap_or_else(|| {
+            ok(&format!(
+                r#"{{"id":{BOT_ID},"is_bot":true,"first_name":"YC","username":"{BOT_USERNAME}"}}"#
+            ))
+        }),
+        "getUpdates" => {
+            if let Some(r) = s.poll_script.pop_front() {
+                return r;
+            }
+            let offset = yoctoclaw::json::parse_value(&req.body)
+                .ok()
+                .and_then(|v| yoctoclaw::json::get(&v, "offset").and_then(yoctoclaw::json::as_i64))
+                .unwrap_or(0);
+            let fresh: Vec<&str> = s
+                .updates
+                .iter()
+                .filter(|(id, _)| s.ignore_offset || *id >= offset)
+                .map(|(_, u)| u.as_str())
+                .collect();
+            if fresh.is_empty() {
+                Response::Delay(
+                    Duration::from_millis(EMPTY_POLL_HOLD_MS),
+                    Box::new(ok("[]")),
+                )
+            } else {
+                ok(&format!("[{}]", fresh.join(",")))
+            }
+        }
+        "sendMessage" => {
+            if let Some(r) = s.send_script.pop_front() {
+                return r;
+            }
+            s.next_message_id += 1;
+            ok(&format!(
+                r#"{{"message_id":{},"chat":{{"id":1,"type":"private"}},"date":1}}"#,
+                s.next_message_id
+            ))
+        }
+        "editMessageText" => {
+            if let Some(r) = s.edit_script.pop_front() {
+                return r;
+            }
+            ok(r#"{"message_id":1,"chat":{"id":1,"type":"private"},"date":1,"edit_date":2}"#)
+        }
+        "sendMessageDraft" if s.drafts => ok("true"),
+        "sendChatAction" => ok("true"),
+        _ => Response::json(
+            404,
+            r#"{"ok":false,"error_code":404,"description":"Not Found"}"#,
+        ),
+    }
+}

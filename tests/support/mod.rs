@@ -1,0 +1,84 @@
+//! Shared helpers for the integration tests: temporary homes and running the binary.
+#![allow(dead_code)]
+
+pub mod fake_http;
+pub mod fake_telegram;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// A temporary yoctoclaw home, removed on drop.
+pub struct TempHome {
+    pub dir: PathBuf,
+}
+
+impl TempHome {
+    pub fn new(tag: &str) -> TempHome {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "yc-it-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        TempHome { dir }
+    }
+
+    /// Onboarded home with `config.json` replaced by `config`.
+    pub fn onboarded(tag: &str, config: &str) -> TempHome {
+        let h = TempHome::new(tag);
+        let out = h.cmd(&["onboard"]).output().expect("run onboard");
+        assert!(
+            out.status.success(),
+            "onboard failed: {}",
+            text(&out.stderr)
+        );
+        h.write_config(config);
+        h
+    }
+
+    pub fn write_config(&self, config: &str) {
+        std::fs::write(self.dir.join("config.json"), config).expect("write config");
+    }
+
+    pub fn workspace(&self) -> PathBuf {
+        self.dir.join("workspace")
+    }
+
+    /// The binary with `--home` set and a clean environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .arg("--home")
+            .arg(&self.dir)
+            .args(args)
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run yoctoclaw")
+    }
+}
+
+impl Drop for TempHome {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+pub fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_yoctoclaw"))
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A config pointing the provider at a fake server.
+pub fn config_for(provider_url: &str, extra: &str) -> String {
+    let sep = if extra.trim().is_empty() { "" } else { "," };
+    format!(r#"{{"provider":{{"base_url":"{provider_url}/v1","model":"fake-model"}}{sep}{extra}}}"#)
+}

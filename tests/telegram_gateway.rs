@@ -1,0 +1,539 @@
+//! The Telegram gateway end to end: the real binary against a fake Bot API and a fake
+//! OpenAI-compatible model, stopped with SIGTERM. Backoff waits are shortened through
+//! `YOCTOCLAW_TEST_BACKOFF_SCALE`, so error paths run in milliseconds.
+
+mod support;
+
+use std::io::Read;
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::fake_http::{FakeServer, Response, openai_text};
+use support::fake_telegram::{BOT_ID, BOT_USERNAME, FakeTelegram, message};
+use support::{TempHome, config_for, text};
+
+/// A realistic token shape: bot id, colon, 35 characters.
+const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
+const TOKEN_SECRET_PART: &str = "AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
+/// Longest wait for anything the gateway should do (a hang guard, not a timing check).
+const PATIENCE: Duration = Duration::from_secs(30);
+const ALICE: i64 = 42;
+
+/// A fake model answering the scripted bodies in order (the last repeats), each after
+/// `delay`.
+fn model(bodies: Vec<String>, delay: Duration) -> FakeServer {
+    let n = Arc::new(AtomicUsize::new(0));
+    FakeServer::start(move |req| {
+        if !req.path.ends_with("/v1/chat/completions") {
+            return Response::json(404, r#"{"error":{"message":"no route"}}"#);
+        }
+        let i = n.fetch_add(1, Ordering::SeqCst).min(bodies.len() - 1);
+        let r = Response::json(200, &bodies[i]);
+        if delay.is_zero() {
+            r
+        } else {
+            Response::Delay(delay, Box::new(r))
+        }
+    })
+}
+
+fn config(llm: &FakeServer, tg: &FakeTelegram, extra: &str) -> String {
+    config_for(
+        &llm.url(),
+        &format!(
+            r#""telegram":{{"enabled":true,"api_base":"{}","allow_from":["{ALICE}","@Bob"],"poll_timeout_secs":1{extra}}}"#,
+            tg.url()
+        ),
+    )
+}
+
+/// A running gateway with its output collected on threads.
+struct Gateway {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<String>>,
+}
+
+fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
+    let out = Arc::new(Mutex::new(String::new()));
+    let o = out.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            o.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    out
+}
+
+impl Gateway {
+    fn start(home: &TempHome, log_level: &str) -> Gateway {
+        let mut child = home
+            .cmd(&["gateway"])
+            .env("TELEGRAM_BOT_TOKEN", TOKEN)
+            .env("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")
+            .env("RUST_LOG", log_level)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the gateway");
+        let stderr = collect(child.stderr.take().unwrap());
+        let stdout = collect(child.stdout.take().unwrap());
+        Gateway {
+            child,
+            stderr,
+            stdout,
+        }
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Wait until `cond` holds; panic with the log after `PATIENCE`.
+    fn wait_for(&mut self, what: &str, mut cond: impl FnMut() -> bool) {
+        let start = Instant::now();
+        while !cond() {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("gateway exited ({st}) waiting for {what}:\n{}", self.log());
+            }
+            if start.elapsed() > PATIENCE {
+                panic!("timed out waiting for {what}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGTERM; returns the status, how long the exit took, and all output.
+    fn stop(mut self) -> (ExitStatus, Duration, String) {
+        let pid = self.child.id().to_string();
+        let started = Instant::now();
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("run kill");
+        assert!(killed.success());
+        let status = loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                break st;
+            }
+            if started.elapsed() > PATIENCE {
+                let _ = self.child.kill();
+                panic!("the gateway ignored SIGTERM:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let took = started.elapsed();
+        // Let the reader threads see end of file.
+        std::thread::sleep(Duration::from_millis(50));
+        let all = format!("{}{}", self.stdout.lock().unwrap(), self.log());
+        (status, took, all)
+    }
+}
+
+/// Stop the gateway and check the shutdown contract: status 0, well within the 2 s the
+/// spec allows (measured loosely: the bound is generous for a loaded test machine).
+fn stop_cleanly(g: Gateway) -> String {
+    let (status, took, out) = g.stop();
+    assert!(status.success(), "exit status {status}:\n{out}");
+    assert!(took < Duration::from_secs(5), "exit took {took:?}:\n{out}");
+    assert!(out.contains("gateway: stopped"), "{out}");
+    assert!(!out.contains(TOKEN_SECRET_PART), "the token leaked:\n{out}");
+    out
+}
+
+fn unescape(html: &str) -> String {
+    html.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+#[test]
+fn poll_errors_are_survived_with_one_conflict_warning_and_the_token_never_logged() {
+    let llm = model(vec![openai_text("Hi there, Alice")], Duration::ZERO);
+    let tg = FakeTelegram::start();
+    let conflict = || {
+        Response::json(
+            409,
+            r#"{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}"#,
+        )
+    };
+    tg.script_polls(vec![
+        conflict(),
+        conflict(),
+        conflict(),
+        Response::json(
+            429,
+            r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}"#,
+        ),
+        Response::text(200, "<html>this is not the Bot API</html>"),
+        Response::Raw(b"\x00\xffgarbage that is not HTTP".to_vec()),
+        Response::Hangup,
+        Response::text(502, "Bad Gateway"),
+        Response::json(500, r#"{"ok":false,"error_code":500,"description":"Internal"}"#),
+    ]);
+    tg.push_private(ALICE, "alice", "hello");
+    let home = TempHome::onboarded("tg-errors", &config(&llm, &tg, ""));
+    let mut g = Gateway::start(&home, "debug");
+    g.wait_for("the reply", || !tg.sent_to(ALICE).is_empty());
+    let log = g.log();
+    let out = stop_cleanly(g);
+
+    let sent = tg.sent_to(ALICE);
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].text, "Hi there, Alice");
+    assert_eq!(sent[0].parse_mode.as_deref(), Some("HTML"));
+    let warns_409 = log
+        .lines()
+        .filter(|l| l.contains("conflict (http 409"))
+        .count();
+    assert_eq!(warns_409, 1, "one warning per conflict episode:\n{log}");
+    assert!(log.contains("retrying in 3 s as asked"), "{log}");
+    assert!(log.contains("polling works again"), "{log}");
+    assert!(tg.typing_chats().contains(&ALICE));
+    // The token really was used (so its absence from the logs means something).
+    let reqs = tg.server.requests();
+    assert!(
+        reqs.iter()
+            .all(|r| r.path.starts_with(&format!("/bot{TOKEN}/")))
+    );
+    assert!(!out.contains(TOKEN_SECRET_PART));
+    // allowed_updates is limited to what the gateway handles.
+    let poll = &tg.server.requests_to("/getUpdates")[0].body;
+    assert!(poll.contains(r#""allowed_updates":["message"]"#), "{poll}");
+}
+
+#[test]
+fn a_refused_or_missing_token_is_a_clear_fatal_error() {
+    let llm = model(vec![openai_text("x")], Duration::ZERO);
+    let tg = FakeTelegram::start();
+    tg.set_get_me(Response::json(
+        401,
+        r#"{"ok":false,"error_code":401,"description":"Unauthorized"}"#,
+    ));
+    let home = TempHome::onboarded("tg-401", &config(&llm, &tg, ""));
+    let out = home
+        .cmd(&["gateway"])
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("TELEGRAM_BOT_TOKEN"), "{err}");
+    assert!(err.contains("401"), "{err}");
+    assert!(!err.contains(TOKEN_SECRET_PART), "{err}");
+    assert_eq!(tg.polls(), 0);
+
+    let out = home.run(&["gateway"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("TELEGRAM_BOT_TOKEN is not set"), "{err}");
+
+    let out = home
+        .cmd(&["gateway"])
+        .env("TELEGRAM_BOT_TOKEN", "not a token/../x")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("does not look like a bot token"), "{err}");
+    assert!(!err.contains("../x"), "{err}");
+}
+
+#[test]
+fn without_telegram_the_gateway_idles_until_sigterm() {
+    let llm = model(vec![openai_text("x")], Duration::ZERO);
+    let home = TempHome::onboarded("tg-off", &config_for(&llm.url(), ""));
+    let mut g = Gateway::start(&home, "info");
+    let log = g.stderr.clone();
+    g.wait_for("the start-up line", || {
+        log.lock().unwrap().contains("telegram.enabled is false")
+    });
+    let (status, took, out) = g.stop();
+    assert!(status.success(), "{status}: {out}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+#[test]
+fn restart_never_answers_twice() {
+    let llm = model(vec![openai_text("answer")], Duration::ZERO);
+    let tg = FakeTelegram::start();
+    tg.push_private(ALICE, "alice", "first");
+    let home = TempHome::onboarded("tg-restart", &config(&llm, &tg, ""));
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("the first reply", || tg.sent_to(ALICE).len() == 1);
+    stop_cleanly(g);
+
+    // The fake now replays every update on every poll (like a broken proxy), so only
+    // the persisted offset keeps the first message from being answered again.
+    tg.set_ignore_offset(true);
+    tg.push_private(ALICE, "alice", "second");
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("the second reply", || tg.sent_to(ALICE).len() >= 2);
+    // Later polls replay both updates again; give them a chance to do harm.
+    let polls = tg.polls();
+    g.wait_for("a few more polls", || tg.polls() >= polls + 3);
+    stop_cleanly(g);
+    assert_eq!(tg.sent_to(ALICE).len(), 2);
+    let turns = llm.requests_to("/chat/completions");
+    assert_eq!(turns.len(), 2);
+    assert!(turns[1].body.contains("second"));
+}
+
+#[test]
+fn unlisted_users_are_refused_once_with_their_id() {
+    let llm = model(vec![openai_text("hello Alice")], Duration::ZERO);
+    let tg = FakeTelegram::start();
+    tg.push_private(555, "mallory", "let me in");
+    tg.push_private(555, "mallory", "please");
+    tg.push_private(ALICE, "alice", "hi");
+    let home = TempHome::onboarded("tg-deny", &config(&llm, &tg, ""));
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("Alice's reply", || !tg.sent_to(ALICE).is_empty());
+    tg.push_private(555, "mallory", "hello?");
+    tg.push_private(77, "BOB", "hi, I'm Bob");
+    g.wait_for("Bob's reply (a @username match)", || {
+        !tg.sent_to(77).is_empty()
+    });
+    let log = g.log();
+    stop_cleanly(g);
+    let refused = tg.sent_to(555);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].text.contains("555"), "{}", refused[0].text);
+    assert_eq!(refused[0].parse_mode, None);
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("refused user 555"))
+            .count(),
+        1,
+        "{log}"
+    );
+    let turns = llm.requests_to("/chat/completions");
+    assert_eq!(turns.len(), 2, "only Alice and Bob reached the model");
+    assert!(turns.iter().all(|t| !t.body.contains("let me in")));
+}
+
+#[test]
+fn a_10000_character_reply_with_emoji_is_split_and_reassembles() {
+    let mut reply = String::new();
+    let mut i = 0;
+    while reply.chars().count() < 10_000 {
+        i += 1;
+        reply.push_str(&format!("Line {i}: tea 🍵 & cake <3 🎂 at five o'clock"));
+        reply.push_str(if i % 5 == 0 { "\n\n" } else { ". " });
+    }
+    let reply = reply.trim_end().to_string();
+    let llm = model(vec![openai_text(&reply)], Duration::ZERO);
+    let tg = FakeTelegram::start();
+    tg.push_private(ALICE, "alice", "tell me a long story");
+    let home = TempHome::onboarded("tg-long", &config(&llm, &tg, ""));
+    let mut g = Gateway::start(&home, "info");
+    let expected_min_parts = 3;
+    g.wait_for("every part", || {
+        let joined: String = tg
+            .sent_to(ALICE)
+            .iter()
+            .map(|s| unescape(&s.text))
+            .collect();
+        joined.len() >= reply.len()
+    });
+    stop_cleanly(g);
+    let parts = tg.sent_to(ALICE);
+    assert!(parts.len() >= expected_min_parts, "{} parts", parts.len());
+    for p in &parts {
+        let units: usize = p.text.chars().map(char::len_utf16).sum();
+        assert!(units <= 4096, "a part of {units} UTF-16 units");
+        assert_eq!(p.parse_mode.as_deref(), Some("HTML"));
+    }
+    let joined: String = parts.iter().map(|s| unescape(&s.text)).collect();
+    assert_eq!(joined, reply);
+}
+
+#[test]
+fn an_html_rejection_is_resent_as_plain_text() {
+    let llm = model(
+        vec![openai_text(
+            "**Bold** move & [docs](https://example.com/a?b=1&c=2)",
+        )],
+        Duration::ZERO,
+    );
+    let tg = FakeTelegram::start();
+    tg.script_sends(vec![Response::json(
+        400,
+        r#"{"ok":false,"error_code":400,"description":"Bad Request: can't parse entities: Unsupported start tag \"b\" at byte offset 0"}"#,
+    )]);
+    tg.push_private(ALICE, "alice", "format something");
+    let home = TempHome::onboarded("tg-plain", &config(&llm, &tg, ""));
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("the plain resend", || tg.sent_to(ALICE).len() >= 2);
+    stop_cleanly(g);
+    let sent = tg.sent_to(ALICE);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[0].parse_mode.as_deref(), Some("HTML"));
+    assert!(
+        sent[0].text.contains("<b>Bold</b> move &amp;"),
+        "{}",
+        sent[0].text
+    );
+    assert_eq!(sent[1].parse_mode, None);
+    assert_eq!(
+        sent[1].text,
+        "Bold move & docs (https://example.com/a?b=1&c=2)"
+    );
+}
+
+#[test]
+fn groups_are_answered_only_when_mentioned_or_replied_to() {
+    let llm = model(vec![openai_text("ok")], Duration::ZERO);
+    let tg = FakeTelegram::start();
+    let group = -100_777;
+    let g_msg = |text: &str, reply_to: Option<i64>| {
+        message(group, "alice", ALICE, "supergroup", text, reply_to)
+    };
+    tg.push_message(&g_msg("just chatting among humans", None));
+    tg.push_message(&g_msg(
+        &format!("@{BOT_USERNAME} what's the weather?"),
+        None,
+    ));
+    tg.push_message(&g_msg("and tomorrow?", Some(BOT_ID)));
+    tg.push_message(&g_msg("a reply to someone else", Some(12345)));
+    tg.push_message(&g_msg("/help@other_bot", None));
+    tg.push_message(&g_msg(&format!("/status@{BOT_USERNAME}"), None));
+    // Private: a photo without caption, one with a caption, and commands.
+    tg.push_message(&format!(
+        r#"{{"message_id":90,"from":{{"id":{ALICE},"is_bot":false,"first_name":"A"}},"chat":{{"id":{ALICE},"type":"private"}},"date":1,"photo":[{{"file_id":"x","width":1,"height":1}}]}}"#
+    ));
+    tg.push_message(&format!(
+        r#"{{"message_id":91,"from":{{"id":{ALICE},"is_bot":false,"first_name":"A"}},"chat":{{"id":{ALICE},"type":"private"}},"date":1,"photo":[{{"file_id":"y","width":1,"height":1}}],"caption":"what is in this picture"}}"#
+    ));
+    tg.push_private(ALICE, "alice", "/start");
+    let home = TempHome::onboarded("tg-groups", &config(&llm, &tg, ""));
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("three model turns and their replies", || {
+        tg.sent_to(group).len() >= 3 && tg.sent_to(ALICE).len() >= 3
+    });
+    // A final marker: once it is answered, everything before it was handled.
+    tg.push_private(ALICE, "alice", "/status");
+    g.wait_for("the marker", || tg.sent_to(ALICE).len() >= 4);
+    stop_cleanly(g);
+
+    let turns = llm.requests_to("/chat/completions");
+    assert_eq!(turns.len(), 3, "mention, reply-to-bot, caption");
+    // Sessions run concurrently: the order of the turns is not fixed.
+    assert!(
+        turns
+            .iter()
+            .any(|t| t.body.contains("\"content\":\"what's the weather?\""))
+    );
+    assert!(
+        turns
+            .iter()
+            .all(|t| !t.body.contains(&format!("\"content\":\"@{BOT_USERNAME}")))
+    );
+    assert!(turns.iter().all(|t| !t.body.contains("just chatting")));
+    let in_group = tg.sent_to(group);
+    assert_eq!(in_group.len(), 3, "{in_group:?}");
+    assert!(
+        in_group.iter().all(|s| s.reply_to.is_some()),
+        "replies attach to the question"
+    );
+    assert!(
+        in_group
+            .iter()
+            .any(|s| s.text.contains("session: telegram:-100777"))
+    );
+    let private: Vec<String> = tg.sent_to(ALICE).into_iter().map(|s| s.text).collect();
+    assert!(
+        private.contains(&"I can only read text for now.".to_string()),
+        "{private:?}"
+    );
+    assert!(
+        private.iter().any(|t| t.contains("/new")),
+        "/start shows the help: {private:?}"
+    );
+    assert!(
+        private.iter().any(|t| t.contains("session: telegram:42")),
+        "{private:?}"
+    );
+    assert!(
+        turns
+            .iter()
+            .any(|t| t.body.contains("what is in this picture"))
+    );
+}
+
+#[test]
+fn a_full_session_queue_gets_a_polite_busy_reply() {
+    let llm = model(vec![openai_text("done")], Duration::from_millis(300));
+    let tg = FakeTelegram::start();
+    // One runs, MAX_QUEUED_PER_SESSION (4) wait, two overflow.
+    for i in 0..7 {
+        tg.push_private(ALICE, "alice", &format!("message {i}"));
+    }
+    let home = TempHome::onboarded("tg-busy", &config(&llm, &tg, ""));
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("seven answers", || tg.sent_to(ALICE).len() >= 7);
+    stop_cleanly(g);
+    let sent = tg.sent_to(ALICE);
+    let busy = sent
+        .iter()
+        .filter(|s| s.text.contains("still working"))
+        .count();
+    let done = sent.iter().filter(|s| s.text == "done").count();
+    assert_eq!((busy, done), (2, 5), "{sent:?}");
+    assert_eq!(llm.requests_to("/chat/completions").len(), 5);
+}
+
+#[test]
+fn sigterm_during_a_turn_exits_quickly_and_tells_the_chat() {
+    let llm = model(vec![openai_text("too late")], Duration::from_secs(20));
+    let tg = FakeTelegram::start();
+    tg.push_private(ALICE, "alice", "think hard");
+    let home = TempHome::onboarded("tg-sigterm", &config(&llm, &tg, ""));
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("the model call and typing", || {
+        !llm.requests().is_empty() && tg.typing_chats().contains(&ALICE)
+    });
+    let out = stop_cleanly(g);
+    let sent = tg.sent_to(ALICE);
+    assert_eq!(sent.len(), 1, "{sent:?}\n{out}");
+    assert!(sent[0].text.contains("restarting"), "{}", sent[0].text);
+    assert!(out.contains("abandoned"), "{out}");
+}
+
+#[test]
+fn more_chats_than_session_slots_get_busy_replies() {
+    let llm = model(vec![openai_text("done")], Duration::from_millis(500));
+    let tg = FakeTelegram::start();
+    let cfg = config_for(
+        &llm.url(),
+        &format!(
+            r#""agent":{{"max_sessions":2}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["101","102","103","104"],"poll_timeout_secs":1}}"#,
+            tg.url()
+        ),
+    );
+    for user in 101..=104 {
+        tg.push_private(user, "u", "hello");
+    }
+    let home = TempHome::onboarded("tg-slots", &cfg);
+    let mut g = Gateway::start(&home, "info");
+    g.wait_for("four answers", || tg.sent().len() >= 4);
+    stop_cleanly(g);
+    let sent = tg.sent();
+    let busy = sent
+        .iter()
+        .filter(|s| s.text.contains("still working"))
+        .count();
+    let done = sent.iter().filter(|s| s.text == "done").count();
+    assert_eq!(
+        (busy, done),
+        (2, 2),
+        "two slots, two running turns: {sent:?}"
+    );
+}
