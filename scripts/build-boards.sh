@@ -143,7 +143,7 @@ zig_name() { # rust triple -> zig target (the name of the boards/zig symlink)
     case $1 in
         aarch64-unknown-linux-musl) echo aarch64-linux-musl ;;
         riscv64gc-unknown-linux-musl) echo riscv64-linux-musl ;;
-        armv7-unknown-linux-musleabihf) echo arm-linux-musleabihf ;;
+        armv7-unknown-linux-musleabihf) echo armv7-linux-musleabihf ;;
         *) echo unknown ;;
     esac
 }
@@ -259,10 +259,12 @@ build_one() {
     say "building $t via $path: ${cargo[*]} build --release --target $t ${extra[*]}"
     local start end
     start=$(date +%s)
-    env "${envs[@]}" "${cargo[@]}" build --release --locked --target "$t" --target-dir "$TARGET_DIR" "${extra[@]}" --bin yoctoclaw
+    if ! env "${envs[@]}" "${cargo[@]}" build --release --locked --target "$t" --target-dir "$TARGET_DIR" "${extra[@]}" --bin yoctoclaw; then
+        say "cargo build failed for $t (via $path)"; return 1
+    fi
     end=$(date +%s)
     local bin="$TARGET_DIR/$t/release/yoctoclaw"
-    [ -f "$bin" ] || die "cargo finished but $bin is missing"
+    [ -f "$bin" ] || { say "cargo finished but $bin is missing"; return 1; }
     mkdir -p "$DIST/$t"
     cp -f "$bin" "$DIST/$t/yoctoclaw.tmp" && mv -f "$DIST/$t/yoctoclaw.tmp" "$DIST/$t/yoctoclaw"
     local size; size=$(stat -c %s "$DIST/$t/yoctoclaw")

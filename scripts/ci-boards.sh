@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI step for the boards: install what the cross builds need (Debian packages, zig from PyPI),
-# build the static aarch64 and riscv64gc binaries with scripts/build-boards.sh, and smoke-test
-# each one under qemu-user, emulating the boards' own CPU models:
-#   1. the binary is static (musl) or asks only for the cross glibc (--gnu)
+# build the static aarch64, riscv64gc and armv7 binaries with scripts/build-boards.sh, and
+# smoke-test each one under qemu-user, emulating the boards' own CPU models:
+#   1. the binary is static (musl) or asks only for the cross glibc (--gnu); an armv7
+#      binary's ELF attributes say ARMv7-A with VFPv3-D16 and no NEON
 #   2. `yoctoclaw --version` prints the crate version
 #   3. `yoctoclaw --home TMP onboard` creates the home with config.json
 #   4. `yoctoclaw --home TMP agent -m ping` against the test suite's fake provider on
@@ -15,8 +16,8 @@
 #
 #   --no-install   do not apt-get/pip install anything (fail if something is missing)
 #   --smoke-only   skip the build: smoke-test what is in dist/ already
-#   --gnu          glibc binaries instead of static musl (what CI falls back to by itself
-#                  when zig cannot be installed)
+#   --gnu          glibc binaries (aarch64, riscv64gc) instead of static musl (what CI falls
+#                  back to by itself when zig cannot be installed)
 # Environment: BOARDS_FAKE_PROVIDER (an executable to use instead of building
 # examples/fake_provider; it must print "PORT <n>" on stdout), BOARDS_ENFORCE_BUDGET=1 (fail
 # when aarch64 is over 2.5 MB), BOARDS_QEMU_TIMEOUT_SECS (per qemu run, default 180), and those
@@ -107,7 +108,7 @@ fi
 
 if [ ${#triples[@]} -eq 0 ]; then
     if [ $gnu = 1 ]; then triples=(aarch64-unknown-linux-gnu riscv64gc-unknown-linux-gnu)
-    else triples=(aarch64-unknown-linux-musl riscv64gc-unknown-linux-musl); fi
+    else triples=(aarch64-unknown-linux-musl riscv64gc-unknown-linux-musl armv7-unknown-linux-musleabihf); fi
 fi
 DIST=${BOARDS_DIST:-$ROOT/dist}
 
@@ -203,6 +204,17 @@ for t in "${triples[@]}"; do
         *)
             libs=$(grep -o 'Shared library: \[[^]]*\]' <<<"$dyn" | sed 's/.*\[//; s/\]//' | tr '\n' ' ')
             ok "$t: dynamic binary (glibc: $libs), $size bytes" ;;
+    esac
+    # an armv7 binary must really be ARMv7 with VFPv3-D16 and no NEON, not more, not less
+    case $t in
+        armv7-*)
+            attrs=$(readelf -A "$bin" 2>&1)
+            if grep -q 'Tag_CPU_arch: v7$' <<<"$attrs" && grep -q 'Tag_FP_arch: VFPv3-D16' <<<"$attrs" \
+                && ! grep -q 'Tag_Advanced_SIMD_arch' <<<"$attrs"; then
+                ok "$t: ELF attributes say ARMv7-A, VFPv3-D16, no NEON"
+            else
+                bad "$t: ELF attributes: $(grep -E 'CPU_arch|FP_arch|SIMD' <<<"$attrs" | tr -s ' ' | tr '\n' ' ')"
+            fi ;;
     esac
 
     # 2. --version
