@@ -15,7 +15,7 @@
 #                                        in this order; env BOARDS_PATH)
 #   --gnu        build the boards' glibc triple instead of musl (dynamic, needs the board's
 #                glibc >= the cross toolchain's; for when no musl C compiler is at hand)
-#   --tiny       build-std only: panic = "immediate-abort" (about -140 KB; a panic then
+#   --tiny       build-std only: panic = "immediate-abort" (about -70 KB; a panic then
 #                kills the process with no message at all)
 #   --list       list the board profiles and exit
 #   -h, --help   this text
@@ -235,6 +235,7 @@ build_one() {
             [ -n "$BS_TOOLCHAIN" ] && envs+=(RUSTUP_TOOLCHAIN="$BS_TOOLCHAIN")
             local rdoc; rdoc="$(dirname "$BS_RUSTC")/rustdoc"; [ -x "$rdoc" ] && envs+=(RUSTDOC="$rdoc")
             # std rebuilt for size; no panic location strings; no unwind tables (panic=abort).
+            # shellcheck disable=SC2054 # the comma is part of one argument
             extra=(-Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size)
             user_flags=(-Zlocation-detail=none -Cforce-unwind-tables=no "${user_flags[@]}")
             if [ $tiny = 1 ]; then

@@ -26,7 +26,7 @@
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$ROOT"
+cd "$ROOT" || exit 1
 
 DEBIAN_PACKAGES="rustc-web cargo-web rust-web-src gcc-aarch64-linux-gnu gcc-riscv64-linux-gnu libc6-dev-arm64-cross libc6-dev-riscv64-cross qemu-user binutils file"
 # The zig that was measured with this setup; zig's cc is a whole clang + musl, in one wheel.
