@@ -178,7 +178,13 @@ cross_ok() {
 }
 
 how_to_install() { # triple
-    local t=$1
+    local t=$1 bs cc rt cr ccname
+    yes_no() { if "$@"; then echo yes; else echo no; fi; }
+    bs=$(yes_no find_build_std); cc=$(yes_no c_toolchain_ok "$t")
+    rt=$(yes_no rustup_has_target "$t"); cr=$(yes_no cross_ok)
+    case $t in *-musl*) ccname="zig (musl C compiler)" ;; *) ccname="$(gnu_cc "$t")" ;; esac
+    echo >&2
+    echo "build-boards: found: rustc with std sources: $bs; $ccname: $cc; rustup target $t: $rt; cross + container engine: $cr" >&2
     cat >&2 <<EOF
 
 build-boards: no way to build $t on this machine. Install one of:
