@@ -428,7 +428,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
                         println!("{reply}");
                         return Ok(());
                     }
-                    smol::block_on(crate::channels::terminal::one_turn(&agent, &session, &m))
+                    smol::block_on(crate::channels::terminal::one_shot(&agent, &session, &m))
                         .map_err(runtime)
                 }
                 None => {

@@ -82,3 +82,22 @@ pub const STREAM_QUEUE_LEN: usize = 16;
 pub const STREAM_MAX_SECS: u64 = 900;
 /// Most distinct tool calls assembled from one streamed answer; further ones are dropped.
 pub const MAX_STREAM_TOOL_CALLS: usize = 32;
+
+// Tools and safety (`tools`, `agent::approval`).
+
+/// Largest file `write_file` writes and `edit_file` edits (before and after the edit).
+pub const MAX_WRITE_FILE_BYTES: usize = 256 * 1024;
+/// Extra bytes kept beyond a cut before scrubbing, then dropped, so a secret cut in two
+/// at the cap is still recognised whole (see `tools::output`).
+pub const SCRUB_MARGIN_BYTES: usize = 1024;
+/// Longest approval question summary shown to the user (the rest is counted, not shown).
+pub const MAX_APPROVAL_SUMMARY_CHARS: usize = 1000;
+/// Redirects `web_fetch` follows, each re-checked; one more is an error.
+pub const MAX_FETCH_REDIRECTS: usize = 5;
+/// After an `exec` command's shell exits, its output is read for at most this long
+/// (processes it left behind are killed first).
+pub const EXEC_DRAIN_AFTER_EXIT_MS: u64 = 1_000;
+/// Bytes read from a file under /proc or /sys by `system_info`.
+pub const MAX_SYSINFO_FILE_BYTES: u64 = 64 * 1024;
+/// Thermal zones `system_info` reports.
+pub const MAX_THERMAL_ZONES: usize = 16;

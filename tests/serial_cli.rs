@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-use support::fake_http::{FakeServer, Response, openai_text};
+use support::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_call};
 use support::{TempHome, config_for};
 
 /// Generous: the reconnect waits 1 s, then 2 s, 4 s… and CI machines are slow.
@@ -312,4 +312,46 @@ fn the_gateway_runs_a_serial_console_when_serial_device_is_set() {
     let reqs = fake.requests_to("/chat/completions");
     assert_eq!(reqs.len(), 1);
     assert!(reqs[0].body.contains("Channel: serial"), "{}", reqs[0].body);
+}
+
+#[test]
+fn approvals_are_asked_and_answered_on_the_serial_line() {
+    let Some((pty, slave)) = Pty::open() else {
+        return;
+    };
+    let n = Arc::new(AtomicUsize::new(0));
+    let fake = FakeServer::start(move |req| {
+        if !req.path.ends_with("/chat/completions") {
+            return Response::json(404, "{}");
+        }
+        match n.fetch_add(1, Ordering::SeqCst) {
+            0 => Response::json(
+                200,
+                &openai_tool_call(
+                    "c1",
+                    "exec",
+                    &json_str(r#"{"command":"echo approved-run"}"#),
+                ),
+            ),
+            _ => Response::json(200, &openai_text("all done")),
+        }
+    });
+    let home = TempHome::onboarded("serial-approve", &config_for(&fake.url(), ""));
+    let dev = home.dir.join("ttyAPPROVE");
+    link(&slave, &dev);
+    let mut child = spawn_serial(&home, &dev, false);
+    pty.wait_for("> ", 1, &mut child);
+    pty.send(b"run it\r");
+    pty.wait_for("echo approved-run", 1, &mut child);
+    pty.send(b"yes\r");
+    pty.wait_for("all done\r\n", 1, &mut child);
+    let reqs = fake.requests_to("/chat/completions");
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        reqs[1]
+            .body
+            .contains(r#""content":"exit code: 0\napproved-run\n","role":"tool""#),
+        "the command ran after the yes: {}",
+        reqs[1].body
+    );
 }

@@ -2,6 +2,7 @@
 //! `/yes` `/no` `/always` for approvals; [`handle`] answers them for any channel.
 
 use super::Agent;
+use super::approval::Decision;
 use crate::runtime::now_secs;
 
 /// A recognised chat command.
@@ -38,15 +39,40 @@ pub fn handle(agent: &Agent, session: &str, text: &str) -> Option<String> {
     let cmd = parse(text)?;
     Some(match cmd {
         Command::New => match agent.db.reset_session(session, now_secs()) {
-            Ok(()) => "Started a fresh conversation.".to_string(),
+            Ok(()) => {
+                agent.approvals.forget(session);
+                "Started a fresh conversation.".to_string()
+            }
             Err(e) => format!("Could not reset the session: {e}"),
         },
         Command::Status => status_text(agent, session),
         Command::Help | Command::Start => HELP.to_string(),
         Command::Yes | Command::No | Command::Always => {
-            "There is nothing waiting for your approval.".to_string()
+            return approval_reply(agent, session, text);
         }
     })
+}
+
+/// Told when `/yes` `/no` `/always` find no question waiting.
+pub const NOTHING_WAITING: &str = "There is nothing waiting for your approval.";
+
+/// `/yes` `/no` `/always`: answer the approval waiting in `session` and return the
+/// reply; `None` when `text` is not one of these commands. Channels call this as soon as
+/// a message arrives, before queueing it behind the session's running turn (the turn is
+/// what waits for the answer).
+pub fn approval_reply(agent: &Agent, session: &str, text: &str) -> Option<String> {
+    let d = match parse(text)? {
+        Command::Yes => Decision::Yes,
+        Command::No => Decision::No,
+        Command::Always => Decision::Always,
+        _ => return None,
+    };
+    Some(
+        agent
+            .approvals
+            .answer(session, d)
+            .unwrap_or_else(|| NOTHING_WAITING.to_string()),
+    )
 }
 
 /// The `/status` reply.

@@ -8,15 +8,23 @@
 //! # Bounds
 //! At most `agent.max_tool_iterations` tool rounds per turn, then one last request without
 //! tools forces a final answer. History sent per request: `agent.history_messages`.
-//! Tool results: scrubbed, then cut to `agent.max_tool_result_bytes`. Provider retries,
-//! fallbacks and streaming: `chat`; token budgets: `budget`.
+//! Tool results: cut to `agent.max_tool_result_bytes`, then scrubbed
+//! (`tools::output::scrub_capped`). Provider retries, fallbacks and streaming: `chat`;
+//! token budgets: `budget`; approvals and autonomy: `approval`.
+//!
+//! # Scrubbing
+//! The final answer is scrubbed here, once, in [`Agent::finish`] (so every channel's
+//! reply and the stored history are clean), and a streamed answer passes through
+//! `scrub_sink::ScrubSink` before any channel sees it.
 
+pub mod approval;
 pub mod budget;
 pub mod chat;
 pub mod commands;
 pub mod compact;
 pub mod prompt;
 pub mod router;
+pub mod scrub_sink;
 pub mod session;
 pub mod streaming;
 pub mod toolcall;
@@ -30,6 +38,7 @@ use crate::runtime::{Workers, now_secs};
 use crate::security::scrub::scrub;
 use crate::store::{Db, StoreError};
 use crate::tools::{CallContext, Tools, cap_text};
+use approval::Approvals;
 use std::fmt;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -88,6 +97,8 @@ pub struct Agent {
     pub tools: Tools,
     /// Retry policy for provider calls.
     pub backoff: Backoff,
+    /// Pending approvals, `/always` flags and the channels' askers.
+    pub approvals: Approvals,
 }
 
 impl Agent {
@@ -106,7 +117,16 @@ impl Agent {
                 Err(e) => log::warn!("fallback provider {} skipped: {e}", f.model),
             }
         }
-        let tools = Tools::new(home.workspace(), cfg.clone(), workers.clone(), db.clone());
+        let mut tools = Tools::new(home.workspace(), cfg.clone(), workers.clone(), db.clone());
+        tools.deliver = Some(crate::channels::deliver::DeliverCtx::new(
+            &cfg,
+            &env,
+            workers.clone(),
+        ));
+        let approvals = Approvals::new(
+            cfg.agent.max_sessions as usize,
+            Approvals::timeout_from(cfg.agent.approval_timeout_secs),
+        );
         Ok(Agent {
             cfg,
             home,
@@ -116,6 +136,7 @@ impl Agent {
             workers,
             tools,
             backoff: Backoff::from_env(),
+            approvals,
         })
     }
 
@@ -140,6 +161,7 @@ impl Agent {
         text: &str,
         sink: &mut dyn StreamSink,
     ) -> Result<String, AgentError> {
+        let sink = &mut scrub_sink::ScrubSink::new(sink);
         if let Err(b) = budget::check(&self.db, &self.cfg.budget, now_secs())? {
             return Err(AgentError::Budget(b));
         }
@@ -217,7 +239,7 @@ impl Agent {
         let answer = if cleaned.trim().is_empty() {
             "(I have no answer to that; try rephrasing.)".to_string()
         } else {
-            cleaned
+            scrub(&cleaned).into_owned()
         };
         self.db.append_message(
             session,
@@ -240,11 +262,18 @@ impl Agent {
 
     async fn run_tool(&self, call: &ToolCall, ctx: &CallContext) -> String {
         log::info!("tool {} in {}", call.name, ctx.session);
-        let out = match self.tools.call(&call.name, &call.arguments, ctx).await {
-            Ok(s) => s,
-            Err(e) => format!("error: {e}"),
+        let result = match self.authorize(call, ctx).await {
+            Ok(()) => self.tools.call(&call.name, &call.arguments, ctx).await,
+            Err(e) => Err(e),
         };
-        cap_text(&scrub(&out), self.cfg.agent.max_tool_result_bytes as usize)
+        let out = match result {
+            Ok(s) => s,
+            Err(e) => {
+                log::info!("tool {} in {}: {e}", call.name, ctx.session);
+                format!("error: {e}")
+            }
+        };
+        crate::tools::output::scrub_capped(&out, self.cfg.agent.max_tool_result_bytes as usize)
     }
 
     /// The system prompt for a turn answering `user_text`.

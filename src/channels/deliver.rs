@@ -23,6 +23,7 @@ use super::telegram::backoff::{Backoff, Stop};
 use super::telegram::send::{self, Outbox, Undelivered};
 use crate::config::{Config, Env};
 use crate::runtime::Workers;
+use crate::security::scrub::scrub;
 use std::fmt;
 use std::io::Write;
 
@@ -98,8 +99,10 @@ impl fmt::Display for DeliverError {
 
 impl std::error::Error for DeliverError {}
 
-/// Deliver `text` to `target`.
+/// Deliver `text` to `target`, scrubbed of credentials first (every delivery is an
+/// outbound message).
 pub async fn deliver(ctx: &DeliverCtx, target: &Target, text: &str) -> Result<(), DeliverError> {
+    let text = &*scrub(text);
     match target {
         Target::Log => {
             log::info!("delivery (log only): {text}");

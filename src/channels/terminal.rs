@@ -4,15 +4,31 @@
 //! bounded channel, the same shape as every other channel. With `provider.stream = true`
 //! answers are printed as they are written ([`TerminalSink`]); otherwise in one piece.
 //!
+//! # Approvals
+//! While a turn runs, stdin is read only when an approval question is waiting (the
+//! terminal's `Asker` prints it and wakes the reader): the next line answers it (`/yes`,
+//! `/no`, `/always`, or plain `y`, `n`, `always`). Other lines typed meanwhile wait their
+//! turn and are answered after the current message, in order. `agent -m` asks on the
+//! terminal when stdin is one (the question goes to stderr, so stdout stays the reply);
+//! otherwise nobody can answer and such actions are refused with a note on stderr.
+//!
 //! # Bounds
-//! Lines longer than `MAX_USER_MESSAGE_BYTES` are cut; at most `STDIN_QUEUE_LEN` lines wait.
+//! Lines longer than `MAX_USER_MESSAGE_BYTES` are cut; at most `STDIN_QUEUE_LEN` lines wait
+//! in the reader's channel and as many more behind an approval question (further ones are
+//! dropped with a note).
 
+use crate::agent::approval::{AskFuture, Asker, Decision};
+use crate::agent::commands::{self, Command};
 use crate::agent::streaming::StreamSink;
 use crate::agent::{Agent, AgentError};
 use crate::channels::ChannelKind;
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::runtime::spawn_thread;
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::io::{BufRead, IsTerminal, Write};
+use std::rc::Rc;
+use std::time::Duration;
 
 /// Lines read ahead of the agent.
 pub const STDIN_QUEUE_LEN: usize = 4;
@@ -147,10 +163,178 @@ fn stdin_lines() -> async_channel::Receiver<String> {
     rx
 }
 
+/// How often the answer reader checks whether a question is still waiting (it may have
+/// timed out).
+const APPROVAL_CHECK_MS: u64 = 50;
+
+/// Prints approval questions and wakes the answer reader.
+struct TerminalAsker {
+    asked: async_channel::Sender<()>,
+    /// `agent -m`: stdout carries only the reply.
+    to_stderr: bool,
+    /// Streamed text may have left the cursor mid-line.
+    streaming: bool,
+}
+
+impl Asker for TerminalAsker {
+    fn ask(&self, _session: &str, question: &str) -> AskFuture {
+        let lead = if self.streaming { "\n" } else { "" };
+        let text = format!("{lead}{question}\n");
+        if self.to_stderr {
+            let mut e = std::io::stderr().lock();
+            let _ = e.write_all(text.as_bytes());
+            let _ = e.flush();
+        } else {
+            let mut o = std::io::stdout().lock();
+            let _ = o.write_all(text.as_bytes());
+            let _ = o.flush();
+        }
+        // Full means the reader is already woken and will see this question too.
+        let reader_alive = !matches!(
+            self.asked.try_send(()),
+            Err(async_channel::TrySendError::Closed(_))
+        );
+        Box::pin(async move { reader_alive })
+    }
+}
+
+/// `agent -m` without a terminal: nobody can answer.
+struct NoTerminal;
+
+impl Asker for NoTerminal {
+    fn ask(&self, _session: &str, _question: &str) -> AskFuture {
+        eprintln!(
+            "yoctoclaw: an action needed your approval, but stdin is not a terminal, so it was refused. Use the interactive chat (yoctoclaw agent), or set agent.autonomy to \"full\"."
+        );
+        Box::pin(async { false })
+    }
+}
+
+/// An answer to an approval question: the commands, or a plain word.
+pub fn approval_word(line: &str) -> Option<Decision> {
+    match commands::parse(line) {
+        Some(Command::Yes) => return Some(Decision::Yes),
+        Some(Command::No) => return Some(Decision::No),
+        Some(Command::Always) => return Some(Decision::Always),
+        _ => {}
+    }
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(Decision::Yes),
+        "n" | "no" => Some(Decision::No),
+        "a" | "always" => Some(Decision::Always),
+        _ => None,
+    }
+}
+
+/// The terminal's side of approvals during one turn: each time a question is asked,
+/// read lines until one answers it (or it is no longer waiting). Never completes: race
+/// it with the turn.
+async fn answer_approvals(
+    agent: &Agent,
+    session: &str,
+    lines: &async_channel::Receiver<String>,
+    asked: &async_channel::Receiver<()>,
+    held: &RefCell<VecDeque<String>>,
+) -> Result<(), AgentError> {
+    loop {
+        if asked.recv().await.is_err() {
+            smol::future::pending::<()>().await;
+        }
+        loop {
+            let next = smol::future::or(async { Some(lines.recv().await.ok()) }, async {
+                while agent.approvals.is_pending(session) {
+                    smol::Timer::after(Duration::from_millis(APPROVAL_CHECK_MS)).await;
+                }
+                None
+            })
+            .await;
+            let line = match next {
+                // The question timed out (or was answered elsewhere).
+                None => break,
+                // End of input: nobody will answer.
+                Some(None) => {
+                    if let Some(reply) = agent.approvals.answer(session, Decision::No) {
+                        println!("{reply} (end of input)");
+                    }
+                    break;
+                }
+                Some(Some(line)) => line,
+            };
+            if let Some(d) = approval_word(&line) {
+                if let Some(reply) = agent.approvals.answer(session, d) {
+                    println!("{reply}");
+                }
+                break;
+            }
+            if line.trim().is_empty() {
+                continue;
+            }
+            let mut h = held.borrow_mut();
+            if h.len() < STDIN_QUEUE_LEN {
+                h.push_back(line);
+                println!(
+                    "(Please answer /yes, /no or /always first; I'll get to that message after.)"
+                );
+            } else {
+                println!("{}", crate::agent::router::BUSY_REPLY);
+            }
+        }
+    }
+}
+
+/// Run one turn while answering its approval questions from stdin.
+async fn turn_with_approvals(
+    agent: &Agent,
+    session: &str,
+    text: &str,
+    lines: &async_channel::Receiver<String>,
+    asked: &async_channel::Receiver<()>,
+    held: &RefCell<VecDeque<String>>,
+) -> Result<(), AgentError> {
+    smol::future::or(
+        one_turn(agent, session, text),
+        answer_approvals(agent, session, lines, asked, held),
+    )
+    .await
+}
+
+/// `agent -m TEXT`: one turn; approval questions are asked on the terminal if stdin is
+/// one, else refused.
+pub async fn one_shot(agent: &Agent, session: &str, text: &str) -> Result<(), AgentError> {
+    if !std::io::stdin().is_terminal() {
+        agent
+            .approvals
+            .set_asker(ChannelKind::Terminal, Rc::new(NoTerminal));
+        return one_turn(agent, session, text).await;
+    }
+    let lines = stdin_lines();
+    let (tx, asked) = async_channel::bounded(1);
+    agent.approvals.set_asker(
+        ChannelKind::Terminal,
+        Rc::new(TerminalAsker {
+            asked: tx,
+            to_stderr: true,
+            streaming: agent.cfg.provider.stream,
+        }),
+    );
+    let held = RefCell::new(VecDeque::new());
+    turn_with_approvals(agent, session, text, &lines, &asked, &held).await
+}
+
 /// The interactive chat. Returns at end of input (Ctrl-D).
 pub async fn interactive(agent: &Agent, session: &str) {
     let tty = std::io::stdin().is_terminal();
     let lines = stdin_lines();
+    let (tx, asked) = async_channel::bounded(1);
+    agent.approvals.set_asker(
+        ChannelKind::Terminal,
+        Rc::new(TerminalAsker {
+            asked: tx,
+            to_stderr: false,
+            streaming: agent.cfg.provider.stream,
+        }),
+    );
+    let held: RefCell<VecDeque<String>> = RefCell::new(VecDeque::new());
     if tty {
         println!(
             "yoctoclaw {} — session {session}. /help for commands, Ctrl-D to quit.",
@@ -162,11 +346,18 @@ pub async fn interactive(agent: &Agent, session: &str) {
             print!("> ");
             let _ = std::io::stdout().flush();
         }
-        let Ok(line) = lines.recv().await else {
-            if tty {
-                println!();
-            }
-            break;
+        let waiting = held.borrow_mut().pop_front();
+        let line = match waiting {
+            Some(l) => l,
+            None => match lines.recv().await {
+                Ok(l) => l,
+                Err(_) => {
+                    if tty {
+                        println!();
+                    }
+                    break;
+                }
+            },
         };
         let text = line.trim();
         if text.is_empty() {
@@ -176,7 +367,7 @@ pub async fn interactive(agent: &Agent, session: &str) {
             println!("{reply}");
             continue;
         }
-        if let Err(e) = one_turn(agent, session, text).await {
+        if let Err(e) = turn_with_approvals(agent, session, text, &lines, &asked, &held).await {
             eprintln!("yoctoclaw: {e}");
         }
         let _ = std::io::stdout().flush();

@@ -36,16 +36,24 @@ pub fn agent(timeout_secs: u64) -> ureq::Agent {
 /// An agent with our connector chain: proxy CONNECT, TCP, then TLS with the build-time
 /// clock floor (`provider::tls`).
 pub fn with_config(config: ureq::config::Config) -> ureq::Agent {
+    with_resolver(
+        config,
+        ureq::unversioned::resolver::DefaultResolver::default(),
+    )
+}
+
+/// [`with_config`] with another name resolver (`web_fetch` resolves through the
+/// network guard, so it connects only to addresses it checked).
+pub fn with_resolver(
+    config: ureq::config::Config,
+    resolver: impl ureq::unversioned::resolver::Resolver,
+) -> ureq::Agent {
     use ureq::unversioned::transport::{ConnectProxyConnector, Connector, TcpConnector};
     let connector =
         ().chain(ConnectProxyConnector::default())
             .chain(TcpConnector::default())
             .chain(super::tls::FloorClockTls);
-    ureq::Agent::with_parts(
-        config,
-        connector,
-        ureq::unversioned::resolver::DefaultResolver::default(),
-    )
+    ureq::Agent::with_parts(config, connector, resolver)
 }
 
 /// A transport failure (no HTTP status to look at).

@@ -135,7 +135,7 @@ pub fn scrub(s: &str) -> Cow<'_, str> {
 }
 
 /// Prefixes of the well-known token shapes (case-sensitive).
-const TOKEN_PREFIXES: &[&str] = &[
+pub(crate) const TOKEN_PREFIXES: &[&str] = &[
     "sk-",
     "sk_",
     "rk_",
@@ -213,6 +213,21 @@ fn scrub_literals(cur: &mut Cow<'_, str>) {
             *cur = Cow::Owned(cur.replace(lit.as_str(), REDACTED));
         }
     }
+}
+
+/// True when `text` ends with the beginning (not the whole) of an installed literal, so
+/// text still to come could complete it. For scrubbing a stream piece by piece
+/// (`agent::scrub_sink`).
+pub fn ends_inside_literal(text: &str) -> bool {
+    let list = LITERALS
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    list.iter().any(|lit| {
+        let longest = lit.len().saturating_sub(1).min(text.len());
+        (1..=longest)
+            .filter(|&k| lit.is_char_boundary(k))
+            .any(|k| text.ends_with(&lit[..k]))
+    })
 }
 
 /// One redaction: the byte range to replace and what replaces it.

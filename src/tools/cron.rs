@@ -93,6 +93,32 @@ pub fn add(
     ))
 }
 
+/// One-line approval summary of a `cron_add` call.
+pub fn add_summary(args: &Args) -> Result<String, ToolError> {
+    let schedule = args.str("schedule")?;
+    let text = args.str("prompt")?;
+    let is_message = args.opt_bool("message")?.unwrap_or(false);
+    let to = args.opt_str("to")?.unwrap_or("");
+    let what = if is_message { "send" } else { "run" };
+    let to = if to.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" to {}", to.trim())
+    };
+    Ok(format!(
+        "Add cron job ({}): {what} {text:?}{to}",
+        schedule.trim()
+    ))
+}
+
+/// One-line approval summary of a `cron_remove` call.
+pub fn remove_summary(args: &Args) -> Result<String, ToolError> {
+    let id = args
+        .opt_u64("id")?
+        .ok_or_else(|| ToolError::BadArgs("\"id\" is required".into()))?;
+    Ok(format!("Remove cron job {id}"))
+}
+
 pub fn list(db: &Db, cfg: &Config) -> Result<String, ToolError> {
     let tz = jobs::timezone(&cfg.agent.timezone).map_err(|e| ToolError::Failed(e.to_string()))?;
     jobs::list_text(db, &tz).map_err(|e| ToolError::Failed(e.to_string()))

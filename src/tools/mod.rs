@@ -1,20 +1,35 @@
 //! The tools the model can call: their schemas, argument parsing and dispatch.
 //!
 //! Every tool validates its arguments and answers a `ToolError` (shown to the model as a
-//! tool error it can recover from) instead of panicking. Results are scrubbed of
-//! credentials and cut to `agent.max_tool_result_bytes` by the agent before they enter
-//! history.
+//! tool error it can recover from) instead of panicking. Results are cut to
+//! `agent.max_tool_result_bytes` and scrubbed of credentials by the agent
+//! (`output::scrub_capped`) before they enter history.
+//!
+//! Which calls need the user: [`needs_approval`] lists the tools that change files, run
+//! commands or change what runs unattended; the agent refuses them under `read_only`
+//! autonomy and asks first under `supervised` (`agent::approval`), showing the one-line
+//! [`Tools::approval_summary`], which also validates the call (a malformed or refused
+//! call is an error at once, nobody is asked about it).
 //!
 //! # Bounds
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
+//! Blocking work (commands, HTTP, `statvfs`) runs on `Workers`.
 
 mod args;
 pub mod cron;
+pub mod exec;
 pub mod fs;
 pub mod memory;
+pub mod message;
+pub mod output;
+pub mod process;
+pub mod sysinfo;
+pub mod web;
+pub mod write;
 
 pub use args::Args;
 
+use crate::channels::deliver::DeliverCtx;
 use crate::config::Config;
 use crate::provider::ToolSpec;
 use crate::runtime::{Workers, now_secs};
@@ -62,24 +77,33 @@ pub struct Tools {
     pub cfg: Rc<Config>,
     pub workers: Workers,
     pub db: Rc<Db>,
+    /// Where `send_message` delivers (set by the agent; `None` refuses sending).
+    pub deliver: Option<DeliverCtx>,
 }
 
 const ALL: &[ToolSpec] = &[
     fs::READ_FILE,
+    write::WRITE_FILE,
+    write::EDIT_FILE,
     fs::LIST_DIR,
+    exec::EXEC,
+    web::WEB_FETCH,
     memory::MEMORY_STORE,
     memory::MEMORY_SEARCH,
     memory::MEMORY_FORGET,
     cron::CRON_ADD,
     cron::CRON_LIST,
     cron::CRON_REMOVE,
+    message::SEND_MESSAGE,
+    sysinfo::SYSTEM_INFO,
 ];
 
-/// Tools that ask the user first under `supervised` autonomy (and are refused under
-/// `read_only`): they change what runs unattended.
-const NEEDS_APPROVAL: &[&str] = &["cron_add", "cron_remove"];
+/// Tools that ask the user first under `supervised` autonomy and are refused under
+/// `read_only`: they change files, run commands, or change what runs unattended.
+const NEEDS_APPROVAL: &[&str] = &["write_file", "edit_file", "exec", "cron_add", "cron_remove"];
 
-/// True when a call to `name` needs the user's approval under `supervised` autonomy.
+/// True when a call to `name` needs the user's approval under `supervised` autonomy
+/// (and is refused under `read_only`).
 pub fn needs_approval(name: &str) -> bool {
     NEEDS_APPROVAL.contains(&name)
 }
@@ -91,6 +115,7 @@ impl Tools {
             cfg,
             workers,
             db,
+            deliver: None,
         }
     }
 
@@ -103,6 +128,31 @@ impl Tools {
         ALL.iter().any(|t| t.name == name)
     }
 
+    /// The one-line summary the user approves for a call of a [`needs_approval`] tool,
+    /// after checking the call as the tool will (arguments, confinement, the command
+    /// policy). `Ok(None)` for other tools.
+    pub fn approval_summary(
+        &self,
+        name: &str,
+        arguments: &str,
+    ) -> Result<Option<String>, ToolError> {
+        if !needs_approval(name) {
+            return Ok(None);
+        }
+        let args = Args::parse(arguments)?;
+        let restrict = self.cfg.agent.restrict_to_workspace;
+        let ws = &self.workspace;
+        let s = match name {
+            "write_file" => write::write_summary(ws, restrict, &args)?,
+            "edit_file" => write::edit_summary(ws, restrict, &args)?,
+            "exec" => exec::summary(self, &args)?,
+            "cron_add" => cron::add_summary(&args)?,
+            "cron_remove" => cron::remove_summary(&args)?,
+            other => return Err(ToolError::Unknown(other.to_string())),
+        };
+        Ok(Some(s))
+    }
+
     /// Run one tool call.
     pub async fn call(
         &self,
@@ -112,15 +162,22 @@ impl Tools {
     ) -> Result<String, ToolError> {
         let args = Args::parse(arguments)?;
         let restrict = self.cfg.agent.restrict_to_workspace;
+        let ws = &self.workspace;
         match name {
-            "read_file" => fs::read_file(&self.workspace, restrict, &args),
-            "list_dir" => fs::list_dir(&self.workspace, restrict, &args),
+            "read_file" => fs::read_file(ws, restrict, &args),
+            "write_file" => write::write_file(ws, restrict, &args),
+            "edit_file" => write::edit_file(ws, restrict, &args),
+            "list_dir" => fs::list_dir(ws, restrict, &args),
+            "exec" => exec::exec(self, &args).await,
+            "web_fetch" => web::web_fetch(self, &args).await,
             "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
             "memory_search" => memory::memory_search(&self.db, &args, now_secs()),
             "memory_forget" => memory::memory_forget(&self.db, &args),
             "cron_add" => cron::add(&self.db, &self.cfg, ctx, &args, crate::clock::now()),
             "cron_list" => cron::list(&self.db, &self.cfg),
             "cron_remove" => cron::remove(&self.db, &self.cfg, &args),
+            "send_message" => message::send_message(self, ctx, &args).await,
+            "system_info" => sysinfo::system_info(self).await,
             other => Err(ToolError::Unknown(other.to_string())),
         }
     }
@@ -157,9 +214,180 @@ mod tests {
     }
 
     #[test]
-    fn cron_changes_need_approval_and_listing_does_not() {
-        assert!(needs_approval("cron_add") && needs_approval("cron_remove"));
-        assert!(!needs_approval("cron_list") && !needs_approval("read_file"));
+    fn changes_need_approval_and_reading_does_not() {
+        for t in ["write_file", "edit_file", "exec", "cron_add", "cron_remove"] {
+            assert!(needs_approval(t), "{t}");
+        }
+        for t in [
+            "cron_list",
+            "read_file",
+            "list_dir",
+            "web_fetch",
+            "system_info",
+        ] {
+            assert!(!needs_approval(t), "{t}");
+        }
+    }
+
+    fn test_tools(tag: &str, cfg: Config) -> (Tools, PathBuf) {
+        let d = std::env::temp_dir().join(format!("yc-tools-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("workspace")).unwrap();
+        let db = Rc::new(Db::open_in_memory().unwrap());
+        let t = Tools::new(d.join("workspace"), Rc::new(cfg), Workers::start(1), db);
+        (t, d)
+    }
+
+    #[test]
+    fn approval_summaries_validate_the_call_first() {
+        let (t, d) = test_tools("summary", Config::default());
+        let s = |name: &str, args: &str| t.approval_summary(name, args);
+        assert_eq!(
+            s("exec", r#"{"command":"ls -la"}"#).unwrap().as_deref(),
+            Some("Run command: ls -la")
+        );
+        assert!(matches!(
+            s("exec", r#"{"command":"rm -rf ~"}"#),
+            Err(ToolError::Denied(_))
+        ));
+        assert!(matches!(s("exec", "{}"), Err(ToolError::BadArgs(_))));
+        assert_eq!(
+            s("write_file", r#"{"path":"notes.md","content":"hello"}"#)
+                .unwrap()
+                .as_deref(),
+            Some("Write file notes.md (5 bytes, new file)")
+        );
+        assert!(matches!(
+            s("write_file", r#"{"path":"../x","content":""}"#),
+            Err(ToolError::Denied(_))
+        ));
+        std::fs::write(d.join("workspace/n.md"), "abc").unwrap();
+        assert_eq!(
+            s(
+                "edit_file",
+                r#"{"path":"n.md","old_text":"b","new_text":"xyz"}"#
+            )
+            .unwrap()
+            .as_deref(),
+            Some("Edit file n.md (replace 1 bytes with 3 bytes)")
+        );
+        assert_eq!(
+            s(
+                "cron_add",
+                r#"{"schedule":"every 2h","prompt":"drink water","message":true}"#
+            )
+            .unwrap()
+            .as_deref(),
+            Some("Add cron job (every 2h): send \"drink water\"")
+        );
+        assert_eq!(
+            s("cron_remove", r#"{"id":3}"#).unwrap().as_deref(),
+            Some("Remove cron job 3")
+        );
+        assert_eq!(s("read_file", r#"{"path":"x"}"#), Ok(None));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn messages_go_to_this_chat_or_allowed_numeric_ids() {
+        use crate::channels::{ChannelKind, Target};
+        let mut cfg = Config::default();
+        cfg.telegram.allow_from = vec!["42".into(), "@bob".into()];
+        let (t, d) = test_tools("message", cfg);
+        let ctx = |channel, session: &str| CallContext {
+            session: session.into(),
+            channel,
+        };
+        let tg = ctx(ChannelKind::Telegram, "telegram:-100");
+        assert_eq!(message::target(&t, &tg, None), Ok(Target::Telegram(-100)));
+        assert_eq!(
+            message::target(&t, &tg, Some("telegram:42")),
+            Ok(Target::Telegram(42))
+        );
+        assert!(matches!(
+            message::target(&t, &tg, Some("telegram:43")),
+            Err(ToolError::Denied(_))
+        ));
+        for bad in ["@bob", "telegram:abc", "stdout", "telegram:"] {
+            assert!(
+                matches!(
+                    message::target(&t, &tg, Some(bad)),
+                    Err(ToolError::BadArgs(_))
+                ),
+                "{bad}"
+            );
+        }
+        let term = ctx(ChannelKind::Terminal, "stdio:default");
+        assert_eq!(message::target(&t, &term, Some(" ")), Ok(Target::Stdout));
+        let hb = ctx(ChannelKind::Heartbeat, "heartbeat");
+        assert!(matches!(
+            message::target(&t, &hb, None),
+            Err(ToolError::BadArgs(_))
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn random_arguments_never_panic() {
+        let (t, d) = test_tools("fuzz", Config::default());
+        let parts = [
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\"path\"",
+            "\"content\"",
+            "\"command\"",
+            "\"old_text\"",
+            "\"new_text\"",
+            "\"url\"",
+            "\"id\"",
+            "\"schedule\"",
+            "\"prompt\"",
+            "\"../x\"",
+            "\"a.txt\"",
+            "\"/etc\"",
+            "\"\"",
+            "null",
+            "true",
+            "-1",
+            "1e400",
+            "\"é\\u0000\"",
+            "\"x\"",
+            " ",
+        ];
+        let mut x: u64 = 0xC0FF_EE00_1234_5678;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let ctx = CallContext {
+            session: "stdio:fuzz".into(),
+            channel: crate::channels::ChannelKind::Terminal,
+        };
+        for _ in 0..3000 {
+            let mut a = String::new();
+            for _ in 0..next() % 12 {
+                a.push_str(parts[(next() % parts.len() as u64) as usize]);
+            }
+            for name in NEEDS_APPROVAL {
+                let _ = t.approval_summary(name, &a);
+            }
+            for name in [
+                "read_file",
+                "write_file",
+                "edit_file",
+                "list_dir",
+                "cron_list",
+            ] {
+                let _ = smol::block_on(t.call(name, &a, &ctx));
+            }
+        }
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -35,9 +35,12 @@ use crate::runtime::{Workers, spawn_thread};
 use crate::security::scrub::scrub;
 use async_channel::{Receiver, Sender, TrySendError};
 use line::LineEditor;
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::fmt;
 use std::fs::File;
 use std::io::{Read, Write};
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -329,14 +332,33 @@ pub async fn run_console(
     writer: SerialWriter,
 ) {
     let session = session_id(device);
-    while let Ok(line) = lines.recv().await {
+    agent.approvals.set_asker(
+        ChannelKind::Serial,
+        Rc::new(SerialAsker {
+            writer: writer.clone(),
+            workers: agent.workers.clone(),
+        }),
+    );
+    // Lines typed while a turn runs (that are not approval answers) wait here.
+    let held: RefCell<VecDeque<String>> = RefCell::new(VecDeque::new());
+    loop {
+        let next = held.borrow_mut().pop_front();
+        let line = match next {
+            Some(l) => l,
+            None => match lines.recv().await {
+                Ok(l) => l,
+                Err(_) => break,
+            },
+        };
         let text = line.trim();
         let reply = if text.is_empty() {
             String::new()
         } else if let Some(r) = crate::channels::terminal::handle_command(agent, &session, text) {
             format!("{r}\n")
         } else {
-            match agent.run_turn(&session, ChannelKind::Serial, text).await {
+            let turn = agent.run_turn(&session, ChannelKind::Serial, text);
+            let during = read_during_turn(agent, &session, &lines, &writer, &held);
+            match smol::future::or(turn, during).await {
                 Ok(r) => format!("{r}\n"),
                 Err(e) => {
                     log::warn!("serial {device}: turn failed: {e}");
@@ -351,6 +373,55 @@ pub async fn run_console(
                 out.len()
             );
         }
+    }
+}
+
+/// Lines held back while a turn runs; more get a "busy" note.
+const MAX_HELD_LINES: usize = 4;
+
+/// While a turn runs: answers to approval questions go to the waiting request, other
+/// lines wait for the turn to end. Never resolves (the turn wins the race).
+async fn read_during_turn(
+    agent: &Agent,
+    session: &str,
+    lines: &Receiver<String>,
+    writer: &SerialWriter,
+    held: &RefCell<VecDeque<String>>,
+) -> Result<String, crate::agent::AgentError> {
+    loop {
+        let Ok(line) = lines.recv().await else {
+            return std::future::pending().await;
+        };
+        let word = crate::channels::terminal::approval_word(&line);
+        let note = if let (Some(d), true) = (word, agent.approvals.is_pending(session)) {
+            // A plain "yes"/"no"/"always" answers a waiting question, as on a terminal.
+            agent
+                .approvals
+                .answer(session, d)
+                .unwrap_or_else(|| crate::agent::commands::NOTHING_WAITING.to_string())
+        } else if let Some(r) = crate::agent::commands::approval_reply(agent, session, &line) {
+            r
+        } else if held.borrow().len() < MAX_HELD_LINES {
+            held.borrow_mut().push_back(line);
+            continue;
+        } else {
+            crate::agent::router::BUSY_REPLY.to_string()
+        };
+        let _ = writer.write(&agent.workers, &format!("{note}\n")).await;
+    }
+}
+
+/// Writes approval questions to the serial line.
+struct SerialAsker {
+    writer: SerialWriter,
+    workers: Workers,
+}
+
+impl crate::agent::approval::Asker for SerialAsker {
+    fn ask(&self, _session: &str, question: &str) -> crate::agent::approval::AskFuture {
+        let (writer, workers) = (self.writer.clone(), self.workers.clone());
+        let text = format!("\n{question}\n");
+        Box::pin(async move { writer.write(&workers, &text).await.is_ok() })
     }
 }
 

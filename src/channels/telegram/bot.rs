@@ -21,6 +21,7 @@ use super::api::{BotIdentity, Update};
 use super::inbound::{self, Action, AllowList, RefusalLimiter, Request, Rules};
 use super::send::{Outbound, Outbox};
 use super::stream::Streamer;
+use crate::agent::approval::{AskFuture, Asker};
 use crate::agent::router::{BUSY_REPLY, Offer, Router};
 use crate::agent::{Agent, AgentError, commands};
 use crate::channels::ChannelKind;
@@ -72,6 +73,12 @@ impl Bot {
         let capacity = agent.cfg.agent.max_sessions as usize;
         let group_mode = agent.cfg.telegram.group_mode;
         let next_offset = stored_offset(&agent);
+        agent.approvals.set_asker(
+            ChannelKind::Telegram,
+            Rc::new(TelegramAsker {
+                outbox: outbox.clone(),
+            }),
+        );
         Bot {
             agent,
             me,
@@ -159,6 +166,13 @@ impl Bot {
                 }
                 Action::Answer(req) => {
                     let session = session_id(req.chat_id);
+                    // Approval answers go straight to the waiting turn, never behind it.
+                    if let Some(reply) = commands::approval_reply(&self.agent, &session, &req.text)
+                    {
+                        self.notice(req.chat_id, reply, req.reply_to).await;
+                        self.persist_offset(u.update_id.saturating_add(1));
+                        return;
+                    }
                     let offer = self.router.borrow_mut().offer(&session, req);
                     match offer {
                         Offer::Run(req) => {
@@ -296,6 +310,32 @@ impl Bot {
             }
         }
         told
+    }
+}
+
+/// Puts approval questions to a Telegram chat (the session is `telegram:<chat_id>`).
+struct TelegramAsker {
+    outbox: Outbox,
+}
+
+impl Asker for TelegramAsker {
+    fn ask(&self, session: &str, question: &str) -> AskFuture {
+        let chat_id = session
+            .strip_prefix("telegram:")
+            .and_then(|id| id.parse::<i64>().ok());
+        let outbox = self.outbox.clone();
+        let text = question.to_string();
+        Box::pin(async move {
+            let Some(chat_id) = chat_id else {
+                return false;
+            };
+            let job = Outbound::Notice {
+                chat_id,
+                text,
+                reply_to: None,
+            };
+            outbox.push(job).await
+        })
     }
 }
 

@@ -1,0 +1,470 @@
+//! Approvals: under `supervised` autonomy, a call that changes files, runs a command or
+//! changes what runs unattended (`tools::needs_approval`) waits for the user's `/yes`,
+//! `/no` or `/always` on the channel the turn came from.
+//!
+//! How the pieces meet:
+//! - [`Agent::authorize`] runs before every tool call: `full` lets it through, `read_only`
+//!   refuses it, `supervised` calls [`Approvals::request`] with the tool's one-line
+//!   summary (`Tools::approval_summary`, which also validates the call).
+//! - `request` registers the session's pending approval, puts the question to the user
+//!   through the channel's [`Asker`], and waits for an answer or the timeout
+//!   (`agent.approval_timeout_secs`). No answer means no.
+//! - The channel passes `/yes` `/no` `/always` to [`Approvals::answer`] as they arrive,
+//!   *without* queueing them behind the session's running turn (which is the very turn
+//!   waiting for the answer). With nothing pending, the channel says so.
+//! - `/always` approves this call and every later one in the session, until `/new` or
+//!   the flag is evicted (then the user is simply asked again).
+//! - A denial reaches the model as a tool error; the turn goes on.
+//!
+//! # Channel hook (`Asker`)
+//! Each channel registers one asker with [`Approvals::set_asker`] before it runs turns:
+//! Telegram sends the question to the chat; the terminal prints it and reads the answer
+//! from stdin; a serial line would write it to the line and pass the answer lines it
+//! reads to [`Approvals::answer`] (the same three commands; see `commands::approval_reply`).
+//! A channel with no asker (heartbeat and cron runs) gets every such call denied: there
+//! is nobody to ask. An asker that cannot ask (e.g. `agent -m` without a terminal) returns
+//! `false` and the call is denied at once.
+//!
+//! # Bounds
+//! At most one pending approval per session and at most `agent.max_sessions` in all
+//! (more are denied); `/always` flags for at most `agent.max_sessions` sessions (least
+//! recently used evicted). Questions show at most `MAX_APPROVAL_SUMMARY_CHARS` characters
+//! of the summary. The wait ends after the timeout, or when the turn is dropped (the
+//! pending entry is removed either way).
+//!
+//! # Test hook
+//! `YOCTOCLAW_TEST_APPROVAL_SCALE` (a number in 0.001..=1) multiplies the approval
+//! timeout, so tests see a timeout in well under a second. It can only shorten the wait
+//! and is logged when set.
+
+use super::Agent;
+use super::session::SessionTable;
+use crate::channels::ChannelKind;
+use crate::config::Autonomy;
+use crate::limits::MAX_APPROVAL_SUMMARY_CHARS;
+use crate::provider::ToolCall;
+use crate::security::scrub::scrub;
+use crate::tools::{CallContext, ToolError};
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// The hidden test variable that shortens the approval timeout.
+pub const TEST_APPROVAL_SCALE_ENV: &str = "YOCTOCLAW_TEST_APPROVAL_SCALE";
+
+/// What [`Asker::ask`] returns: resolves to `true` once the question is on its way.
+pub type AskFuture = Pin<Box<dyn Future<Output = bool>>>;
+
+/// A channel's way of putting a question to the user of a session.
+pub trait Asker {
+    /// Show `question` (one paragraph, already scrubbed) to the user of `session`.
+    /// Resolves to `false` when nobody can be asked (the call is then denied). Must not
+    /// wait for the answer: answers come back through [`Approvals::answer`].
+    fn ask(&self, session: &str, question: &str) -> AskFuture;
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Yes,
+    No,
+    /// Yes, and do not ask again in this session.
+    Always,
+}
+
+struct Pending {
+    session: String,
+    summary: String,
+    tx: async_channel::Sender<Decision>,
+}
+
+/// The approvals of one running program (owned by the [`Agent`]; executor thread only).
+pub struct Approvals {
+    pending: RefCell<Vec<Pending>>,
+    always: RefCell<SessionTable<()>>,
+    askers: RefCell<Vec<(ChannelKind, Rc<dyn Asker>)>>,
+    capacity: usize,
+    timeout: Duration,
+}
+
+impl Approvals {
+    /// At most `capacity` sessions; unanswered questions are denied after `timeout`.
+    pub fn new(capacity: usize, timeout: Duration) -> Approvals {
+        Approvals {
+            pending: RefCell::new(Vec::new()),
+            always: RefCell::new(SessionTable::new(capacity)),
+            askers: RefCell::new(Vec::new()),
+            capacity: capacity.max(1),
+            timeout,
+        }
+    }
+
+    /// The configured timeout, shortened by the test hook when it is set.
+    pub fn timeout_from(configured_secs: u64) -> Duration {
+        let base = Duration::from_secs(configured_secs.max(1));
+        let Ok(v) = std::env::var(TEST_APPROVAL_SCALE_ENV) else {
+            return base;
+        };
+        match v.trim().parse::<f64>() {
+            Ok(f) if f.is_finite() && f > 0.0 => {
+                let f = f.clamp(0.001, 1.0);
+                log::warn!(
+                    "{TEST_APPROVAL_SCALE_ENV}={f} shortens the approval timeout (tests only)"
+                );
+                base.mul_f64(f)
+            }
+            _ => {
+                log::warn!("ignored {TEST_APPROVAL_SCALE_ENV}: not a number above 0");
+                base
+            }
+        }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Register (or replace) the asker of a channel.
+    pub fn set_asker(&self, channel: ChannelKind, asker: Rc<dyn Asker>) {
+        let mut a = self.askers.borrow_mut();
+        a.retain(|(c, _)| *c != channel);
+        a.push((channel, asker));
+    }
+
+    fn asker(&self, channel: ChannelKind) -> Option<Rc<dyn Asker>> {
+        self.askers
+            .borrow()
+            .iter()
+            .find(|(c, _)| *c == channel)
+            .map(|(_, a)| a.clone())
+    }
+
+    /// An approval is waiting in `session`.
+    pub fn is_pending(&self, session: &str) -> bool {
+        self.pending.borrow().iter().any(|p| p.session == session)
+    }
+
+    /// `/always` was given in `session`.
+    pub fn is_always(&self, session: &str) -> bool {
+        self.always.borrow_mut().get_mut(session).is_some()
+    }
+
+    /// Forget `/always` for `session` (`/new`).
+    pub fn forget(&self, session: &str) {
+        self.always.borrow_mut().remove(session);
+    }
+
+    /// Pass the user's answer to the approval waiting in `session`. Returns the reply
+    /// for the user, or `None` when nothing is waiting.
+    pub fn answer(&self, session: &str, d: Decision) -> Option<String> {
+        let p = {
+            let mut list = self.pending.borrow_mut();
+            let i = list.iter().position(|p| p.session == session)?;
+            list.swap_remove(i)
+        };
+        if d == Decision::Always {
+            self.set_always(session);
+        }
+        // The waiting call may be gone already (its turn was dropped): nothing to do then.
+        let _ = p.tx.try_send(d);
+        let reply = match d {
+            Decision::Yes => format!("Approved: {}", p.summary),
+            Decision::Always => format!(
+                "Approved, and I won't ask again in this session (until /new): {}",
+                p.summary
+            ),
+            Decision::No => format!("Denied: {}", p.summary),
+        };
+        Some(scrub(&reply).into_owned())
+    }
+
+    fn set_always(&self, session: &str) {
+        self.always
+            .borrow_mut()
+            .get_or_insert(session, || (), |_| true);
+    }
+
+    /// Ask the user of `session` on `channel` to approve `summary`; `Ok` when approved.
+    pub async fn request(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        summary: &str,
+    ) -> Result<(), ToolError> {
+        if self.is_always(session) {
+            return Ok(());
+        }
+        let summary = one_line(summary);
+        let Some(asker) = self.asker(channel) else {
+            return Err(ToolError::Denied(format!(
+                "this needs the user's approval, but a {} run has nobody to ask, so it was not done ({summary}); the owner can set agent.autonomy to full to allow such actions without asking",
+                channel.as_str()
+            )));
+        };
+        let rx = {
+            let mut list = self.pending.borrow_mut();
+            if list.iter().any(|p| p.session == session) {
+                return Err(ToolError::Denied(
+                    "another approval is already waiting in this session".into(),
+                ));
+            }
+            if list.len() >= self.capacity {
+                return Err(ToolError::Denied(
+                    "too many approvals are waiting; try again later".into(),
+                ));
+            }
+            let (tx, rx) = async_channel::bounded(1);
+            list.push(Pending {
+                session: session.to_string(),
+                summary: summary.clone(),
+                tx,
+            });
+            rx
+        };
+        let _guard = PendingGuard {
+            approvals: self,
+            session,
+        };
+        let question = scrub(&format!(
+            "Approve? {summary}\nReply /yes, /no, or /always (yes to everything for the rest of this session). No answer within {} means no.",
+            secs_text(self.timeout)
+        ))
+        .into_owned();
+        log::info!("approval asked in {session}: {summary}");
+        if !asker.ask(session, &question).await {
+            return Err(ToolError::Denied(format!(
+                "the user could not be asked to approve this, so it was not done ({summary})"
+            )));
+        }
+        let answer = async { rx.recv().await.ok() };
+        let timeout = async {
+            smol::Timer::after(self.timeout).await;
+            None
+        };
+        match smol::future::or(answer, timeout).await {
+            Some(Decision::Yes | Decision::Always) => {
+                log::info!("approval given in {session}");
+                Ok(())
+            }
+            Some(Decision::No) => {
+                log::info!("approval refused in {session}");
+                Err(ToolError::Denied(format!(
+                    "the user said no to this, so it was not done ({summary}); ask them what to do instead"
+                )))
+            }
+            None => {
+                log::info!("approval timed out in {session}");
+                Err(ToolError::Denied(format!(
+                    "the user did not answer within {}, so it was not done ({summary})",
+                    secs_text(self.timeout)
+                )))
+            }
+        }
+    }
+}
+
+/// Removes a session's pending entry when its wait ends, however it ends.
+struct PendingGuard<'a> {
+    approvals: &'a Approvals,
+    session: &'a str,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut list) = self.approvals.pending.try_borrow_mut() {
+            list.retain(|p| p.session != self.session);
+        }
+    }
+}
+
+/// `120 s`, `0.5 s`.
+fn secs_text(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// The summary on one line (line breaks shown as ⏎), at most
+/// `MAX_APPROVAL_SUMMARY_CHARS` characters with a count of the rest.
+pub fn one_line(s: &str) -> String {
+    let mut out = String::new();
+    let mut shown = 0usize;
+    let mut chars = s.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        if shown >= MAX_APPROVAL_SUMMARY_CHARS {
+            let rest = 1 + chars.count();
+            out.push_str(&format!("… ({rest} more characters not shown)"));
+            break;
+        }
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' | '\r' => out.push_str(" ⏎ "),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+        shown += 1;
+    }
+    out
+}
+
+impl Agent {
+    /// May this call run? `full` autonomy: yes. `read_only`: not for tools that need
+    /// approval. `supervised`: those ask the user first (see the module documentation).
+    /// Other tools always may.
+    pub async fn authorize(&self, call: &ToolCall, ctx: &CallContext) -> Result<(), ToolError> {
+        if !crate::tools::needs_approval(&call.name) {
+            return Ok(());
+        }
+        if self.cfg.agent.autonomy == Autonomy::ReadOnly {
+            return Err(ToolError::Denied(format!(
+                "autonomy is read_only: {} is not allowed (no file changes, commands or cron changes); tell the user what you would do instead",
+                call.name
+            )));
+        }
+        let summary = self
+            .tools
+            .approval_summary(&call.name, &call.arguments)?
+            .unwrap_or_else(|| call.name.clone());
+        match self.cfg.agent.autonomy {
+            Autonomy::Full => Ok(()),
+            _ => {
+                self.approvals
+                    .request(&ctx.session, ctx.channel, &summary)
+                    .await
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// Records questions; answers with `ok`.
+    struct Recorder {
+        asked: Asked,
+        ok: bool,
+    }
+
+    impl Asker for Recorder {
+        fn ask(&self, session: &str, question: &str) -> AskFuture {
+            self.asked
+                .borrow_mut()
+                .push((session.to_string(), question.to_string()));
+            let ok = self.ok;
+            Box::pin(async move { ok })
+        }
+    }
+
+    type Asked = Rc<RefCell<Vec<(String, String)>>>;
+
+    fn setup(ok: bool, timeout_ms: u64) -> (Rc<Approvals>, Asked) {
+        let a = Rc::new(Approvals::new(4, Duration::from_millis(timeout_ms)));
+        let asked = Rc::new(RefCell::new(Vec::new()));
+        a.set_asker(
+            ChannelKind::Telegram,
+            Rc::new(Recorder {
+                asked: asked.clone(),
+                ok,
+            }),
+        );
+        (a, asked)
+    }
+
+    /// Run `request` while `answer` is given once the question is out.
+    fn run(a: &Rc<Approvals>, session: &str, answer: Option<Decision>) -> Result<(), ToolError> {
+        let ex = smol::LocalExecutor::new();
+        let answered = Cell::new(false);
+        smol::block_on(ex.run(async {
+            let req = a.request(session, ChannelKind::Telegram, "Run command: ls -la");
+            let answer = async {
+                loop {
+                    if a.is_pending(session)
+                        && let Some(d) = answer
+                        && !answered.get()
+                    {
+                        answered.set(true);
+                        assert!(a.answer(session, d).is_some());
+                    }
+                    smol::Timer::after(Duration::from_millis(5)).await;
+                }
+            };
+            smol::future::or(req, answer).await
+        }))
+    }
+
+    #[test]
+    fn yes_approves_no_denies_silence_denies() {
+        let (a, asked) = setup(true, 60_000);
+        assert_eq!(run(&a, "telegram:1", Some(Decision::Yes)), Ok(()));
+        let q = asked.borrow()[0].clone();
+        assert_eq!(q.0, "telegram:1");
+        assert!(
+            q.1.starts_with("Approve? Run command: ls -la\nReply /yes"),
+            "{}",
+            q.1
+        );
+        let e = run(&a, "telegram:1", Some(Decision::No)).unwrap_err();
+        assert!(e.to_string().contains("said no"), "{e}");
+        let (a, _) = setup(true, 50);
+        let e = run(&a, "telegram:1", None).unwrap_err();
+        assert!(e.to_string().contains("did not answer"), "{e}");
+        assert!(!a.is_pending("telegram:1"), "the entry goes with the wait");
+    }
+
+    #[test]
+    fn always_holds_for_the_session_until_forgotten() {
+        let (a, asked) = setup(true, 60_000);
+        assert_eq!(run(&a, "telegram:1", Some(Decision::Always)), Ok(()));
+        assert_eq!(run(&a, "telegram:1", None), Ok(()));
+        assert_eq!(asked.borrow().len(), 1, "not asked again");
+        // Another session is still asked.
+        assert_eq!(run(&a, "telegram:2", Some(Decision::Yes)), Ok(()));
+        assert_eq!(asked.borrow().len(), 2);
+        a.forget("telegram:1");
+        assert_eq!(run(&a, "telegram:1", Some(Decision::Yes)), Ok(()));
+        assert_eq!(asked.borrow().len(), 3);
+    }
+
+    #[test]
+    fn nobody_to_ask_means_no() {
+        let (a, _) = setup(false, 60_000);
+        let e = run(&a, "telegram:1", Some(Decision::Yes)).unwrap_err();
+        assert!(e.to_string().contains("could not be asked"), "{e}");
+        let ex = smol::LocalExecutor::new();
+        let e = smol::block_on(ex.run(a.request("heartbeat", ChannelKind::Heartbeat, "x")))
+            .unwrap_err();
+        assert!(e.to_string().contains("nobody to ask"), "{e}");
+        assert!(e.to_string().contains("autonomy to full"), "{e}");
+    }
+
+    #[test]
+    fn answers_without_a_question_are_none() {
+        let (a, _) = setup(true, 60_000);
+        assert_eq!(a.answer("telegram:1", Decision::Yes), None);
+        assert_eq!(a.answer("telegram:1", Decision::Always), None);
+        assert!(!a.is_always("telegram:1"));
+    }
+
+    #[test]
+    fn many_sessions_stay_bounded() {
+        let a = Approvals::new(4, Duration::from_secs(1));
+        for i in 0..1000 {
+            a.set_always(&format!("s{i}"));
+        }
+        assert!(a.always.borrow().len() <= 4);
+    }
+
+    #[test]
+    fn summaries_are_one_bounded_line() {
+        assert_eq!(one_line("ls\nrm x\r\n"), "ls ⏎ rm x");
+        assert_eq!(one_line("a\u{7}b"), "a b");
+        let long = one_line(&"x".repeat(MAX_APPROVAL_SUMMARY_CHARS + 50));
+        assert!(long.ends_with("… (50 more characters not shown)"), "{long}");
+    }
+}

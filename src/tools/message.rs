@@ -1,0 +1,108 @@
+//! The `send_message` tool: a message to the chat the model is talking in, or to a
+//! Telegram chat that `telegram.allow_from` lists by numeric id.
+//!
+//! Why the allowlist: the model must not be talked into messaging strangers from the
+//! owner's bot. Only numeric ids are accepted as targets (a `@username` in the allowlist
+//! cannot be turned into a chat id without Telegram). Delivery goes through
+//! `channels::deliver`, which scrubs the text.
+//!
+//! "The current chat" is the Telegram chat of a `telegram:<id>` session, or stdout for
+//! the terminal. Heartbeat and cron turns have no chat of their own: they name a target.
+//!
+//! # Bounds
+//! Text up to [`MAX_MESSAGE_BYTES`]; delivery splits and caps it (`channels::deliver`).
+
+use super::{Args, CallContext, ToolError, Tools};
+use crate::channels::deliver::deliver;
+use crate::channels::{ChannelKind, Target};
+use crate::provider::ToolSpec;
+
+/// Longest text `send_message` accepts.
+pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
+
+pub const SEND_MESSAGE: ToolSpec = ToolSpec {
+    name: "send_message",
+    description: "Send a message now, before your final answer: to the current chat by default, or to another allowed Telegram chat given as 'telegram:<numeric id>'. Use it for progress notes during long work or to notify someone on the allowlist; your final answer is sent anyway.",
+    parameters: r#"{"type":"object","properties":{"text":{"type":"string","description":"The message text (markdown allowed)"},"to":{"type":"string","description":"Optional target 'telegram:<numeric chat id>' listed in telegram.allow_from. Default: the current chat"}},"required":["text"]}"#,
+};
+
+/// Where the message goes, checked.
+pub fn target(tools: &Tools, ctx: &CallContext, to: Option<&str>) -> Result<Target, ToolError> {
+    let to = to.map(str::trim).filter(|t| !t.is_empty());
+    let Some(to) = to else {
+        return current_chat(ctx);
+    };
+    let Some(id) = to.strip_prefix("telegram:") else {
+        return Err(ToolError::BadArgs(format!(
+            "\"to\" must be telegram:<numeric chat id>, not {to:?}"
+        )));
+    };
+    let id: i64 = id.trim().parse().map_err(|_| {
+        ToolError::BadArgs(format!(
+            "\"to\" must name a numeric chat id (telegram:123456), not {to:?}"
+        ))
+    })?;
+    let allowed = tools
+        .cfg
+        .telegram
+        .allow_from
+        .iter()
+        .any(|a| a.trim().parse::<i64>() == Ok(id));
+    if !allowed {
+        return Err(ToolError::Denied(format!(
+            "telegram:{id} is not in telegram.allow_from: messages go only to allowed chats"
+        )));
+    }
+    Ok(Target::Telegram(id))
+}
+
+fn current_chat(ctx: &CallContext) -> Result<Target, ToolError> {
+    match ctx.channel {
+        ChannelKind::Telegram => match Target::parse(&ctx.session) {
+            Some(t @ Target::Telegram(_)) => Ok(t),
+            _ => Err(ToolError::Failed("this chat has no Telegram id".into())),
+        },
+        ChannelKind::Terminal => Ok(Target::Stdout),
+        other => Err(ToolError::BadArgs(format!(
+            "a {} run has no chat of its own: give \"to\" as telegram:<id>",
+            other.as_str()
+        ))),
+    }
+}
+
+pub async fn send_message(
+    tools: &Tools,
+    ctx: &CallContext,
+    args: &Args,
+) -> Result<String, ToolError> {
+    let text = args.str("text")?;
+    if text.trim().is_empty() {
+        return Err(ToolError::BadArgs("\"text\" is empty".into()));
+    }
+    if text.len() > MAX_MESSAGE_BYTES {
+        return Err(ToolError::BadArgs(format!(
+            "\"text\" is longer than {MAX_MESSAGE_BYTES} bytes"
+        )));
+    }
+    let target = target(tools, ctx, args.opt_str("to")?)?;
+    let Some(dctx) = &tools.deliver else {
+        return Err(ToolError::Failed(
+            "messages cannot be sent from here".into(),
+        ));
+    };
+    deliver(dctx, &target, text)
+        .await
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
+    Ok(format!(
+        "Sent ({} bytes) to {}.",
+        text.len(),
+        label(&target)
+    ))
+}
+
+fn label(t: &Target) -> String {
+    match t {
+        Target::Stdout => "the terminal".into(),
+        other => other.to_string(),
+    }
+}
