@@ -162,14 +162,15 @@ fi
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 smoke_tmp=$(mktemp -d)
 
-qemu_for() { # triple -> "qemu-ARCH -cpu MODEL [-L sysroot]"
-    local q
-    case $1 in
-        aarch64-*) q="qemu-aarch64 -cpu cortex-a53" ;;
-        riscv64gc-*) q="qemu-riscv64 -cpu sifive-u54" ;;
-        armv7-*) q="qemu-arm -cpu cortex-a7" ;;
-        *) return 1 ;;
-    esac
+qemu_for() { # triple -> "qemu-ARCH -cpu MODEL [-L sysroot]", from the first boards/*.conf for it
+    local f q=""
+    for f in boards/*.conf; do
+        if [ "$(sed -n 's/^triple=//p' "$f")" = "$1" ] || [ "$(sed -n 's/^gnu_triple=//p' "$f")" = "$1" ]; then
+            q="$(sed -n 's/^qemu=//p' "$f") -cpu $(sed -n 's/^qemu_cpu=//p' "$f")"
+            break
+        fi
+    done
+    [ -n "$q" ] || return 1
     case $1 in
         aarch64-*-gnu) q="$q -L /usr/aarch64-linux-gnu" ;;
         riscv64gc-*-gnu) q="$q -L /usr/riscv64-linux-gnu" ;;
@@ -190,7 +191,8 @@ for t in "${triples[@]}"; do
     if [ ! -f "$bin" ]; then bad "$t: $bin missing"; continue; fi
     size=$(stat -c %s "$bin")
     sizes+=("$t $size")
-    read -r -a qemu <<<"$(qemu_for "$t")"
+    if ! q=$(qemu_for "$t"); then bad "$t: no boards/*.conf names this triple (qemu, qemu_cpu)"; continue; fi
+    read -r -a qemu <<<"$q"
     if ! command -v "${qemu[0]}" >/dev/null; then bad "$t: ${qemu[0]} not installed (apt-get install qemu-user)"; continue; fi
     d="$smoke_tmp/$t"; mkdir -p "$d"
     extra_env=()
@@ -200,10 +202,10 @@ for t in "${triples[@]}"; do
     case $t in
         *-musl*)
             if grep -q INTERP <<<"$hdrs" || grep -q NEEDED <<<"$dyn"; then bad "$t: not static: $(grep -E 'interpreter|NEEDED' <<<"$hdrs$dyn" | tr -s ' ' | head -3 | tr '\n' ' ')"
-            else ok "$t: static binary, $size bytes"; fi ;;
+            else ok "$t: static binary, $size bytes (smoke runs under ${qemu[*]})"; fi ;;
         *)
             libs=$(grep -o 'Shared library: \[[^]]*\]' <<<"$dyn" | sed 's/.*\[//; s/\]//' | tr '\n' ' ')
-            ok "$t: dynamic binary (glibc: $libs), $size bytes" ;;
+            ok "$t: dynamic binary (glibc: $libs), $size bytes (smoke runs under ${qemu[*]})" ;;
     esac
     # an armv7 binary must really be ARMv7 with VFPv3-D16 and no NEON, not more, not less
     case $t in
