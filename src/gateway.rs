@@ -27,7 +27,7 @@
 //! `YOCTOCLAW_TEST_BACKOFF_SCALE` (a number in 0.001..=1) multiplies every Telegram
 //! backoff wait, so the integration tests exercise 409/429/5xx paths in milliseconds.
 //! It is read only here, logged when set, and can only shorten waits
-//! (docs/DECISIONS-gw.md).
+//! (docs/DECISIONS.md).
 
 use crate::agent::Agent;
 use crate::channels::telegram::api::{Api, ApiError, BotIdentity};

@@ -6,7 +6,7 @@
 //! small: a handler that writes one byte to one end of a `UnixStream` pair, and the
 //! executor awaiting the other end through `smol::Async`. The handler does nothing but
 //! an atomic load and `write(2)`, both async-signal-safe, and keeps `errno` intact
-//! (docs/DECISIONS-gw.md).
+//! (docs/DECISIONS.md).
 //!
 //! # Bounds
 //! One pipe for the process; later `install` calls reuse it. A signal arriving while the

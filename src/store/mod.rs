@@ -252,7 +252,7 @@ impl Db {
 
 /// Turn off SQLite's per-connection lookaside allocator (by default 100 slots of 1,200
 /// bytes, allocated at open): the footprint soak measured 45 KiB less idle RSS without
-/// it and no measurable CPU change (docs/DECISIONS-bench.md). Best effort: SQLite refuses
+/// it and no measurable CPU change (docs/DECISIONS.md). Best effort: SQLite refuses
 /// only while lookaside memory is in use, and then nothing changes.
 fn disable_lookaside(conn: &Connection) {
     use rusqlite::ffi;

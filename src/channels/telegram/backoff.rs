@@ -6,7 +6,7 @@
 //! answers), and tests must not take minutes. [`Backoff::standard`] holds the spec's
 //! values; [`Backoff::scaled`] multiplies every one of them by a factor for tests (the
 //! gateway reads it from the hidden `YOCTOCLAW_TEST_BACKOFF_SCALE` variable; see
-//! docs/DECISIONS-gw.md). Production code never shortens them otherwise.
+//! docs/DECISIONS.md). Production code never shortens them otherwise.
 //!
 //! # Bounds
 //! - A scale is clamped to `MIN_SCALE..=1.0`: it can only shorten waits, never lengthen
