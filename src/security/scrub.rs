@@ -558,6 +558,10 @@ fn assignment_replacement(caps: &Captures<'_>) -> Option<String> {
     if v.starts_with(REDACTED) || (v.starts_with('[') && REDACTED.starts_with(v)) {
         return None;
     }
+    // A placeholder such as `KEY=...` (help texts) holds no secret.
+    if v.chars().all(|c| matches!(c, '.' | '…' | '*')) {
+        return None;
+    }
     // `key=value` glued together (env files, query strings) is always a credential; `key: value`
     // and `key = value` are also how prose and code read, so the value must look like one.
     let glued = caps.get(3).is_some_and(|m| m.as_str() == "=")
@@ -585,6 +589,14 @@ mod tests {
 
     fn s(x: &str) -> String {
         scrub(x).into_owned()
+    }
+
+    #[test]
+    fn placeholders_in_help_texts_are_kept() {
+        let help = "put YOCTOCLAW_API_KEY=... in secrets.env";
+        assert_eq!(s(help), help);
+        assert_eq!(s("TELEGRAM_BOT_TOKEN=…"), "TELEGRAM_BOT_TOKEN=…");
+        assert_eq!(s("api_key=sk9secretvalue"), "api_key=[REDACTED]");
     }
 
     #[test]
