@@ -471,15 +471,12 @@ mod tests {
 
     #[test]
     fn record_decoding_survives_random_text() {
-        let mut state: u64 = 0x1234_5678_9abc_def1;
+        let mut rng = crate::testkit::XorShift(0x1234_5678_9abc_def1);
         let alphabet = b"pid=rss_kibhwmliveat0123456789 -\n\xff";
         for _ in 0..3000 {
             let mut s = Vec::new();
-            for _ in 0..(state % 60) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                s.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            for _ in 0..rng.below(60) {
+                s.push(alphabet[rng.index(alphabet.len())]);
             }
             let _ = GatewayRecord::decode(&String::from_utf8_lossy(&s));
         }

@@ -492,18 +492,12 @@ mod tests {
 
     #[test]
     fn endpoint_parsing_survives_random_urls() {
-        let mut state: u64 = 0xdead_beef_cafe_f00d;
+        let mut rng = crate::testkit::XorShift(0xdead_beef_cafe_f00d);
         let alphabet = b"htps:/[]@?#.:0123456789abc\xc3\xa9";
         for _ in 0..5000 {
             let mut s = b"http://".to_vec();
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            for _ in 0..(state % 40) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                s.push(alphabet[(state % alphabet.len() as u64) as usize]);
+            for _ in 0..rng.below(40) {
+                s.push(alphabet[rng.index(alphabet.len())]);
             }
             let _ = Endpoint::parse(&String::from_utf8_lossy(&s));
         }

@@ -1164,13 +1164,8 @@ mod tests {
 
     #[test]
     fn random_commands_never_panic() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::testkit::XorShift(0x2545_F491_4F6C_DD1Du64);
+        let mut next = move || rng.next();
         let pieces = [
             "rm",
             " ",

@@ -651,13 +651,8 @@ mod tests {
 
     #[test]
     fn random_input_never_panics() {
-        let mut state = 0xDEAD_BEEF_CAFE_F00Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::testkit::XorShift(0xDEAD_BEEF_CAFE_F00Du64);
+        let mut next = move || rng.next();
         let pieces = [
             "http", "https", "://", ":", "/", "[", "]", "@", "?", "#", ".", "0x", "7f", "1", "255",
             "::", "a", "-", "%", "\\", "é", "65535", "99999", "ffff", " ",

@@ -825,13 +825,8 @@ mod tests {
 
     #[test]
     fn scrub_is_idempotent_and_never_panics() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::testkit::XorShift(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = move || rng.next();
         let pieces = [
             "sk-",
             "ghp_",

@@ -820,13 +820,8 @@ mod tests {
 
     #[test]
     fn random_input_never_panics_and_respects_the_cap() {
-        let mut state = 0x1234_5678_9ABC_DEF1u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::testkit::XorShift(0x1234_5678_9ABC_DEF1u64);
+        let mut next = move || rng.next();
         let pieces = [
             "<",
             ">",

@@ -275,13 +275,8 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic_and_stay_bounded() {
-        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::testkit::XorShift(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || rng.next();
         for case in 0..3000 {
             let max = 1 + (next() % 64) as usize;
             let mut ed = LineEditor::new(max, case % 2 == 0);
