@@ -90,6 +90,32 @@ pub fn build_epoch() -> i64 {
     env!("YOCTOCLAW_BUILD_EPOCH").parse().unwrap_or(0)
 }
 
+/// A small xorshift generator for backoff jitter (not for anything secret), seeded from
+/// the clock, the process id and a stack address so processes and threads differ.
+#[derive(Debug, Clone)]
+pub struct Jitter(pub u64);
+
+impl Jitter {
+    pub fn from_clock() -> Jitter {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let local = 0u8;
+        let addr = &local as *const u8 as u64;
+        Jitter((t ^ addr.rotate_left(32) ^ u64::from(std::process::id())) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

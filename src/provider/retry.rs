@@ -122,28 +122,7 @@ impl Backoff {
     }
 }
 
-/// A small xorshift generator for jitter, seeded from the clock.
-#[derive(Debug, Clone)]
-pub struct Jitter(u64);
-
-impl Jitter {
-    pub fn from_clock() -> Jitter {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos() as u64 ^ d.as_secs())
-            .unwrap_or(0);
-        Jitter(nanos | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        x
-    }
-}
+pub use crate::runtime::Jitter;
 
 #[cfg(test)]
 mod tests {

@@ -115,7 +115,7 @@ pub struct ErrorDelay {
     min: Duration,
     max: Duration,
     failures: u32,
-    rng: u64,
+    rng: crate::runtime::Jitter,
 }
 
 impl ErrorDelay {
@@ -124,7 +124,7 @@ impl ErrorDelay {
             min: b.error_min,
             max: b.error_max.max(b.error_min),
             failures: 0,
-            rng: seed(),
+            rng: crate::runtime::Jitter::from_clock(),
         }
     }
 
@@ -143,8 +143,7 @@ impl ErrorDelay {
             .checked_mul(1u32 << exp)
             .unwrap_or(self.max)
             .min(self.max);
-        self.rng = xorshift(self.rng);
-        let r = (self.rng % 1_000) as f64 / 1_000.0;
+        let r = (self.rng.next_u64() % 1_000) as f64 / 1_000.0;
         base.mul_f64(0.8 + 0.4 * r).clamp(self.min, self.max)
     }
 
@@ -152,24 +151,6 @@ impl ErrorDelay {
     pub fn reset(&mut self) {
         self.failures = 0;
     }
-}
-
-fn xorshift(mut x: u64) -> u64 {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    x
-}
-
-/// A seed that differs between processes and threads (jitter only, not security).
-fn seed() -> u64 {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    let local = 0u8;
-    let addr = &local as *const u8 as u64;
-    (t ^ addr.rotate_left(32) ^ u64::from(std::process::id())) | 1
 }
 
 /// A stop signal shared by the gateway and its threads.
