@@ -14,7 +14,8 @@
 //! # Blocking
 //! The reporter thread sleeps and does one small positioned write per interval.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use dlmalloc::GlobalDlmalloc as Inner;
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The environment variable naming the stats file.
@@ -47,7 +48,7 @@ fn shrank(by: u64) {
     });
 }
 
-// SAFETY: every method forwards to `System` with the same arguments; the counters are
+// SAFETY: every method forwards to the shipped allocator (`Inner`) with the same arguments; the counters are
 // plain atomics and never affect what is returned.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -55,7 +56,7 @@ unsafe impl GlobalAlloc for Counting {
         BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
         grew(layout.size() as u64);
         // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
+        unsafe { Inner.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
@@ -63,13 +64,13 @@ unsafe impl GlobalAlloc for Counting {
         BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
         grew(layout.size() as u64);
         // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
+        unsafe { Inner.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         shrank(layout.size() as u64);
         // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { Inner.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -78,7 +79,7 @@ unsafe impl GlobalAlloc for Counting {
         shrank(layout.size() as u64);
         grew(new_size as u64);
         // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { Inner.realloc(ptr, layout, new_size) }
     }
 }
 

@@ -56,6 +56,9 @@ pub const DB_STATEMENT_CACHE: usize = 16;
 pub const MAX_SKILLS_INDEX_BYTES: usize = 4 * 1024;
 /// Most skills listed in the prompt.
 pub const MAX_SKILLS: usize = 32;
+/// Seconds the prompt's workspace part (bootstrap files, skills index) is reused before
+/// the files are read again.
+pub const PROMPT_FILES_TTL_SECS: u64 = 5;
 
 // Provider retries, fallbacks and streaming (`provider::retry`, `provider::stream`).
 

@@ -5,6 +5,13 @@
 #[global_allocator]
 static ALLOC: yoctoclaw::alloc_count::Counting = yoctoclaw::alloc_count::Counting;
 
+/// One heap for the whole process, SQLite included (store::sqlite_alloc): dlmalloc reuses
+/// freed blocks where musl's allocator unmapped and remapped pages on every message
+/// (docs/DECISIONS.md, 60).
+#[cfg(not(feature = "bench-alloc"))]
+#[global_allocator]
+static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 fn main() {
     #[cfg(feature = "bench-alloc")]
     yoctoclaw::alloc_count::start_reporter();

@@ -99,6 +99,8 @@ pub struct Agent {
     pub backoff: Backoff,
     /// Pending approvals, `/always` flags and the channels' askers.
     pub approvals: Approvals,
+    /// The prompt's workspace part, re-read every few seconds.
+    workspace_prompt: prompt::WorkspaceCache,
 }
 
 impl Agent {
@@ -137,6 +139,7 @@ impl Agent {
             tools,
             backoff: Backoff::from_env(),
             approvals,
+            workspace_prompt: prompt::WorkspaceCache::default(),
         })
     }
 
@@ -166,16 +169,21 @@ impl Agent {
             return Err(AgentError::Budget(b));
         }
         let text = cap_text(text, MAX_USER_MESSAGE_BYTES);
-        self.db.append_message(
-            session,
-            &Message::new(Role::User, text.as_str()),
-            now_secs(),
-        )?;
+        // Everything up to the final answer is committed without a disk sync; the
+        // answer's own commit syncs it all (Db::deferred_sync).
+        self.db.deferred_sync(|| {
+            self.db.append_message(
+                session,
+                &Message::new(Role::User, text.as_str()),
+                now_secs(),
+            )
+        })?;
         compact::maybe_compact(self, session).await;
-        let system = self.system_prompt(session, channel, &text);
-        let mut history = self
-            .db
-            .recent_messages(session, self.cfg.agent.history_messages as usize)?;
+        let (system, mut history) = self.db.read_batch(|| -> Result<_, AgentError> {
+            let system = self.system_prompt(session, channel, &text);
+            let limit = self.cfg.agent.history_messages as usize;
+            Ok((system, self.db.recent_messages(session, limit)?))
+        })?;
         let ctx = CallContext {
             session: session.to_string(),
             channel,
@@ -189,7 +197,6 @@ impl Agent {
             } else {
                 self.chat(&system, &history, true, sink).await?
             };
-            self.record_usage(session, answered_by, &reply);
             let (calls, text_mode) = if last {
                 (Vec::new(), false)
             } else if !reply.tool_calls.is_empty() {
@@ -200,8 +207,14 @@ impl Agent {
             };
             sink.round_end(!calls.is_empty());
             if calls.is_empty() {
-                return self.finish(session, &reply.content);
+                // The usage row and the answer in one commit, the turn's only disk sync.
+                return self.db.write_batch(|| {
+                    self.record_usage(session, answered_by, &reply);
+                    self.finish(session, &reply.content)
+                });
             }
+            self.db
+                .deferred_sync(|| self.record_usage(session, answered_by, &reply));
             let calls: Vec<ToolCall> = calls
                 .into_iter()
                 .take(crate::limits::MAX_TOOL_CALLS_PER_ANSWER)
@@ -255,7 +268,8 @@ impl Agent {
         history: &mut Vec<Message>,
         m: Message,
     ) -> Result<(), AgentError> {
-        self.db.append_message(session, &m, now_secs())?;
+        self.db
+            .deferred_sync(|| self.db.append_message(session, &m, now_secs()))?;
         history.push(m);
         Ok(())
     }
@@ -285,8 +299,9 @@ impl Agent {
                     log::warn!("memory left out of the prompt: {e}");
                     None
                 });
+        let workspace_part = self.workspace_prompt.get(&self.home.workspace());
         prompt::build(&prompt::PromptContext {
-            workspace: &self.home.workspace(),
+            workspace_part: &workspace_part,
             session,
             channel,
             now_text: &now_text,

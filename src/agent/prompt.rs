@@ -4,11 +4,21 @@
 //! # Bounds
 //! Each bootstrap file contributes at most `MAX_BOOTSTRAP_FILE_BYTES`; the skills index at
 //! most `MAX_SKILLS` entries and `MAX_SKILLS_INDEX_BYTES`.
+//!
+//! # Caching
+//! The files and the skills index are read again when the cached text is older than
+//! `PROMPT_FILES_TTL_SECS`: an edit to `SOUL.md` applies within seconds, and a busy
+//! gateway does not open six files and list a folder for every message.
 
 use crate::channels::ChannelKind;
-use crate::limits::{MAX_BOOTSTRAP_FILE_BYTES, MAX_SKILLS, MAX_SKILLS_INDEX_BYTES};
+use crate::limits::{
+    MAX_BOOTSTRAP_FILE_BYTES, MAX_SKILLS, MAX_SKILLS_INDEX_BYTES, PROMPT_FILES_TTL_SECS,
+};
+use std::cell::RefCell;
 use std::io::Read;
 use std::path::Path;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 /// Bootstrap files, in prompt order.
 pub const BOOTSTRAP_FILES: &[&str] =
@@ -16,7 +26,8 @@ pub const BOOTSTRAP_FILES: &[&str] =
 
 /// What the prompt needs to know about this turn.
 pub struct PromptContext<'a> {
-    pub workspace: &'a Path,
+    /// The workspace part: bootstrap files and skills index ([`workspace_part`]).
+    pub workspace_part: &'a str,
     pub session: &'a str,
     pub channel: ChannelKind,
     /// Local time already formatted, e.g. `2026-11-22 18:40 (Europe/Berlin, +01:00)`.
@@ -25,10 +36,11 @@ pub struct PromptContext<'a> {
     pub memory: Option<&'a str>,
 }
 
-pub fn build(ctx: &PromptContext<'_>) -> String {
-    let mut out = String::with_capacity(8 * 1024);
+/// The bootstrap files, then the skills index, as they stand in `workspace` now.
+pub fn workspace_part(workspace: &Path) -> String {
+    let mut out = String::with_capacity(4 * 1024);
     for name in BOOTSTRAP_FILES {
-        if let Some(text) = read_capped(&ctx.workspace.join(name), MAX_BOOTSTRAP_FILE_BYTES) {
+        if let Some(text) = read_capped(&workspace.join(name), MAX_BOOTSTRAP_FILE_BYTES) {
             let t = text.trim();
             if !t.is_empty() {
                 out.push_str(t);
@@ -41,12 +53,38 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
             "You are yoctoclaw, a helpful personal assistant running on a small Linux board.\n\n",
         );
     }
-    let skills = skills_index(ctx.workspace);
+    let skills = skills_index(workspace);
     if !skills.is_empty() {
         out.push_str("## Skills\nRead a skill's SKILL.md with read_file before using it.\n");
         out.push_str(&skills);
         out.push('\n');
     }
+    out
+}
+
+/// [`workspace_part`], read at most once per `PROMPT_FILES_TTL_SECS`.
+#[derive(Default)]
+pub struct WorkspaceCache {
+    cached: RefCell<Option<(Instant, Rc<str>)>>,
+}
+
+impl WorkspaceCache {
+    pub fn get(&self, workspace: &Path) -> Rc<str> {
+        let ttl = Duration::from_secs(PROMPT_FILES_TTL_SECS);
+        if let Some((at, text)) = self.cached.borrow().as_ref()
+            && at.elapsed() < ttl
+        {
+            return text.clone();
+        }
+        let text: Rc<str> = workspace_part(workspace).into();
+        *self.cached.borrow_mut() = Some((Instant::now(), text.clone()));
+        text
+    }
+}
+
+pub fn build(ctx: &PromptContext<'_>) -> String {
+    let mut out = String::with_capacity(ctx.workspace_part.len() + 2 * 1024);
+    out.push_str(ctx.workspace_part);
     if let Some(mem) = ctx.memory.filter(|m| !m.trim().is_empty()) {
         out.push_str("## Memory\n<memory>\n");
         out.push_str(mem.trim());
@@ -145,8 +183,9 @@ mod tests {
             "---\nname: weather\ndescription: Get the forecast\n---\nbody",
         )
         .unwrap();
+        let part = workspace_part(&d);
         let p = build(&PromptContext {
-            workspace: &d,
+            workspace_part: &part,
             session: "stdio:default",
             channel: ChannelKind::Terminal,
             now_text: "2026-11-22 10:00 (UTC)",
@@ -157,6 +196,28 @@ mod tests {
         assert!(p.contains("<memory>\n- likes tea\n</memory>"));
         assert!(p.contains("Current time: 2026-11-22 10:00 (UTC)"));
         assert!(p.contains("Channel: terminal"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn workspace_cache_serves_the_text_it_read_until_it_expires() {
+        let d = std::env::temp_dir().join(format!("yc-prompt-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("SOUL.md"), "First soul.").unwrap();
+        let cache = WorkspaceCache::default();
+        assert!(cache.get(&d).contains("First soul."));
+        std::fs::write(d.join("SOUL.md"), "Second soul.").unwrap();
+        // Within the TTL the cached text stands (no file is read per message)...
+        assert!(cache.get(&d).contains("First soul."));
+        // ...and once it has expired the edit shows.
+        let old = Instant::now()
+            .checked_sub(Duration::from_secs(PROMPT_FILES_TTL_SECS + 1))
+            .unwrap();
+        if let Some((at, _)) = cache.cached.borrow_mut().as_mut() {
+            *at = old;
+        }
+        assert!(cache.get(&d).contains("Second soul."));
         let _ = std::fs::remove_dir_all(&d);
     }
 }

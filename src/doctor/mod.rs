@@ -469,6 +469,7 @@ fn database_check(home: &Home) -> Check {
     // Open without creating or migrating anything: doctor only looks.
     let flags =
         rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    crate::store::sqlite_alloc::install();
     let conn = match rusqlite::Connection::open_with_flags(&path, flags) {
         Ok(c) => c,
         Err(e) => {
@@ -543,6 +544,7 @@ fn database_check(home: &Home) -> Check {
 }
 
 fn fts5_check() -> Check {
+    crate::store::sqlite_alloc::install();
     let r = rusqlite::Connection::open_in_memory().and_then(|c| {
         c.execute_batch("CREATE VIRTUAL TABLE t USING fts5(x); INSERT INTO t VALUES ('probe');")
     });

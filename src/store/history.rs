@@ -9,23 +9,24 @@ use crate::provider::{Message, Role, ToolCall};
 use rusqlite::{OptionalExtension, params};
 
 impl Db {
-    /// Make sure the session row exists; returns its `start_id`.
-    fn ensure_session(&self, session: &str, now: i64) -> Result<i64, StoreError> {
+    /// Create the session row, or set its `updated` time.
+    fn touch_session(&self, session: &str, now: i64) -> Result<(), StoreError> {
         self.conn
             .prepare_cached(
                 "INSERT INTO sessions(id, created, updated) VALUES (?1, ?2, ?2)
                  ON CONFLICT(id) DO UPDATE SET updated = excluded.updated",
             )?
             .execute(params![session, now])?;
-        Ok(self
-            .conn
-            .prepare_cached("SELECT start_id FROM sessions WHERE id = ?1")?
-            .query_row(params![session], |r| r.get(0))?)
+        Ok(())
     }
 
-    /// Append one message to a session's history.
+    /// Append one message to a session's history (one transaction: one commit).
     pub fn append_message(&self, session: &str, msg: &Message, now: i64) -> Result<(), StoreError> {
-        self.ensure_session(session, now)?;
+        self.write_batch(|| self.insert_message(session, msg, now))
+    }
+
+    fn insert_message(&self, session: &str, msg: &Message, now: i64) -> Result<(), StoreError> {
+        self.touch_session(session, now)?;
         let calls = if msg.tool_calls.is_empty() {
             None
         } else {
@@ -91,7 +92,7 @@ impl Db {
 
     /// Start a fresh conversation: earlier messages stay stored but are no longer sent.
     pub fn reset_session(&self, session: &str, now: i64) -> Result<(), StoreError> {
-        self.ensure_session(session, now)?;
+        self.touch_session(session, now)?;
         self.conn
             .prepare_cached(
                 "UPDATE sessions SET start_id = (SELECT IFNULL(MAX(id), 0) FROM messages), summary = NULL

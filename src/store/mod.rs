@@ -16,6 +16,7 @@ pub mod cron;
 pub mod history;
 pub mod lease;
 pub mod memory;
+pub mod sqlite_alloc;
 pub mod state;
 pub mod summary;
 pub mod usage;
@@ -76,6 +77,8 @@ impl From<rusqlite::Error> for StoreError {
 /// An open database.
 pub struct Db {
     pub conn: Connection,
+    /// Depth of [`Db::deferred_sync`] calls in progress (0: every commit waits for the disk).
+    deferred: std::cell::Cell<u32>,
 }
 
 const MIGRATIONS: &[&str] = &[
@@ -171,12 +174,14 @@ impl Db {
                 ),
             )
         })?;
+        sqlite_alloc::install();
         let conn = Connection::open(path).map_err(|e| StoreError::Open(path.to_path_buf(), e))?;
         Self::setup(conn, cache_kib)
     }
 
     /// A private in-memory database (tests, benchmarks).
     pub fn open_in_memory() -> Result<Db, StoreError> {
+        sqlite_alloc::install();
         let conn = Connection::open_in_memory()
             .map_err(|e| StoreError::Open(PathBuf::from(":memory:"), e))?;
         Self::setup(conn, 256)
@@ -200,9 +205,87 @@ impl Db {
              PRAGMA wal_autocheckpoint=256;
              PRAGMA journal_size_limit=1048576;"
         ))?;
-        let db = Db { conn };
+        let db = Db {
+            conn,
+            deferred: std::cell::Cell::new(0),
+        };
         db.migrate()?;
         Ok(db)
+    }
+
+    /// Run `f` with commits that do not wait for the disk (`synchronous=NORMAL`).
+    ///
+    /// What `f` writes survives a crash of the process at once (it is in the WAL, in the
+    /// kernel's hands), and a power cut from the next ordinary commit on: that commit's
+    /// sync of the WAL file covers every frame before it. The agent writes a turn's user
+    /// message, tool rounds and token usage this way and its final answer ordinarily, so
+    /// a turn costs one disk sync instead of six (docs/DECISIONS.md, 59).
+    pub fn deferred_sync<T>(&self, f: impl FnOnce() -> T) -> T {
+        let depth = self.deferred.get();
+        if depth == 0 {
+            self.set_synchronous("NORMAL");
+        }
+        self.deferred.set(depth + 1);
+        let out = f();
+        self.deferred.set(depth);
+        if depth == 0 {
+            self.set_synchronous("FULL");
+        }
+        out
+    }
+
+    /// Run `f` in one read transaction (one snapshot, one set of file locks for all its
+    /// statements), or inside the transaction already open. Never across an `.await`:
+    /// every session shares this connection.
+    pub fn read_batch<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.batch("BEGIN DEFERRED", f)
+    }
+
+    /// Run `f` in one write transaction (one commit for all it writes; rolled back when
+    /// it fails), or inside the transaction already open. Never across an `.await`.
+    pub fn write_batch<T, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.batch("BEGIN IMMEDIATE", f)
+    }
+
+    fn batch<T, E: From<StoreError>>(
+        &self,
+        begin: &'static str,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E> {
+        if !self.conn.is_autocommit() {
+            return f();
+        }
+        self.exec_cached(begin)?;
+        let out = f();
+        let end = if out.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        if let Err(e) = self.exec_cached(end) {
+            if !self.conn.is_autocommit() {
+                let _ = self.exec_cached("ROLLBACK");
+            }
+            return Err(e.into());
+        }
+        out
+    }
+
+    fn exec_cached(&self, sql: &str) -> Result<(), StoreError> {
+        self.conn.prepare_cached(sql)?.execute([])?;
+        Ok(())
+    }
+
+    fn set_synchronous(&self, level: &'static str) {
+        let sql = match level {
+            "NORMAL" => "PRAGMA synchronous=NORMAL",
+            _ => "PRAGMA synchronous=FULL",
+        };
+        if let Err(e) = self.exec_cached(sql) {
+            log::warn!("cannot set {sql}: {e}");
+        }
     }
 
     fn migrate(&self) -> Result<(), StoreError> {
@@ -308,6 +391,57 @@ fn create_private(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn synchronous(db: &Db) -> i64 {
+        db.conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn deferred_sync_relaxes_commits_only_inside_and_nests() {
+        let dir = std::env::temp_dir().join(format!("yc-defer-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = Db::open(&dir.join("t.db"), 256).unwrap();
+        assert_eq!(synchronous(&db), 2, "FULL by default");
+        let inner = db.deferred_sync(|| {
+            let outer = synchronous(&db);
+            let nested = db.deferred_sync(|| synchronous(&db));
+            (outer, nested, synchronous(&db))
+        });
+        assert_eq!(inner, (1, 1, 1), "NORMAL inside, also after a nested call");
+        assert_eq!(synchronous(&db), 2, "FULL again after");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn write_batch_commits_once_or_rolls_back_and_nests() {
+        let db = Db::open_in_memory().unwrap();
+        let r: Result<(), StoreError> = db.write_batch(|| {
+            db.set_state("a", "1")?;
+            db.write_batch(|| db.set_state("b", "2"))?;
+            assert!(!db.conn.is_autocommit(), "one transaction around both");
+            Ok(())
+        });
+        r.unwrap();
+        assert!(db.conn.is_autocommit());
+        let failed: Result<(), StoreError> = db.write_batch(|| {
+            db.set_state("a", "changed")?;
+            Err(StoreError::Corrupt("test".into()))
+        });
+        assert!(failed.is_err());
+        assert!(db.conn.is_autocommit(), "no transaction left open");
+        assert_eq!(
+            db.get_state("a").unwrap().as_deref(),
+            Some("1"),
+            "rolled back"
+        );
+        assert_eq!(db.get_state("b").unwrap().as_deref(), Some("2"));
+        let read: Result<Option<String>, StoreError> = db.read_batch(|| db.get_state("b"));
+        assert_eq!(read.unwrap().as_deref(), Some("2"));
+        assert!(db.conn.is_autocommit());
+    }
 
     #[test]
     fn lookaside_is_off() {

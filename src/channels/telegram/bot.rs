@@ -193,7 +193,10 @@ impl Bot {
 
     fn persist_offset(&self, next: i64) {
         self.next_offset.set(next);
-        if let Err(e) = self.agent.db.set_state(OFFSET_KEY, &next.to_string()) {
+        // Not synced to disk here: the next turn's answer syncs it, and after a power cut
+        // Telegram itself still holds the offset confirmed by the last getUpdates.
+        let db = &self.agent.db;
+        if let Err(e) = db.deferred_sync(|| db.set_state(OFFSET_KEY, &next.to_string())) {
             log::warn!("telegram: cannot store the update offset: {e}");
         }
     }
