@@ -376,9 +376,183 @@ pub fn to_string(v: &Value) -> String {
     json::to_string(v)
 }
 
+/// Writes JSON text straight into one buffer, for request bodies: no `Value` tree (which
+/// copied every history message once more and was dropped right after serialising).
+/// Commas are placed by the writer; nesting is the caller's to balance (`begin_*` /
+/// `end_*` pairs in straight-line code).
+pub struct Writer {
+    buf: String,
+    need_comma: bool,
+}
+
+impl Writer {
+    pub fn with_capacity(bytes: usize) -> Writer {
+        Writer {
+            buf: String::with_capacity(bytes),
+            need_comma: false,
+        }
+    }
+
+    fn sep(&mut self) {
+        if self.need_comma {
+            self.buf.push(',');
+        }
+    }
+
+    pub fn begin_object(&mut self) {
+        self.sep();
+        self.buf.push('{');
+        self.need_comma = false;
+    }
+
+    pub fn end_object(&mut self) {
+        self.buf.push('}');
+        self.need_comma = true;
+    }
+
+    pub fn begin_array(&mut self) {
+        self.sep();
+        self.buf.push('[');
+        self.need_comma = false;
+    }
+
+    pub fn end_array(&mut self) {
+        self.buf.push(']');
+        self.need_comma = true;
+    }
+
+    /// An object member's key; its value comes next.
+    pub fn key(&mut self, k: &str) {
+        self.sep();
+        push_escaped(&mut self.buf, k);
+        self.buf.push(':');
+        self.need_comma = false;
+    }
+
+    pub fn string(&mut self, s: &str) {
+        self.sep();
+        push_escaped(&mut self.buf, s);
+        self.need_comma = true;
+    }
+
+    pub fn uint(&mut self, n: u64) {
+        self.sep();
+        use std::fmt::Write as _;
+        let _ = write!(self.buf, "{n}");
+        self.need_comma = true;
+    }
+
+    pub fn bool(&mut self, b: bool) {
+        self.sep();
+        self.buf.push_str(if b { "true" } else { "false" });
+        self.need_comma = true;
+    }
+
+    pub fn null(&mut self) {
+        self.sep();
+        self.buf.push_str("null");
+        self.need_comma = true;
+    }
+
+    /// A value already serialised as JSON (a constant schema, or `to_string` of a
+    /// `Value`). The caller guarantees it is valid JSON.
+    pub fn raw(&mut self, json_text: &str) {
+        self.sep();
+        self.buf.push_str(json_text);
+        self.need_comma = true;
+    }
+
+    pub fn field_str(&mut self, k: &str, v: &str) {
+        self.key(k);
+        self.string(v);
+    }
+
+    pub fn finish(self) -> String {
+        self.buf
+    }
+}
+
+/// `s` as a JSON string literal, appended to `out` (RFC 8259: quote, backslash and control
+/// characters escaped; everything else, non-ASCII included, as is).
+pub fn push_escaped(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let esc = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        // `i` is at an ASCII byte, so both slices end on character boundaries.
+        out.push_str(s.get(start..i).unwrap_or(""));
+        if esc.is_empty() {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            out.push_str("\\u00");
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 0xf)] as char);
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(s.get(start..).unwrap_or(""));
+    out.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_strings_parse_back_to_themselves() {
+        let alphabet: Vec<char> = "ab\"\\/\n\r\t\u{0}\u{1}\u{1f}\u{7f} é€😀\u{2028}{}[]:,"
+            .chars()
+            .collect();
+        let mut rng = crate::testkit::XorShift(0x5eed_cafe);
+        for _ in 0..3000 {
+            let len = rng.index(24);
+            let s: String = (0..len)
+                .map(|_| alphabet[rng.index(alphabet.len())])
+                .collect();
+            let mut out = String::new();
+            push_escaped(&mut out, &s);
+            let back: String = miniserde::json::from_str(&out).unwrap();
+            assert_eq!(back, s, "{out}");
+            assert_eq!(out, json::to_string(&s), "same text as miniserde writes");
+        }
+    }
+
+    #[test]
+    fn writer_places_commas_and_nests() {
+        let mut w = Writer::with_capacity(64);
+        w.begin_object();
+        w.field_str("a", "x\"y");
+        w.key("n");
+        w.uint(42);
+        w.key("list");
+        w.begin_array();
+        w.begin_object();
+        w.end_object();
+        w.null();
+        w.bool(true);
+        w.raw(r#"{"type":"object"}"#);
+        w.end_array();
+        w.key("empty");
+        w.begin_array();
+        w.end_array();
+        w.end_object();
+        let text = w.finish();
+        assert_eq!(
+            text,
+            r#"{"a":"x\"y","n":42,"list":[{},null,true,{"type":"object"}],"empty":[]}"#
+        );
+        assert!(parse_value(&text).is_ok());
+    }
 
     #[test]
     fn valid_documents_pass() {

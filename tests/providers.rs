@@ -150,12 +150,12 @@ fn anthropic_tool_use_round_trip() {
     let second = &reqs[1].body;
     assert!(
         second.contains(
-            r#"{"id":"toolu_01","input":{"path":"notes.md"},"name":"read_file","type":"tool_use"}"#
+            r#"{"type":"tool_use","id":"toolu_01","name":"read_file","input":{"path":"notes.md"}}"#
         ),
         "{second}"
     );
     assert!(
-        second.contains(r#"{"content":"buy milk","tool_use_id":"toolu_01","type":"tool_result"}"#),
+        second.contains(r#"{"type":"tool_result","tool_use_id":"toolu_01","content":"buy milk"}"#),
         "{second}"
     );
     assert!(!second.contains("\"role\":\"tool\""), "{second}");

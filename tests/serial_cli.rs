@@ -348,9 +348,9 @@ fn approvals_are_asked_and_answered_on_the_serial_line() {
     let reqs = fake.requests_to("/chat/completions");
     assert_eq!(reqs.len(), 2);
     assert!(
-        reqs[1]
-            .body
-            .contains(r#""content":"exit code: 0\napproved-run\n","role":"tool""#),
+        reqs[1].body.contains(
+            r#""role":"tool","tool_call_id":"c1","content":"exit code: 0\napproved-run\n""#
+        ),
         "the command ran after the yes: {}",
         reqs[1].body
     );

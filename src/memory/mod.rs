@@ -4,7 +4,8 @@
 //!
 //! # Retention
 //! [`run_retention`] deletes `daily`, `conversation` and `custom` memories whose last
-//! update is older than `memory.*_days`; `core` memories never expire. The `agent`
+//! update is older than `memory.*_days`; `core` memories never expire. Then it merges
+//! the full-text index's segments (`Db::memory_index_tidy`, bounded work). The `agent`
 //! command runs it at start; the gateway runs it at start and once a day.
 //!
 //! # Bounds
@@ -42,6 +43,7 @@ pub fn run_retention(db: &Db, cfg: &MemoryConfig, now: i64) -> Result<usize, Sto
     if total > 0 {
         log::info!("memory retention deleted {total} expired memories");
     }
+    db.memory_index_tidy()?;
     Ok(total)
 }
 

@@ -77,44 +77,49 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
         }
     }
     let turns = map_history(req.messages, !req.tools.is_empty());
-    let messages = turns.iter().map(turn_json).collect();
-    let mut body = vec![
-        ("model", json::string(cfg.model.as_str())),
-        ("max_tokens", json::number(cfg.max_tokens)),
-        ("messages", json::array(messages)),
-        ("stream", Value::Bool(cfg.stream)),
-    ];
-    if !system.is_empty() {
-        body.push(("system", json::string(system)));
-    }
-    if !req.tools.is_empty() {
-        let tools = req
+    let size: usize = system.len()
+        + req
+            .messages
+            .iter()
+            .map(|m| m.content.len() + 64)
+            .sum::<usize>()
+        + req
             .tools
             .iter()
-            .map(|t| {
-                json::object([
-                    ("name", json::string(t.name)),
-                    ("description", json::string(t.description)),
-                    (
-                        "input_schema",
-                        json::parse_value(t.parameters)
-                            .ok()
-                            .filter(|v| json::as_object(v).is_some())
-                            .unwrap_or_else(empty_schema),
-                    ),
-                ])
-            })
-            .collect();
-        body.push(("tools", json::array(tools)));
+            .map(|t| t.parameters.len() + 256)
+            .sum::<usize>();
+    let mut w = json::Writer::with_capacity(size + size / 8 + 256);
+    w.begin_object();
+    w.field_str("model", &cfg.model);
+    w.key("max_tokens");
+    w.uint(cfg.max_tokens);
+    w.key("messages");
+    w.begin_array();
+    for t in &turns {
+        write_turn(&mut w, t);
     }
-    json::to_string(&json::object(body))
-}
-
-fn empty_schema() -> Value {
-    json::object([
-        ("type", json::string("object")),
-        ("properties", json::object::<_, &str>([])),
-    ])
+    w.end_array();
+    w.key("stream");
+    w.bool(cfg.stream);
+    if !system.is_empty() {
+        w.field_str("system", &system);
+    }
+    if !req.tools.is_empty() {
+        w.key("tools");
+        w.begin_array();
+        for t in req.tools {
+            w.begin_object();
+            w.field_str("name", t.name);
+            w.field_str("description", t.description);
+            w.key("input_schema");
+            // A constant JSON Schema object (tools::tests checks every one parses).
+            w.raw(t.parameters);
+            w.end_object();
+        }
+        w.end_array();
+    }
+    w.end_object();
+    w.finish()
 }
 
 /// Tool ids must match `[a-zA-Z0-9_-]+`: ids from other providers are made to fit.
@@ -285,35 +290,35 @@ fn fix_results(turn: &mut Turn, known: &[String], required: &[String]) {
     turn.blocks = results;
 }
 
-fn turn_json(t: &Turn) -> Value {
-    let blocks = t
-        .blocks
-        .iter()
-        .map(|b| match b {
-            Block::Text(text) => json::object([
-                ("type", json::string("text")),
-                ("text", json::string(text.as_str())),
-            ]),
-            Block::ToolUse { id, name, input } => json::object([
-                ("type", json::string("tool_use")),
-                ("id", json::string(id.as_str())),
-                ("name", json::string(name.as_str())),
-                ("input", input.clone()),
-            ]),
-            Block::ToolResult { id, content } => json::object([
-                ("type", json::string("tool_result")),
-                ("tool_use_id", json::string(id.as_str())),
-                ("content", json::string(content.as_str())),
-            ]),
-        })
-        .collect();
-    json::object([
-        (
-            "role",
-            json::string(if t.user { "user" } else { "assistant" }),
-        ),
-        ("content", json::array(blocks)),
-    ])
+fn write_turn(w: &mut json::Writer, t: &Turn) {
+    w.begin_object();
+    w.field_str("role", if t.user { "user" } else { "assistant" });
+    w.key("content");
+    w.begin_array();
+    for b in &t.blocks {
+        w.begin_object();
+        match b {
+            Block::Text(text) => {
+                w.field_str("type", "text");
+                w.field_str("text", text);
+            }
+            Block::ToolUse { id, name, input } => {
+                w.field_str("type", "tool_use");
+                w.field_str("id", id);
+                w.field_str("name", name);
+                w.key("input");
+                w.raw(&json::to_string(input));
+            }
+            Block::ToolResult { id, content } => {
+                w.field_str("type", "tool_result");
+                w.field_str("tool_use_id", id);
+                w.field_str("content", content);
+            }
+        }
+        w.end_object();
+    }
+    w.end_array();
+    w.end_object();
 }
 
 fn bad(detail: &str) -> ProviderError {

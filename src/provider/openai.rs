@@ -14,95 +14,95 @@ use miniserde::json::Value;
 /// Longest provider error text quoted to the user.
 pub const MAX_ERROR_DETAIL_CHARS: usize = 200;
 
-/// The JSON body for `POST {base_url}/chat/completions`.
+/// The JSON body for `POST {base_url}/chat/completions`, written straight into one
+/// buffer (the history is not copied into a JSON tree first).
 pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
-    let mut messages = Vec::with_capacity(req.messages.len() + 1);
-    if !req.system.is_empty() {
-        messages.push(json::object([
-            ("role", json::string("system")),
-            ("content", json::string(req.system)),
-        ]));
-    }
-    for m in req.messages {
-        let mut o = vec![("role", json::string(m.role.as_str()))];
-        match m.role {
-            Role::Assistant if !m.tool_calls.is_empty() => {
-                o.push((
-                    "content",
-                    if m.content.is_empty() {
-                        Value::Null
-                    } else {
-                        json::string(m.content.as_str())
-                    },
-                ));
-                let calls = m
-                    .tool_calls
-                    .iter()
-                    .map(|c| {
-                        json::object([
-                            ("id", json::string(c.id.as_str())),
-                            ("type", json::string("function")),
-                            (
-                                "function",
-                                json::object([
-                                    ("name", json::string(c.name.as_str())),
-                                    ("arguments", json::string(c.arguments.as_str())),
-                                ]),
-                            ),
-                        ])
-                    })
-                    .collect();
-                o.push(("tool_calls", json::array(calls)));
-            }
-            Role::Tool => {
-                o.push((
-                    "tool_call_id",
-                    json::string(m.tool_call_id.clone().unwrap_or_default()),
-                ));
-                o.push(("content", json::string(m.content.as_str())));
-            }
-            _ => o.push(("content", json::string(m.content.as_str()))),
-        }
-        messages.push(json::object(o));
-    }
-    let mut body = vec![
-        ("model", json::string(cfg.model.as_str())),
-        ("max_tokens", json::number(cfg.max_tokens)),
-        ("messages", json::array(messages)),
-        ("stream", Value::Bool(cfg.stream)),
-    ];
-    if cfg.stream {
-        // Usage arrives in a last chunk only when asked for.
-        body.push((
-            "stream_options",
-            json::object([("include_usage", Value::Bool(true))]),
-        ));
-    }
-    if !req.tools.is_empty() {
-        let tools = req
+    let size: usize = req.system.len()
+        + req
+            .messages
+            .iter()
+            .map(|m| m.content.len() + 64)
+            .sum::<usize>()
+        + req
             .tools
             .iter()
-            .map(|t| {
-                json::object([
-                    ("type", json::string("function")),
-                    (
-                        "function",
-                        json::object([
-                            ("name", json::string(t.name)),
-                            ("description", json::string(t.description)),
-                            (
-                                "parameters",
-                                json::parse_value(t.parameters)
-                                    .unwrap_or_else(|_| json::object::<_, &str>([])),
-                            ),
-                        ]),
-                    ),
-                ])
-            })
-            .collect();
-        body.push(("tools", json::array(tools)));
+            .map(|t| t.parameters.len() + 256)
+            .sum::<usize>();
+    let mut w = json::Writer::with_capacity(size + size / 8 + 256);
+    w.begin_object();
+    w.field_str("model", &cfg.model);
+    w.key("max_tokens");
+    w.uint(cfg.max_tokens);
+    w.key("messages");
+    w.begin_array();
+    if !req.system.is_empty() {
+        w.begin_object();
+        w.field_str("role", "system");
+        w.field_str("content", req.system);
+        w.end_object();
     }
-    json::to_string(&json::object(body))
+    for m in req.messages {
+        w.begin_object();
+        w.field_str("role", m.role.as_str());
+        match m.role {
+            Role::Assistant if !m.tool_calls.is_empty() => {
+                w.key("content");
+                if m.content.is_empty() {
+                    w.null();
+                } else {
+                    w.string(&m.content);
+                }
+                w.key("tool_calls");
+                w.begin_array();
+                for c in &m.tool_calls {
+                    w.begin_object();
+                    w.field_str("id", &c.id);
+                    w.field_str("type", "function");
+                    w.key("function");
+                    w.begin_object();
+                    w.field_str("name", &c.name);
+                    w.field_str("arguments", &c.arguments);
+                    w.end_object();
+                    w.end_object();
+                }
+                w.end_array();
+            }
+            Role::Tool => {
+                w.field_str("tool_call_id", m.tool_call_id.as_deref().unwrap_or(""));
+                w.field_str("content", &m.content);
+            }
+            _ => w.field_str("content", &m.content),
+        }
+        w.end_object();
+    }
+    w.end_array();
+    w.key("stream");
+    w.bool(cfg.stream);
+    if cfg.stream {
+        // Usage arrives in a last chunk only when asked for.
+        w.key("stream_options");
+        w.raw(r#"{"include_usage":true}"#);
+    }
+    if !req.tools.is_empty() {
+        w.key("tools");
+        w.begin_array();
+        for t in req.tools {
+            w.begin_object();
+            w.field_str("type", "function");
+            w.key("function");
+            w.begin_object();
+            w.field_str("name", t.name);
+            w.field_str("description", t.description);
+            w.key("parameters");
+            // A constant JSON Schema object (tools::tests checks every one parses).
+            w.raw(t.parameters);
+            w.end_object();
+            w.end_object();
+        }
+        w.end_array();
+    }
+    w.end_object();
+    w.finish()
 }
 
 /// Parse a successful (2xx) Chat Completions body. An empty `choices` is an error (the
