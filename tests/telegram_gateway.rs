@@ -196,7 +196,7 @@ fn poll_errors_are_survived_with_one_conflict_warning_and_the_token_never_logged
     assert_eq!(warns_409, 1, "one warning per conflict episode:\n{log}");
     assert!(log.contains("retrying in 3 s as asked"), "{log}");
     assert!(log.contains("polling works again"), "{log}");
-    assert!(tg.typing_chats().contains(&ALICE));
+    assert!(tg.typing_chats().contains(&ALICE), "{log}");
     // The token really was used (so its absence from the logs means something).
     let reqs = tg.server.requests();
     assert!(

@@ -232,6 +232,11 @@ impl Bot {
             self.notice(req.chat_id, answer, req.reply_to).await;
             return;
         }
+        // "typing…" goes out before the turn starts: a turn can finish in its first poll
+        // (its model call already answered), and the refresher would never have run.
+        self.outbox.try_push(Outbound::Typing {
+            chat_id: req.chat_id,
+        });
         let job = if self.agent.cfg.provider.stream {
             self.streamed_turn(session, &req).await
         } else {
@@ -282,11 +287,12 @@ impl Bot {
         })
     }
 
-    /// Keep "typing…" on while awaited (never completes).
+    /// Keep "typing…" on while awaited (never completes); the first one is sent by
+    /// `process` before the turn starts.
     async fn typing(&self, chat_id: i64) -> Result<String, AgentError> {
         loop {
-            self.outbox.try_push(Outbound::Typing { chat_id });
             smol::Timer::after(Duration::from_secs(TYPING_REFRESH_SECS)).await;
+            self.outbox.try_push(Outbound::Typing { chat_id });
         }
     }
 
