@@ -107,8 +107,19 @@ pub fn section(
 
 /// Collapse whitespace to single spaces and defuse the section's delimiters.
 fn one_line(s: &str) -> String {
-    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    defuse(&flat)
+    let mut flat = String::with_capacity(s.len());
+    for word in s.split_whitespace() {
+        if !flat.is_empty() {
+            flat.push(' ');
+        }
+        flat.push_str(word);
+    }
+    // Only a `<` can start a delimiter: most texts have none and are done here.
+    if flat.contains('<') {
+        defuse(&flat)
+    } else {
+        flat
+    }
 }
 
 /// `<memory` / `</memory` (any case) become `<_memory` / `</_memory`.
