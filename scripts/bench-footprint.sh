@@ -5,11 +5,14 @@
 #
 #   scripts/bench-footprint.sh [N]     N messages from 8 chats (default 1000)
 #
-# The binary measured is the one that ships: static, for x86_64-unknown-linux-musl, when
-# that Rust target and a musl C compiler (musl-gcc) are installed
-# (`rustup target add x86_64-unknown-linux-musl`, `apt-get install musl-tools`);
-# otherwise the host build, whose RSS then includes the shared C library (about 2 MiB
-# more; the table's smaps line shows it as "libs"). BENCH_TARGET=host forces the host build.
+# The binary measured is the one that ships: static x86_64 musl built exactly as the
+# boards' binaries are (`scripts/build-boards.sh --path build-std`: std rebuilt for size,
+# no unwind tables, zig as C compiler and linker) when that toolchain is installed
+# (Debian's rustc-web, cargo-web, rust-web-src; `pip install ziglang`); else the rustup
+# musl target (`rustup target add x86_64-unknown-linux-musl`, with zig or musl-gcc);
+# else the host build, whose RSS then includes the shared C library (about 2 MiB more;
+# the table's smaps line shows it as "libs"). BENCH_TARGET=host forces the host build,
+# BENCH_TARGET=rustup the rustup musl build.
 #
 # Three runs: the mixed soak (35 % tool turns, 5 % long replies, 5 % provider 500s;
 # RSS, CPU, speed, --version time, binary size), a plain-answer soak (the cheapest
@@ -26,13 +29,19 @@ echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 nice -n 10 cargo build --quiet --release --bin yoctoclaw --example soak
 SOAK="$TARGET_DIR/release/examples/soak"
 BIN="$TARGET_DIR/release/yoctoclaw"
-if [ "${BENCH_TARGET:-}" != host ] && [ "$(uname -m)" = x86_64 ] \
-  && rustup target list --installed 2>/dev/null | grep -qx "$MUSL" \
-  && command -v musl-gcc >/dev/null 2>&1; then
-  CC_x86_64_unknown_linux_musl=musl-gcc nice -n 10 \
-    cargo build --quiet --release --bin yoctoclaw --target "$MUSL"
+if [ "${BENCH_TARGET:-}" != host ] && [ "${BENCH_TARGET:-}" != rustup ] && [ "$(uname -m)" = x86_64 ] \
+  && nice -n 10 scripts/build-boards.sh --path build-std "$MUSL" >"$TARGET_DIR/bench-build.log" 2>&1; then
+  BIN="${BOARDS_DIST:-dist}/$MUSL/yoctoclaw"
+  echo "binary: static $MUSL, board build settings (scripts/build-boards.sh --path build-std)"
+elif [ "${BENCH_TARGET:-}" != host ] && [ "$(uname -m)" = x86_64 ] \
+  && rustup target list --installed 2>/dev/null | grep -qx "$MUSL"; then
+  if ! nice -n 10 cargo build --quiet --release --bin yoctoclaw --target "$MUSL"; then
+    CC_x86_64_unknown_linux_musl=musl-gcc nice -n 10 \
+      cargo build --quiet --release --bin yoctoclaw --target "$MUSL" \
+      --config "target.$MUSL.linker=\"musl-gcc\"" --config "target.$MUSL.rustflags=[]"
+  fi
   BIN="$TARGET_DIR/$MUSL/release/yoctoclaw"
-  echo "binary: static $MUSL"
+  echo "binary: static $MUSL (rustup target, prebuilt std)"
 else
   echo "binary: host build ($(rustc -vV | sed -n 's/^host: //p')); its RSS includes the shared C library"
 fi
@@ -44,7 +53,7 @@ echo
 
 if [ "${BENCH_ALLOC:-1}" != 0 ]; then
   # A separate target dir, so the normal release binary is not rebuilt afterwards.
-  # Counts cover Rust's allocations; SQLite calls the C allocator directly.
+  # Counts cover every heap allocation, SQLite's included (store::sqlite_alloc).
   CARGO_TARGET_DIR="$TARGET_DIR/bench-alloc" nice -n 10 \
     cargo build --quiet --release --features bench-alloc --bin yoctoclaw
   echo

@@ -14,7 +14,7 @@
 //! # Blocking
 //! The reporter thread sleeps and does one small positioned write per interval.
 
-use dlmalloc::GlobalDlmalloc as Inner;
+use crate::heap::Heap as Inner;
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
 

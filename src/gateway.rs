@@ -21,7 +21,8 @@
 //! - Start-up: `getMe` is retried with backoff on network errors (a board that boots
 //!   before its network); a refused token (401/404) is fatal at once. The scheduler and
 //!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
-//! - The status record is rewritten every `STATUS_RECORD_SECS`.
+//! - The status record is rewritten every `STATUS_RECORD_SECS`; the heap is trimmed then
+//!   (`heap::trim`) and once start-up is done.
 //!
 //! # Test hook
 //! `YOCTOCLAW_TEST_BACKOFF_SCALE` (a number in 0.001..=1) multiplies every Telegram
@@ -167,6 +168,8 @@ async fn scheduler_task(agent: Rc<Agent>, outbox: Option<Outbox>) {
 async fn status_task(agent: Rc<Agent>, bot: BotSlot) {
     loop {
         let sessions = bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
+        // What start-up or the last burst left free at the top of the heap goes back.
+        crate::heap::trim();
         write_status_record(&agent, sessions);
         smol::Timer::after(Duration::from_secs(STATUS_RECORD_SECS)).await;
     }
@@ -305,6 +308,7 @@ async fn serve_telegram(
         })
         .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
     }
+    crate::heap::trim();
     log::info!(
         "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
         me.username,

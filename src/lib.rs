@@ -14,6 +14,11 @@
 //! way (so replies never wait behind a provider call). Nothing else starts threads
 //! (except `doctor`, a one-shot command, which resolves host names on short-lived threads
 //! so a hung resolver cannot hold it).
+//!
+//! # Memory
+//! One heap (`heap`: dlmalloc, SQLite's allocations included), trimmed when the gateway
+//! is idle; every queue, buffer, cache and table is bounded by a constant in `limits` or
+//! a module, or by a config key.
 
 pub mod agent;
 #[cfg(feature = "bench-alloc")]
@@ -25,6 +30,7 @@ pub mod config;
 pub mod doctor;
 pub mod files;
 pub mod gateway;
+pub mod heap;
 pub mod json;
 pub mod limits;
 pub mod logging;

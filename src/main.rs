@@ -10,7 +10,7 @@ static ALLOC: yoctoclaw::alloc_count::Counting = yoctoclaw::alloc_count::Countin
 /// (docs/DECISIONS.md, 60).
 #[cfg(not(feature = "bench-alloc"))]
 #[global_allocator]
-static ALLOC: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+static ALLOC: yoctoclaw::heap::Heap = yoctoclaw::heap::Heap;
 
 fn main() {
     #[cfg(feature = "bench-alloc")]
