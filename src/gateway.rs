@@ -168,7 +168,9 @@ async fn scheduler_task(agent: Rc<Agent>, outbox: Option<Outbox>) {
 async fn status_task(agent: Rc<Agent>, bot: BotSlot) {
     loop {
         let sessions = bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
-        // What start-up or the last burst left free at the top of the heap goes back.
+        // What start-up or the last minute read into SQLite's page cache, and what is
+        // then free at the top of the heap, goes back to the system.
+        agent.db.release_memory();
         crate::heap::trim();
         write_status_record(&agent, sessions);
         smol::Timer::after(Duration::from_secs(STATUS_RECORD_SECS)).await;
@@ -308,6 +310,7 @@ async fn serve_telegram(
         })
         .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
     }
+    agent.db.release_memory();
     crate::heap::trim();
     log::info!(
         "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
