@@ -8,13 +8,19 @@
 //! build time is accepted. ureq builds its own rustls config with no time hook, so this
 //! module supplies the TLS step of ureq's connector chain itself.
 //!
+//! yoctoclaw never presents a client certificate (`with_no_client_auth`), so the crypto
+//! provider's key loader is [`NoPrivateKeys`] instead of ring's: nothing ever parses or signs
+//! with a private key, and ring's RSA/ECDSA/Ed25519 signing code stays out of the binary.
+//!
 //! # Bounds
 //! One `ClientConfig` for the whole process (built on first use); buffers come from the
 //! agent's config (`HTTP_BUFFER_BYTES`).
 
 use crate::runtime::build_epoch;
 use rustls::client::ClientConnection;
-use rustls::pki_types::{ServerName, UnixTime};
+use rustls::crypto::KeyProvider;
+use rustls::pki_types::{PrivateKeyDer, ServerName, UnixTime};
+use rustls::sign::SigningKey;
 use rustls::time_provider::TimeProvider;
 use rustls::{ClientConfig, RootCertStore, StreamOwned};
 use std::io::{Read, Write};
@@ -46,12 +52,30 @@ pub fn floor_now_secs() -> u64 {
     now.max(build_epoch().max(0) as u64)
 }
 
+/// The crypto provider's private-key loader: refuses every key. Only client certificates
+/// (never configured) would call it; ring's own loader would link its signing code.
+#[derive(Debug)]
+pub struct NoPrivateKeys;
+
+impl KeyProvider for NoPrivateKeys {
+    fn load_private_key(
+        &self,
+        _key: PrivateKeyDer<'static>,
+    ) -> Result<Arc<dyn SigningKey>, rustls::Error> {
+        Err(rustls::Error::General(
+            "client certificates are not supported".into(),
+        ))
+    }
+}
+
 fn client_config() -> Result<Arc<ClientConfig>, ureq::Error> {
     static CONFIG: OnceLock<Arc<ClientConfig>> = OnceLock::new();
     if let Some(c) = CONFIG.get() {
         return Ok(c.clone());
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.key_provider = &NoPrivateKeys;
+    let provider = Arc::new(provider);
     let roots = RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
@@ -155,5 +179,15 @@ mod tests {
         let t = FloorClock.current_time().unwrap();
         assert!(t.as_secs() >= build_epoch() as u64);
         assert!(client_config().is_ok());
+    }
+
+    #[test]
+    fn no_private_key_is_ever_loaded() {
+        use rustls::pki_types::PrivatePkcs8KeyDer;
+        for len in [0usize, 1, 48, 4096] {
+            let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(vec![0x30u8; len]));
+            assert!(NoPrivateKeys.load_private_key(key).is_err());
+        }
+        assert!(!NoPrivateKeys.fips());
     }
 }
