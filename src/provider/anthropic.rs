@@ -77,24 +77,7 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
         }
     }
     let turns = map_history(req.messages, !req.tools.is_empty());
-    let size: usize = system.len()
-        + req
-            .messages
-            .iter()
-            .map(|m| m.content.len() + 64)
-            .sum::<usize>()
-        + req
-            .tools
-            .iter()
-            .map(|t| t.parameters.len() + 256)
-            .sum::<usize>();
-    let mut w = json::Writer::with_capacity(size + size / 8 + 256);
-    w.begin_object();
-    w.field_str("model", &cfg.model);
-    w.key("max_tokens");
-    w.uint(cfg.max_tokens);
-    w.key("messages");
-    w.begin_array();
+    let mut w = req.body_writer(cfg);
     for t in &turns {
         write_turn(&mut w, t);
     }

@@ -114,6 +114,33 @@ pub struct ChatRequest<'a> {
     pub tools: &'a [ToolSpec],
 }
 
+impl ChatRequest<'_> {
+    /// A JSON writer for this request's body, sized for it (text plus escaping and
+    /// member names), with the members every provider starts with already written:
+    /// `{"model":…,"max_tokens":…,"messages":[` (the caller writes the messages).
+    pub fn body_writer(&self, cfg: &ProviderConfig) -> crate::json::Writer {
+        let size: usize = self.system.len()
+            + self
+                .messages
+                .iter()
+                .map(|m| m.content.len() + 64)
+                .sum::<usize>()
+            + self
+                .tools
+                .iter()
+                .map(|t| t.parameters.len() + 256)
+                .sum::<usize>();
+        let mut w = crate::json::Writer::with_capacity(size + size / 8 + 256);
+        w.begin_object();
+        w.field_str("model", &cfg.model);
+        w.key("max_tokens");
+        w.uint(cfg.max_tokens);
+        w.key("messages");
+        w.begin_array();
+        w
+    }
+}
+
 /// Why a provider call failed. Display strings are short, secret-free and say what to do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderError {

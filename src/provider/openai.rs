@@ -17,24 +17,7 @@ pub const MAX_ERROR_DETAIL_CHARS: usize = 200;
 /// The JSON body for `POST {base_url}/chat/completions`, written straight into one
 /// buffer (the history is not copied into a JSON tree first).
 pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
-    let size: usize = req.system.len()
-        + req
-            .messages
-            .iter()
-            .map(|m| m.content.len() + 64)
-            .sum::<usize>()
-        + req
-            .tools
-            .iter()
-            .map(|t| t.parameters.len() + 256)
-            .sum::<usize>();
-    let mut w = json::Writer::with_capacity(size + size / 8 + 256);
-    w.begin_object();
-    w.field_str("model", &cfg.model);
-    w.key("max_tokens");
-    w.uint(cfg.max_tokens);
-    w.key("messages");
-    w.begin_array();
+    let mut w = req.body_writer(cfg);
     if !req.system.is_empty() {
         w.begin_object();
         w.field_str("role", "system");
