@@ -412,9 +412,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         Cmd::Agent(a) => {
             let l = load(home, true)?;
             let db = open_db(&l)?;
-            if let Err(e) =
-                crate::memory::run_retention(&db, &l.cfg.memory, crate::runtime::now_secs())
-            {
+            if let Err(e) = crate::memory::run_retention(&db, &l.cfg.memory, crate::time::now()) {
                 log::warn!("memory retention failed: {e}");
             }
             let workers = Workers::start(1);
@@ -446,7 +444,7 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             let l = load(home, true)?;
             let db = open_db(&l)?;
             let mut out = std::io::stdout().lock();
-            crate::memory::cli::run(&db, m.cmd, crate::runtime::now_secs(), &mut out)
+            crate::memory::cli::run(&db, m.cmd, crate::time::now(), &mut out)
         }
         Cmd::Gateway(_) => {
             let l = load(home, false)?;

@@ -40,9 +40,10 @@ use crate::channels::telegram::send::{Outbox, sender_loop};
 use crate::cli::{CliError, Loaded, build_agent, open_db, runtime};
 use crate::config::TelegramConfig;
 use crate::limits::{INBOUND_QUEUE_LEN, WORKER_THREADS};
-use crate::runtime::{Workers, build_epoch, spawn_thread};
+use crate::runtime::{Workers, spawn_thread};
 use crate::scheduler::{self, heartbeat};
 use crate::signals::Signals;
+use crate::time::build_epoch;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -179,7 +180,7 @@ async fn status_task(agent: Rc<Agent>, bot: BotSlot) {
 
 /// Delete expired memories (`memory.*_days`), unless the clock is not set yet.
 fn memory_retention(agent: &Agent) {
-    let now = crate::clock::now();
+    let now = crate::time::clock::now();
     if now < build_epoch() {
         return;
     }
@@ -225,7 +226,7 @@ pub fn write_status_record(agent: &Agent, live_sessions: usize) {
         std::process::id(),
         rss,
         live_sessions,
-        crate::clock::now(),
+        crate::time::clock::now(),
     ) {
         log::warn!("gateway: cannot write the status record: {e}");
     }

@@ -25,7 +25,6 @@ pub mod agent;
 pub mod alloc_count;
 pub mod channels;
 pub mod cli;
-pub mod clock;
 pub mod config;
 pub mod doctor;
 pub mod files;
@@ -46,4 +45,5 @@ pub mod store;
 #[cfg(test)]
 pub mod testkit;
 pub mod text;
+pub mod time;
 pub mod tools;

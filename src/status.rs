@@ -26,8 +26,8 @@
 //! Small SQLite reads and file metadata; meant for the command line, not the executor.
 
 use crate::cli::Loaded;
-use crate::clock::format_at;
 use crate::store::{Db, StoreError};
+use crate::time::clock::format_at;
 use rusqlite::params;
 use std::fmt::Write as _;
 use std::io::Read;
@@ -191,14 +191,14 @@ fn process_exists(pid: u32) -> bool {
 /// The report printed by `yoctoclaw status`.
 pub fn report(l: &Loaded) -> String {
     let cfg = &l.cfg;
-    let now = crate::clock::now();
+    let now = crate::time::clock::now();
     let tz = cfg.agent.timezone.as_str();
     let mut s = String::new();
     let _ = writeln!(
         s,
         "{}, built {}",
         crate::cli::version_text(),
-        crate::store::usage::day_of(crate::runtime::build_epoch())
+        crate::store::usage::day_of(crate::time::build_epoch())
     );
     let _ = writeln!(s, "home:       {}", l.home.dir.display());
     let key = if l.env.get(&cfg.provider.api_key_env).is_some() {

@@ -23,7 +23,7 @@ use super::{Agent, AgentError};
 use crate::limits::STREAM_QUEUE_LEN;
 use crate::provider::retry::Jitter;
 use crate::provider::{ChatReply, ChatRequest, Message, Provider, ProviderError};
-use crate::runtime::now_secs;
+use crate::time::now as now_secs;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

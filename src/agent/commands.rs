@@ -3,7 +3,7 @@
 
 use super::Agent;
 use super::approval::Decision;
-use crate::runtime::now_secs;
+use crate::time::now as now_secs;
 
 /// A recognised chat command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

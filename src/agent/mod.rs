@@ -34,9 +34,10 @@ use crate::config::{Config, Env, Home};
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::provider::retry::Backoff;
 use crate::provider::{Message, Provider, ProviderError, Role, ToolCall};
-use crate::runtime::{Workers, now_secs};
+use crate::runtime::Workers;
 use crate::security::scrub::scrub;
 use crate::store::{Db, StoreError};
+use crate::time::now as now_secs;
 use crate::tools::{CallContext, Tools, cap_text};
 use approval::Approvals;
 use std::fmt;
@@ -292,7 +293,7 @@ impl Agent {
 
     /// The system prompt for a turn answering `user_text`.
     pub fn system_prompt(&self, session: &str, channel: ChannelKind, user_text: &str) -> String {
-        let now_text = crate::clock::format_now(&self.cfg.agent.timezone);
+        let now_text = crate::time::clock::format_now(&self.cfg.agent.timezone);
         let memory =
             crate::memory::inject::section(&self.db, &self.cfg.memory, user_text, now_secs())
                 .unwrap_or_else(|e| {

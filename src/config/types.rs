@@ -360,7 +360,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
-    if let Err(e) = crate::scheduler::tz::Tz::parse(&agent.timezone) {
+    if let Err(e) = crate::time::tz::Tz::parse(&agent.timezone) {
         return Err(ConfigError::BadValue {
             key: "agent.timezone".into(),
             expected: format!(

@@ -144,8 +144,8 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
         }
     }
     emit(clock_check(
-        crate::clock::now(),
-        crate::runtime::build_epoch(),
+        crate::time::clock::now(),
+        crate::time::build_epoch(),
     ));
     emit(disk_check(&home.dir));
     emit(memory_check());
@@ -374,7 +374,11 @@ pub fn clock_check(now: i64, built: i64) -> Check {
             ),
         )
     } else {
-        Check::new(Verdict::Ok, "clock", crate::clock::format_at(now, "UTC"))
+        Check::new(
+            Verdict::Ok,
+            "clock",
+            crate::time::clock::format_at(now, "UTC"),
+        )
     }
 }
 

@@ -16,7 +16,7 @@
 //! One `ClientConfig` for the whole process (built on first use); buffers come from the
 //! agent's config (`HTTP_BUFFER_BYTES`).
 
-use crate::runtime::build_epoch;
+use crate::time::build_epoch;
 use rustls::client::ClientConnection;
 use rustls::crypto::KeyProvider;
 use rustls::pki_types::{PrivateKeyDer, ServerName, UnixTime};

@@ -10,7 +10,8 @@ use super::heartbeat::{self, Outcome, Skip};
 use super::jobs::{self, CronError, JobRequest};
 use crate::channels::deliver::DeliverCtx;
 use crate::cli::{CliError, CronSub, build_agent, load, open_db, runtime};
-use crate::runtime::{Workers, build_epoch};
+use crate::runtime::Workers;
+use crate::time::build_epoch;
 use std::path::Path;
 
 /// `yoctoclaw heartbeat`: one check-in, then exit (0 done or skipped, 1 failed).
@@ -19,7 +20,7 @@ pub fn heartbeat_command(home: Option<&Path>) -> Result<(), CliError> {
     let l = load(home, false)?;
     let db = open_db(&l)?;
     let workers = Workers::start(1);
-    let now = crate::clock::now();
+    let now = crate::time::clock::now();
     let floor = build_epoch();
     let agent = build_agent(&l, db, workers.clone())?;
     let dctx = DeliverCtx::new(&l.cfg, &l.env, workers);
@@ -28,7 +29,7 @@ pub fn heartbeat_command(home: Option<&Path>) -> Result<(), CliError> {
             log::warn!(
                 "the clock says {} UTC, before this binary was built: heartbeat held until \
                  the clock is set (NTP)",
-                jobs::local_text(now, &super::tz::Tz::Utc)
+                jobs::local_text(now, &crate::time::tz::Tz::Utc)
             );
             Ok(())
         }
@@ -57,7 +58,7 @@ pub fn cron_command(home: Option<&Path>, cmd: CronSub) -> Result<(), CliError> {
     let l = load(home, true)?;
     let db = open_db(&l)?;
     let tz = jobs::timezone(&l.cfg.agent.timezone).map_err(cron_err)?;
-    let now = crate::clock::now();
+    let now = crate::time::clock::now();
     match cmd {
         CronSub::List(_) => {
             let text = jobs::list_text(&db, &tz).map_err(runtime)?;

@@ -131,7 +131,7 @@ pub fn interval_secs(interval_mins: u64) -> i64 {
 }
 
 /// One check-in at `now` (see the module doc). `floor` is the earliest sane clock
-/// (`runtime::build_epoch()`).
+/// (`crate::time::build_epoch()`).
 pub async fn check_in(
     agent: &Agent,
     dctx: &DeliverCtx,

@@ -18,13 +18,13 @@
 //! (the rest run on the next pass, right after); the table holds `store::cron::MAX_CRON_JOBS`.
 
 use super::heartbeat::target_label;
-use super::schedule::{Schedule, ScheduleError, catch_up};
-use super::tz::{Tz, TzError};
 use crate::agent::Agent;
 use crate::channels::deliver::{DeliverCtx, deliver};
 use crate::channels::{ChannelKind, Target};
 use crate::store::cron::{CronJob, NewCronJob};
 use crate::store::{Db, StoreError};
+use crate::time::schedule::{Schedule, ScheduleError, catch_up};
+use crate::time::tz::{Tz, TzError};
 use std::fmt;
 
 /// Longest prompt or message a job may hold.

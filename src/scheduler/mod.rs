@@ -1,23 +1,18 @@
-//! Scheduler: the pure time layer (civil dates, time zones, cron expressions, schedules)
-//! and, on top, the heartbeat, cron jobs and the loop that runs them in the gateway.
+//! Scheduler: the heartbeat, cron jobs and the loop that runs them in the gateway, over
+//! the pure `time` layer (civil dates, time zones, cron expressions, schedules).
 //!
-//! The time layer (`civil`, `tz`, `cron_expr`, `schedule`) is pure: every time is passed
-//! in as Unix seconds (UTC). `heartbeat`, `jobs` and `runner` read the clock only through
-//! `clock::now` (or the clock given to `runner::run`), so tests can fake it.
+//! `heartbeat`, `jobs` and `runner` read the clock only through `time::now`, so tests
+//! can fake it.
 //!
 //! # Bounds
 //!
 //! Each submodule documents its own limits (text lengths, zoneinfo size, search spans,
 //! jobs per pass, sleep lengths). The change signal holds at most one pending wake.
 
-pub mod civil;
 pub mod cli;
-pub mod cron_expr;
 pub mod heartbeat;
 pub mod jobs;
 pub mod runner;
-pub mod schedule;
-pub mod tz;
 
 pub use runner::{Options, run};
 

@@ -30,11 +30,11 @@
 
 use super::heartbeat::{self, LAST_RUN_KEY, LEASE_KEY, Outcome};
 use super::jobs;
-use super::tz::Tz;
 use crate::agent::Agent;
 use crate::channels::deliver::DeliverCtx;
 use crate::channels::telegram::send::Outbox;
 use crate::store::Db;
+use crate::time::tz::Tz;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -67,8 +67,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            clock: Rc::new(crate::clock::now),
-            floor: crate::runtime::build_epoch(),
+            clock: Rc::new(crate::time::clock::now),
+            floor: crate::time::build_epoch(),
             daily: Vec::new(),
             outbox: None,
         }

@@ -47,7 +47,7 @@ impl Db {
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
 pub fn day_of(secs: i64) -> String {
-    let c = crate::scheduler::civil::CivilDateTime::from_unix(secs);
+    let c = crate::time::civil::CivilDateTime::from_unix(secs);
     format!("{:04}-{:02}-{:02}", c.year, c.month, c.day)
 }
 

@@ -13,9 +13,9 @@ use super::{Args, CallContext, ToolError};
 use crate::channels::{ChannelKind, Target};
 use crate::config::{Autonomy, Config};
 use crate::provider::ToolSpec;
-use crate::runtime::build_epoch;
 use crate::scheduler::jobs::{self, CronError, JobRequest};
 use crate::store::Db;
+use crate::time::build_epoch;
 
 pub const CRON_ADD: ToolSpec = ToolSpec {
     name: "cron_add",

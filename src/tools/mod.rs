@@ -32,8 +32,9 @@ pub use args::Args;
 use crate::channels::deliver::DeliverCtx;
 use crate::config::Config;
 use crate::provider::ToolSpec;
-use crate::runtime::{Workers, now_secs};
+use crate::runtime::Workers;
 use crate::store::Db;
+use crate::time::now as now_secs;
 use std::fmt;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -173,7 +174,7 @@ impl Tools {
             "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
             "memory_search" => memory::memory_search(&self.db, &args, now_secs()),
             "memory_forget" => memory::memory_forget(&self.db, &args),
-            "cron_add" => cron::add(&self.db, &self.cfg, ctx, &args, crate::clock::now()),
+            "cron_add" => cron::add(&self.db, &self.cfg, ctx, &args, crate::time::clock::now()),
             "cron_list" => cron::list(&self.db, &self.cfg),
             "cron_remove" => cron::remove(&self.db, &self.cfg, &args),
             "send_message" => message::send_message(self, ctx, &args).await,

@@ -469,8 +469,8 @@ impl fmt::Display for CronExpr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduler::civil::CivilDateTime;
-    use crate::scheduler::tz::fixtures;
+    use crate::time::civil::CivilDateTime;
+    use crate::time::tz::fixtures;
 
     use crate::testkit::XorShift;
 

@@ -890,7 +890,7 @@ impl PosixParser<'_> {
 #[cfg(test)]
 pub(crate) mod fixtures {
     use super::Tz;
-    use crate::scheduler::civil::{days_from_civil, days_in_month, weekday_from_days};
+    use crate::time::civil::{days_from_civil, days_in_month, weekday_from_days};
 
     /// A TZif file: `transitions` are (utc, type index), `types` are
     /// (offset, is_dst, abbreviation). Version 0 writes only the 32-bit

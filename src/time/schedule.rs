@@ -242,7 +242,7 @@ impl fmt::Display for Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduler::tz::fixtures;
+    use crate::time::tz::fixtures;
 
     use crate::testkit::XorShift;
 
