@@ -24,6 +24,7 @@ pub mod agent;
 #[cfg(feature = "bench-alloc")]
 pub mod alloc_count;
 pub mod channels;
+pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod doctor;

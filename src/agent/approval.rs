@@ -39,10 +39,10 @@
 
 use super::Agent;
 use super::session::SessionTable;
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
+use crate::chat::ToolCall;
 use crate::config::Autonomy;
 use crate::limits::MAX_APPROVAL_SUMMARY_CHARS;
-use crate::provider::ToolCall;
 use crate::security::scrub::scrub;
 use crate::tools::{CallContext, ToolError};
 use std::cell::RefCell;

@@ -93,7 +93,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::Usage;
+    use crate::chat::Usage;
 
     #[test]
     fn budgets_refuse_once_reached() {

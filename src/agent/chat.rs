@@ -20,9 +20,10 @@
 
 use super::streaming::{MarkupFilter, StreamSink};
 use super::{Agent, AgentError};
+use crate::chat::Message;
 use crate::limits::STREAM_QUEUE_LEN;
 use crate::provider::retry::Jitter;
-use crate::provider::{ChatReply, ChatRequest, Message, Provider, ProviderError};
+use crate::provider::{ChatReply, ChatRequest, Provider, ProviderError};
 use crate::time::now as now_secs;
 use std::fmt;
 use std::sync::Arc;

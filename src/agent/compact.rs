@@ -19,7 +19,7 @@
 //! `MAX_SUMMARY_BYTES`. One summary request per compaction, no tools offered.
 
 use super::Agent;
-use crate::provider::{Message, Role};
+use crate::chat::{Message, Role};
 use crate::store::summary::{Kind, Row};
 use crate::tools::cap_text;
 
@@ -288,7 +288,7 @@ mod tests {
     #[test]
     fn transcript_lines_are_bounded() {
         let mut m = Message::new(Role::Assistant, "x".repeat(10_000));
-        m.tool_calls.push(crate::provider::ToolCall {
+        m.tool_calls.push(crate::chat::ToolCall {
             id: "c".into(),
             name: "read_file".into(),
             arguments: "y".repeat(10_000),

@@ -29,11 +29,12 @@ pub mod session;
 pub mod streaming;
 pub mod toolcall;
 
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
+use crate::chat::{Message, Role, ToolCall};
 use crate::config::{Config, Env, Home};
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::provider::retry::Backoff;
-use crate::provider::{Message, Provider, ProviderError, Role, ToolCall};
+use crate::provider::{Provider, ProviderError};
 use crate::runtime::Workers;
 use crate::security::scrub::scrub;
 use crate::store::{Db, StoreError};

@@ -10,7 +10,7 @@
 //! `PROMPT_FILES_TTL_SECS`: an edit to `SOUL.md` applies within seconds, and a busy
 //! gateway does not open six files and list a folder for every message.
 
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
 use crate::limits::{
     MAX_BOOTSTRAP_FILE_BYTES, MAX_SKILLS, MAX_SKILLS_INDEX_BYTES, PROMPT_FILES_TTL_SECS,
 };

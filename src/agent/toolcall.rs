@@ -11,9 +11,9 @@
 //! At most `MAX_TOOL_CALLS_PER_ANSWER` calls are taken from one answer. Scanning is linear
 //! in the text and never recursive.
 
+use crate::chat::ToolCall;
 use crate::json;
 use crate::limits::MAX_TOOL_CALLS_PER_ANSWER;
-use crate::provider::ToolCall;
 use miniserde::json::Value;
 
 /// What was found in a text answer.

@@ -17,10 +17,10 @@
 //! `deliver` is async; HTTP runs on the sender thread or the `Workers` pool. Stdout and
 //! log writes block for one write.
 
-use super::Target;
 use super::telegram::api::Api;
 use super::telegram::backoff::{Backoff, Stop};
 use super::telegram::send::{self, Outbox, Undelivered};
+use crate::chat::Target;
 use crate::config::{Config, Env};
 use crate::runtime::Workers;
 use crate::security::scrub::scrub;

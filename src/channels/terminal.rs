@@ -21,7 +21,7 @@ use crate::agent::approval::{AskFuture, Asker, Decision};
 use crate::agent::commands::{self, Command};
 use crate::agent::streaming::StreamSink;
 use crate::agent::{Agent, AgentError};
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::runtime::spawn_thread;
 use std::cell::RefCell;

@@ -498,7 +498,7 @@ fn check_url(url: &str, key: &str) -> Result<(), ConfigError> {
 
 /// Delivery targets: `telegram:<chat_id>`, `stdout`, or empty.
 pub fn check_target(t: &str, key: &str) -> Result<(), ConfigError> {
-    if crate::channels::Target::parse(t).is_some() {
+    if crate::chat::Target::parse(t).is_some() {
         Ok(())
     } else {
         Err(ConfigError::BadValue {

@@ -19,7 +19,8 @@
 //! size caps of `provider`.
 
 use super::openai::{error_detail, error_for_status};
-use super::{ChatReply, ChatRequest, Message, ProviderError, Role, ToolCall, Usage};
+use super::{ChatReply, ChatRequest, ProviderError};
+use crate::chat::{Message, Role, ToolCall, Usage};
 use crate::config::ProviderConfig;
 use crate::json;
 use crate::limits::MAX_STREAM_TOOL_CALLS;
@@ -556,7 +557,7 @@ impl AnthropicStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::ToolSpec;
+    use crate::chat::ToolSpec;
 
     fn call(id: &str, name: &str, args: &str) -> ToolCall {
         ToolCall {

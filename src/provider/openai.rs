@@ -6,7 +6,8 @@
 //! # Bounds
 //! Error details quoted from a provider are cut to `MAX_ERROR_DETAIL_CHARS`.
 
-use super::{ChatReply, ChatRequest, ProviderError, Role, ToolCall, Usage};
+use super::{ChatReply, ChatRequest, ProviderError};
+use crate::chat::{Role, ToolCall, Usage};
 use crate::config::ProviderConfig;
 use crate::json;
 use miniserde::json::Value;
@@ -263,7 +264,7 @@ pub fn error_for_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{Message, ToolSpec};
+    use crate::chat::{Message, ToolSpec};
 
     #[test]
     fn parses_plain_and_tool_replies() {

@@ -25,7 +25,7 @@
 
 use crate::agent::{Agent, AgentError};
 use crate::channels::deliver::{DeliverCtx, DeliverError, deliver};
-use crate::channels::{ChannelKind, Target};
+use crate::chat::{ChannelKind, Target};
 use crate::store::{Db, StoreError};
 use std::fmt;
 use std::path::Path;
@@ -81,21 +81,13 @@ impl Outcome {
     pub fn text(&self) -> String {
         match self {
             Outcome::Ok => format!("ok ({OK_TOKEN})"),
-            Outcome::Delivered(t) => format!("delivered to {}", target_label(t)),
+            Outcome::Delivered(t) => format!("delivered to {}", t.label()),
             Outcome::Skipped(Skip::Disabled) => "skipped: disabled".into(),
             Outcome::Skipped(Skip::ClockNotSet) => "held: clock before build time".into(),
             Outcome::Skipped(Skip::AlreadyRan) => "skipped: already ran this interval".into(),
             Outcome::Skipped(Skip::NoFile) => format!("skipped: no {HEARTBEAT_FILE}"),
             Outcome::Skipped(Skip::Empty) => "skipped: empty".into(),
         }
-    }
-}
-
-/// `telegram:42`, `stdout`, or `log`.
-pub fn target_label(t: &Target) -> String {
-    match t {
-        Target::Log => "log".into(),
-        other => other.to_string(),
     }
 }
 

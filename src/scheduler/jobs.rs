@@ -17,10 +17,9 @@
 //! Job text up to `MAX_CRON_TEXT_BYTES`; at most `MAX_JOBS_PER_PASS` jobs run per pass
 //! (the rest run on the next pass, right after); the table holds `store::cron::MAX_CRON_JOBS`.
 
-use super::heartbeat::target_label;
 use crate::agent::Agent;
 use crate::channels::deliver::{DeliverCtx, deliver};
-use crate::channels::{ChannelKind, Target};
+use crate::chat::{ChannelKind, Target};
 use crate::store::cron::{CronJob, NewCronJob};
 use crate::store::{Db, StoreError};
 use crate::time::schedule::{Schedule, ScheduleError, catch_up};
@@ -176,7 +175,7 @@ pub fn remove(db: &Db, id: i64) -> Result<(), CronError> {
 /// (`delivered to telegram:42`, `failed: …`). Prompt jobs need `agent`.
 pub async fn execute(agent: Option<&Agent>, dctx: &DeliverCtx, job: &CronJob) -> String {
     match execute_inner(agent, dctx, job).await {
-        Ok(t) => format!("delivered to {}", target_label(&t)),
+        Ok(t) => format!("delivered to {}", t.label()),
         Err(e) => format!("failed: {e}"),
     }
 }
@@ -199,7 +198,7 @@ async fn execute_inner(
     };
     deliver(dctx, &target, &text)
         .await
-        .map_err(|e| format!("delivery to {}: {e}", target_label(&target)))?;
+        .map_err(|e| format!("delivery to {}: {e}", target.label()))?;
     Ok(target)
 }
 
@@ -335,7 +334,7 @@ pub fn list_text(db: &Db, tz: &Tz) -> Result<String, StoreError> {
     for j in &jobs {
         let kind = if j.is_message { "message" } else { "prompt" };
         let to = Target::parse(&j.target)
-            .map(|t| target_label(&t))
+            .map(|t| t.label())
             .unwrap_or_else(|| j.target.clone());
         out.push_str(&format!(
             "#{} {} | next: {} ({}) | {} | to {}\n   {kind}: {}\n   last: {}\n",

@@ -4,8 +4,8 @@
 //! Reads return at most the `limit` asked for; the caller passes a config bound.
 
 use super::{Db, StoreError};
+use crate::chat::{Message, Role, ToolCall};
 use crate::json;
-use crate::provider::{Message, Role, ToolCall};
 use rusqlite::{OptionalExtension, params};
 
 impl Db {

@@ -1,7 +1,7 @@
 //! Token usage per turn, per session and provider, for `status` and budgets.
 
 use super::{Db, StoreError};
-use crate::provider::Usage;
+use crate::chat::Usage;
 use rusqlite::params;
 
 impl Db {

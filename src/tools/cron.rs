@@ -10,9 +10,9 @@
 //! is one short block per job and is cut by the agent's tool-result cap.
 
 use super::{Args, CallContext, ToolError};
-use crate::channels::{ChannelKind, Target};
+use crate::chat::ToolSpec;
+use crate::chat::{ChannelKind, Target};
 use crate::config::{Autonomy, Config};
-use crate::provider::ToolSpec;
 use crate::scheduler::jobs::{self, CronError, JobRequest};
 use crate::store::Db;
 use crate::time::build_epoch;
@@ -81,7 +81,7 @@ pub fn add(
     };
     let job = jobs::add(db, &tz, &req, now, build_epoch()).map_err(tool_err)?;
     let to = Target::parse(&job.target)
-        .map(|t| crate::scheduler::heartbeat::target_label(&t))
+        .map(|t| t.label())
         .unwrap_or_default();
     Ok(format!(
         "Added cron job {}: {}, next run {} ({}), delivered to {}.",

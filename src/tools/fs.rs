@@ -5,8 +5,8 @@
 //! `MAX_LIST_DIR_ENTRIES` entries. Both say when they cut.
 
 use super::{Args, ToolError};
+use crate::chat::ToolSpec;
 use crate::limits::{MAX_LIST_DIR_ENTRIES, MAX_READ_FILE_BYTES};
-use crate::provider::ToolSpec;
 use crate::security::confine::{self, ConfineError};
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -7,9 +7,9 @@
 //! results, each snippet one line.
 
 use super::{Args, ToolError};
+use crate::chat::ToolSpec;
 use crate::memory::query::FtsQuery;
 use crate::memory::{age, derive_key};
-use crate::provider::ToolSpec;
 use crate::store::Db;
 use crate::store::memory::{Category, MemoryError, Stored};
 

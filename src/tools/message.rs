@@ -14,8 +14,8 @@
 
 use super::{Args, CallContext, ToolError, Tools};
 use crate::channels::deliver::deliver;
-use crate::channels::{ChannelKind, Target};
-use crate::provider::ToolSpec;
+use crate::chat::ToolSpec;
+use crate::chat::{ChannelKind, Target};
 
 /// Longest text `send_message` accepts.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;

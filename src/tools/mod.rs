@@ -30,8 +30,8 @@ pub mod write;
 pub use args::Args;
 
 use crate::channels::deliver::DeliverCtx;
+use crate::chat::ToolSpec;
 use crate::config::Config;
-use crate::provider::ToolSpec;
 use crate::runtime::Workers;
 use crate::store::Db;
 use crate::time::now as now_secs;
@@ -69,7 +69,7 @@ impl std::error::Error for ToolError {}
 #[derive(Debug, Clone)]
 pub struct CallContext {
     pub session: String,
-    pub channel: crate::channels::ChannelKind,
+    pub channel: crate::chat::ChannelKind,
 }
 
 /// The tool set of one running program.
@@ -291,7 +291,7 @@ mod tests {
 
     #[test]
     fn messages_go_to_this_chat_or_allowed_numeric_ids() {
-        use crate::channels::{ChannelKind, Target};
+        use crate::chat::{ChannelKind, Target};
         let mut cfg = Config::default();
         cfg.telegram.allow_from = vec!["42".into(), "@bob".into()];
         let (t, d) = test_tools("message", cfg);
@@ -368,7 +368,7 @@ mod tests {
         };
         let ctx = CallContext {
             session: "stdio:fuzz".into(),
-            channel: crate::channels::ChannelKind::Terminal,
+            channel: crate::chat::ChannelKind::Terminal,
         };
         for _ in 0..3000 {
             let mut a = String::new();

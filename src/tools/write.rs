@@ -18,8 +18,8 @@
 
 use super::fs::resolve;
 use super::{Args, ToolError};
+use crate::chat::ToolSpec;
 use crate::limits::MAX_WRITE_FILE_BYTES;
-use crate::provider::ToolSpec;
 use crate::security::confine::display_relative;
 use std::path::{Path, PathBuf};
 

@@ -28,7 +28,7 @@ pub mod line;
 pub mod port;
 
 use crate::agent::Agent;
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
 use crate::cli::{CliError, Loaded};
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::runtime::{Workers, spawn_thread};

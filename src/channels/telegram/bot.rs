@@ -24,7 +24,7 @@ use super::stream::Streamer;
 use crate::agent::approval::{AskFuture, Asker};
 use crate::agent::router::{BUSY_REPLY, Offer, Router};
 use crate::agent::{Agent, AgentError, commands};
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
 use crate::config::GroupMode;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
