@@ -21,7 +21,7 @@
 use super::Agent;
 use crate::chat::{Message, Role};
 use crate::store::summary::{Kind, Row};
-use crate::tools::cap_text;
+use crate::text::cap_text;
 
 /// Message roles read to place the cut.
 pub const MAX_CUT_SCAN_ROWS: usize = 1000;

@@ -146,7 +146,7 @@ fn stdin_lines() -> async_channel::Receiver<String> {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
                     let line = String::from_utf8_lossy(&buf);
-                    let line = crate::tools::cap_text(
+                    let line = crate::text::cap_text(
                         line.trim_end_matches(['\n', '\r']),
                         MAX_USER_MESSAGE_BYTES,
                     );

@@ -83,7 +83,7 @@ fn search(
     now: i64,
     out: &mut impl Write,
 ) -> Result<(), CliError> {
-    let Some(q) = super::query::FtsQuery::from_text(query) else {
+    let Some(q) = crate::store::fts_query::FtsQuery::from_text(query) else {
         return Err(CliError::Usage(
             "give words to search for: yoctoclaw memory search WORDS".into(),
         ));

@@ -25,8 +25,8 @@
 //! delimited section. At most `MAX_CORE_SCANNED` core rows are read per prompt.
 
 use super::age;
-use super::query::FtsQuery;
 use crate::config::MemoryConfig;
+use crate::store::fts_query::FtsQuery;
 use crate::store::memory::Category;
 use crate::store::{Db, StoreError};
 

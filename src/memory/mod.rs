@@ -1,4 +1,4 @@
-//! Long-term memory on top of `store::memory`: the safe FTS query builder, the memory
+//! Long-term memory on top of `store::memory`: the memory
 //! section of the system prompt, retention, derived keys, export/import formats and the
 //! `memory` command.
 //!
@@ -14,8 +14,6 @@
 
 pub mod cli;
 pub mod inject;
-pub mod query;
-pub mod snippet;
 pub mod transfer;
 
 use crate::config::MemoryConfig;

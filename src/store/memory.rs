@@ -19,8 +19,8 @@
 //! Every call runs one or a few small statements on the calling thread.
 
 use super::{Db, StoreError};
-use crate::memory::query::FtsQuery;
-use crate::memory::snippet::snippet;
+use crate::store::fts_query::FtsQuery;
+use crate::store::snippet::snippet;
 use rusqlite::{OptionalExtension, params};
 use std::fmt;
 
@@ -369,7 +369,7 @@ impl Db {
     ///
     /// Ranking reads only the FTS index (and the category when filtering); texts are then
     /// fetched by id for the returned rows alone, and their snippets made in Rust
-    /// (`memory::snippet`): FTS5's `snippet()` would evaluate the MATCH again per row.
+    /// (`store::snippet`): FTS5's `snippet()` would evaluate the MATCH again per row.
     pub fn memory_search(
         &self,
         query: &FtsQuery,

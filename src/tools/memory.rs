@@ -8,9 +8,9 @@
 
 use super::{Args, ToolError};
 use crate::chat::ToolSpec;
-use crate::memory::query::FtsQuery;
 use crate::memory::{age, derive_key};
 use crate::store::Db;
+use crate::store::fts_query::FtsQuery;
 use crate::store::memory::{Category, MemoryError, Stored};
 
 /// Most results one `memory_search` returns.

@@ -184,35 +184,9 @@ impl Tools {
     }
 }
 
-/// Cut `s` to at most `max` bytes at a char boundary, with a marker saying how much went.
-pub fn cap_text(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max.saturating_sub(64);
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}\n[… truncated {} of {} bytes]",
-        &s[..end],
-        s.len() - end,
-        s.len()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cap_text_cuts_at_char_boundaries() {
-        let s = "é".repeat(1000);
-        let c = cap_text(&s, 301);
-        assert!(c.len() <= 301 + 64);
-        assert!(c.contains("truncated"));
-        assert_eq!(cap_text("short", 100), "short");
-    }
 
     #[test]
     fn changes_need_approval_and_reading_does_not() {

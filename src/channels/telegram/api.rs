@@ -471,7 +471,7 @@ fn parse_message(m: &Value) -> Option<Incoming> {
         _ => ChatKind::Channel,
     };
     let from = get(m, "from");
-    let text_of = |key| str_at(m, key).map(|t| crate::tools::cap_text(t, MAX_USER_MESSAGE_BYTES));
+    let text_of = |key| str_at(m, key).map(|t| crate::text::cap_text(t, MAX_USER_MESSAGE_BYTES));
     Some(Incoming {
         message_id,
         chat_id,
