@@ -23,14 +23,16 @@
 pub mod agent;
 #[cfg(feature = "bench-alloc")]
 pub mod alloc_count;
+pub mod app;
+pub mod args;
 pub mod channels;
 pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod files;
-pub mod gateway;
 pub mod heap;
+pub mod jobs;
 pub mod json;
 pub mod limits;
 pub mod logging;

@@ -81,6 +81,16 @@ where
 
 /// A small xorshift generator for backoff jitter (not for anything secret), seeded from
 /// the clock, the process id and a stack address so processes and threads differ.
+/// `yoctoclaw 0.1.0 (aarch64 linux)`.
+pub fn version_text() -> String {
+    format!(
+        "yoctoclaw {} ({} {})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    )
+}
+
 #[derive(Debug, Clone)]
 pub struct Jitter(pub u64);
 

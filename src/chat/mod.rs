@@ -15,7 +15,7 @@
 
 pub mod outbound;
 
-pub use outbound::{ChannelKind, DeliverError, Outbound, Target};
+pub use outbound::{ChannelKind, DeliverError, Delivering, Outbound, Target};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {

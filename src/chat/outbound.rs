@@ -114,6 +114,28 @@ pub trait Outbound {
     fn deliver<'a>(&'a self, target: &'a Target, text: &'a str) -> Delivering<'a>;
 }
 
+/// An [`Outbound`] with no channel behind it: every delivery to a chat is refused with
+/// one sentence (`log` and `stdout` targets still work). For commands that never send
+/// (`memory`, `status`) and for tests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Nowhere;
+
+impl Outbound for Nowhere {
+    fn deliver<'a>(&'a self, target: &'a Target, text: &'a str) -> Delivering<'a> {
+        Box::pin(async move {
+            match target {
+                Target::Log => {
+                    log::info!("delivery (log only): {text}");
+                    Ok(())
+                }
+                _ => Err(DeliverError::NotConfigured(
+                    "messages cannot be sent from here".into(),
+                )),
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

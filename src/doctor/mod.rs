@@ -1,7 +1,7 @@
 //! `yoctoclaw doctor`: one line per check, `OK`, `WARN` or `FAIL`, each saying what to do.
 //! Exit status 0 when nothing failed, 1 otherwise.
 //!
-//! Doctor loads everything itself instead of through `cli::load`, so a broken piece is a
+//! Doctor loads everything itself instead of through `app::load`, so a broken piece is a
 //! `FAIL` line rather than an early exit: a bad `secrets.env` or `config.json` is reported
 //! and the checks that do not depend on it still run. Checks that need the config are
 //! skipped (one `WARN` line) when it does not parse.
@@ -24,7 +24,7 @@
 
 pub mod net;
 
-use crate::cli::CliError;
+use crate::app::AppError;
 use crate::config::{self, Config, Env, Home};
 use crate::security::scrub::{install_secret_literals, scrub};
 use std::fmt;
@@ -88,7 +88,7 @@ impl fmt::Display for Check {
 }
 
 /// `yoctoclaw doctor`: print every check as it finishes; fail when any check failed.
-pub fn command(home_flag: Option<&Path>) -> Result<(), CliError> {
+pub fn command(home_flag: Option<&Path>) -> Result<(), AppError> {
     let checks = run(home_flag, &mut |c| println!("{c}"));
     let count = |v| checks.iter().filter(|c| c.verdict == v).count();
     let (warn, fail) = (count(Verdict::Warn), count(Verdict::Fail));
@@ -98,7 +98,7 @@ pub fn command(home_flag: Option<&Path>) -> Result<(), CliError> {
         count(Verdict::Ok)
     );
     if fail > 0 {
-        Err(CliError::Runtime(format!(
+        Err(AppError::Runtime(format!(
             "{fail} check(s) failed: fix the FAIL lines above, then run yoctoclaw doctor again"
         )))
     } else {

@@ -1,6 +1,6 @@
 //! Long-term memory on top of `store::memory`: the memory
-//! section of the system prompt, retention, derived keys, export/import formats and the
-//! `memory` command.
+//! section of the system prompt, retention, derived keys, export/import formats (the
+//! `memory` command is `app::memory_cmd`).
 //!
 //! # Retention
 //! [`run_retention`] deletes `daily`, `conversation` and `custom` memories whose last
@@ -12,7 +12,6 @@
 //! Derived keys are at most `MAX_SLUG_BYTES` plus a 9-byte hash suffix. Everything else
 //! is bounded in the submodules and in `store::memory`.
 
-pub mod cli;
 pub mod inject;
 pub mod transfer;
 

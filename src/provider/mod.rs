@@ -235,6 +235,23 @@ impl Provider {
         })
     }
 
+    /// The primary provider and the fallbacks that can be set up, in order. Fails when the
+    /// primary cannot (no key); a fallback that cannot is skipped with a warning.
+    pub fn chain(
+        primary: &ProviderConfig,
+        fallbacks: &[ProviderConfig],
+        env: &Env,
+    ) -> Result<Vec<std::sync::Arc<Provider>>, ProviderError> {
+        let mut list = vec![std::sync::Arc::new(Provider::new(primary, env)?)];
+        for f in fallbacks {
+            match Provider::new(f, env) {
+                Ok(p) => list.push(std::sync::Arc::new(p)),
+                Err(e) => log::warn!("fallback provider {} skipped: {e}", f.model),
+            }
+        }
+        Ok(list)
+    }
+
     /// Short label for logs and usage records: `openai:model`.
     pub fn label(&self) -> String {
         let kind = match self.cfg.kind {

@@ -23,9 +23,9 @@
 //! `HEARTBEAT.md` is read up to `MAX_HEARTBEAT_FILE_BYTES` (the rest is not sent). The
 //! recorded outcome is cut to `MAX_OUTCOME_BYTES`.
 
+use super::Deps;
 use crate::agent::{Agent, AgentError};
-use crate::channels::deliver::{DeliverCtx, DeliverError, deliver};
-use crate::chat::{ChannelKind, Target};
+use crate::chat::{ChannelKind, DeliverError, Target};
 use crate::store::{Db, StoreError};
 use std::fmt;
 use std::path::Path;
@@ -126,11 +126,11 @@ pub fn interval_secs(interval_mins: u64) -> i64 {
 /// (`crate::time::build_epoch()`).
 pub async fn check_in(
     agent: &Agent,
-    dctx: &DeliverCtx,
+    deps: &Deps,
     now: i64,
     floor: i64,
 ) -> Result<Outcome, HeartbeatError> {
-    let cfg = &agent.cfg.heartbeat;
+    let cfg = &deps.cfg.heartbeat;
     if !cfg.enabled {
         return Ok(Outcome::Skipped(Skip::Disabled));
     }
@@ -139,20 +139,20 @@ pub async fn check_in(
     }
     let interval = interval_secs(cfg.interval_mins);
     let until = now.saturating_add(interval - LEASE_SLACK_SECS.min(interval / 2));
-    if !agent.db.claim_lease(LEASE_KEY, now, until, interval)? {
+    if !deps.db.claim_lease(LEASE_KEY, now, until, interval)? {
         return Ok(Outcome::Skipped(Skip::AlreadyRan));
     }
-    let result = run_claimed(agent, dctx).await;
+    let result = run_claimed(agent, deps).await;
     let text = match &result {
         Ok(o) => o.text(),
         Err(e) => format!("failed: {e}"),
     };
-    record(&agent.db, now, &text)?;
+    record(&deps.db, now, &text)?;
     result
 }
 
-async fn run_claimed(agent: &Agent, dctx: &DeliverCtx) -> Result<Outcome, HeartbeatError> {
-    let path = agent.home.workspace().join(HEARTBEAT_FILE);
+async fn run_claimed(agent: &Agent, deps: &Deps) -> Result<Outcome, HeartbeatError> {
+    let path = deps.workspace.join(HEARTBEAT_FILE);
     let Some(content) = read_file(&path) else {
         return Ok(Outcome::Skipped(Skip::NoFile));
     };
@@ -166,8 +166,9 @@ async fn run_claimed(agent: &Agent, dctx: &DeliverCtx) -> Result<Outcome, Heartb
     if reply.contains(OK_TOKEN) {
         return Ok(Outcome::Ok);
     }
-    let target = Target::parse(&agent.cfg.heartbeat.deliver_to).unwrap_or(Target::Log);
-    deliver(dctx, &target, &reply)
+    let target = Target::parse(&deps.cfg.heartbeat.deliver_to).unwrap_or(Target::Log);
+    deps.outbound
+        .deliver(&target, &reply)
         .await
         .map_err(HeartbeatError::Deliver)?;
     Ok(Outcome::Delivered(target))

@@ -1,7 +1,7 @@
 //! Cron jobs in the `cron_jobs` table: add, list, get, remove, claim a due run, record
 //! its outcome.
 //!
-//! The store does not parse schedules or targets: `scheduler::jobs` validates them before
+//! The store does not parse schedules or targets: the `jobs` module validates them before
 //! a row is written and treats a row that no longer parses as a failed job.
 //!
 //! A `next_run` of NULL on an enabled job means "not planned yet": the job was added while

@@ -1,5 +1,5 @@
 //! Cron tools for the model: `cron_add`, `cron_list`, `cron_remove`, over the same
-//! validation and listing as the `cron` command (`scheduler::jobs`).
+//! validation and listing as the `cron` command (`crate::jobs`).
 //!
 //! `cron_add` and `cron_remove` change what runs unattended: they are listed in
 //! `tools::needs_approval` (supervised autonomy asks the user first) and refused outright
@@ -13,7 +13,7 @@ use super::{Args, CallContext, ToolError};
 use crate::chat::ToolSpec;
 use crate::chat::{ChannelKind, Target};
 use crate::config::{Autonomy, Config};
-use crate::scheduler::jobs::{self, CronError, JobRequest};
+use crate::jobs::{self, CronError, JobRequest};
 use crate::store::Db;
 use crate::time::build_epoch;
 

@@ -29,8 +29,7 @@ pub mod write;
 
 pub use args::Args;
 
-use crate::channels::deliver::DeliverCtx;
-use crate::chat::ToolSpec;
+use crate::chat::{Outbound, ToolSpec};
 use crate::config::Config;
 use crate::runtime::Workers;
 use crate::store::Db;
@@ -78,8 +77,8 @@ pub struct Tools {
     pub cfg: Rc<Config>,
     pub workers: Workers,
     pub db: Rc<Db>,
-    /// Where `send_message` delivers (set by the agent; `None` refuses sending).
-    pub deliver: Option<DeliverCtx>,
+    /// Where `send_message` delivers: the process's one outbound seam.
+    pub outbound: Rc<dyn Outbound>,
 }
 
 const ALL: &[ToolSpec] = &[
@@ -110,13 +109,19 @@ pub fn needs_approval(name: &str) -> bool {
 }
 
 impl Tools {
-    pub fn new(workspace: PathBuf, cfg: Rc<Config>, workers: Workers, db: Rc<Db>) -> Tools {
+    pub fn new(
+        workspace: PathBuf,
+        cfg: Rc<Config>,
+        workers: Workers,
+        db: Rc<Db>,
+        outbound: Rc<dyn Outbound>,
+    ) -> Tools {
         Tools {
             workspace,
             cfg,
             workers,
             db,
-            deliver: None,
+            outbound,
         }
     }
 
@@ -209,7 +214,13 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("workspace")).unwrap();
         let db = Rc::new(Db::open_in_memory().unwrap());
-        let t = Tools::new(d.join("workspace"), Rc::new(cfg), Workers::start(1), db);
+        let t = Tools::new(
+            d.join("workspace"),
+            Rc::new(cfg),
+            Workers::start(1),
+            db,
+            Rc::new(crate::chat::outbound::Nowhere),
+        );
         (t, d)
     }
 

@@ -25,7 +25,8 @@ use crate::agent::approval::{AskFuture, Asker};
 use crate::agent::router::{BUSY_REPLY, Offer, Router};
 use crate::agent::{Agent, AgentError, commands};
 use crate::chat::ChannelKind;
-use crate::config::GroupMode;
+use crate::config::{Config, GroupMode};
+use crate::store::Db;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -43,8 +44,8 @@ pub fn session_id(chat_id: i64) -> String {
 }
 
 /// The next offset persisted by an earlier run (0 when none or unreadable).
-pub fn stored_offset(agent: &Agent) -> i64 {
-    match agent.db.get_state(OFFSET_KEY) {
+pub fn stored_offset(db: &Db) -> i64 {
+    match db.get_state(OFFSET_KEY) {
         Ok(Some(v)) => v.trim().parse::<i64>().unwrap_or(0).max(0),
         Ok(None) => 0,
         Err(e) => {
@@ -57,6 +58,7 @@ pub fn stored_offset(agent: &Agent) -> i64 {
 /// The Telegram channel's executor-side state.
 pub struct Bot {
     agent: Rc<Agent>,
+    db: Rc<Db>,
     me: BotIdentity,
     allow: AllowList,
     group_mode: GroupMode,
@@ -69,11 +71,19 @@ pub struct Bot {
 }
 
 impl Bot {
-    pub fn new(agent: Rc<Agent>, me: BotIdentity, allow: AllowList, outbox: Outbox) -> Bot {
-        let capacity = agent.cfg.agent.max_sessions as usize;
-        let group_mode = agent.cfg.telegram.group_mode;
-        let next_offset = stored_offset(&agent);
-        agent.approvals.set_asker(
+    /// The bot over `agent`, with its offset in `db`; sessions and group rules from `cfg`.
+    pub fn new(
+        agent: Rc<Agent>,
+        db: Rc<Db>,
+        cfg: &Config,
+        me: BotIdentity,
+        allow: AllowList,
+        outbox: Outbox,
+    ) -> Bot {
+        let capacity = cfg.agent.max_sessions as usize;
+        let group_mode = cfg.telegram.group_mode;
+        let next_offset = stored_offset(&db);
+        agent.approvals().set_asker(
             ChannelKind::Telegram,
             Rc::new(TelegramAsker {
                 outbox: outbox.clone(),
@@ -81,6 +91,7 @@ impl Bot {
         );
         Bot {
             agent,
+            db,
             me,
             allow,
             group_mode,
@@ -195,7 +206,7 @@ impl Bot {
         self.next_offset.set(next);
         // Not synced to disk here: the next turn's answer syncs it, and after a power cut
         // Telegram itself still holds the offset confirmed by the last getUpdates.
-        let db = &self.agent.db;
+        let db = &self.db;
         if let Err(e) = db.deferred_sync(|| db.set_state(OFFSET_KEY, &next.to_string())) {
             log::warn!("telegram: cannot store the update offset: {e}");
         }
@@ -237,7 +248,7 @@ impl Bot {
         self.outbox.try_push(Outbound::Typing {
             chat_id: req.chat_id,
         });
-        let job = if self.agent.cfg.provider.stream {
+        let job = if self.agent.streams() {
             self.streamed_turn(session, &req).await
         } else {
             let turn = self
