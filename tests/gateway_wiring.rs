@@ -9,7 +9,9 @@
 mod support;
 
 use std::time::Duration;
-use support::fake_http::{FakeServer, Response, chat_model, openai_sse, openai_text};
+use support::fake_http::{
+    FakeServer, Response, chat_model, openai_sse, openai_text, openai_tool_call,
+};
 use support::fake_telegram::{FakeTelegram, Shown, message};
 use support::gateway::Gateway;
 use support::{TempHome, config_for, text};
@@ -115,6 +117,72 @@ fn a_due_cron_job_is_delivered_through_the_gateways_sender() {
     // It went through the gateway's sender thread (which logs its sends).
     assert!(log.contains("telegram: sent 1 part(s) to chat 42"), "{log}");
     assert_eq!(llm.requests().len(), 0, "a message job makes no model call");
+}
+
+#[test]
+fn a_send_message_tool_call_goes_through_the_sender_thread_with_its_429_wait_and_order() {
+    const BOB: i64 = 43;
+    // Alice's turn calls send_message; Bob's answer is ready while that message waits
+    // out a 429. One sender thread means one order and one rate limit for the bot: Bob's
+    // reply may not overtake the retry, and Alice's answer comes after her progress note.
+    let llm = FakeServer::start(|req| {
+        if !req.path.ends_with("/v1/chat/completions") {
+            return Response::json(404, "{}");
+        }
+        if req.body.contains("reply to bob") {
+            let r = Response::json(200, &openai_text("Bob's answer"));
+            return Response::Delay(Duration::from_millis(300), Box::new(r));
+        }
+        if req.body.contains("\"role\":\"tool\"") {
+            return Response::json(200, &openai_text("Alice's answer"));
+        }
+        Response::json(
+            200,
+            &openai_tool_call("c1", "send_message", r#"{"text":"progress note"}"#),
+        )
+    });
+    let tg = FakeTelegram::start();
+    tg.script_sends(vec![Response::json(
+        429,
+        r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}"#,
+    )]);
+    tg.push_private(ALICE, "alice", "work on it and send me a progress note");
+    tg.push_private(BOB, "bob", "reply to bob");
+    let config = config_for(
+        &llm.url(),
+        &format!(
+            r#""agent":{{"autonomy":"full"}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["{ALICE}","{BOB}"],"poll_timeout_secs":1}}"#,
+            tg.url()
+        ),
+    );
+    let home = TempHome::onboarded("gw-send-message", &config);
+    // Real backoff (no scale): the 429's retry_after is honoured as Telegram says.
+    let mut g = start(&home, &[]);
+    g.wait_for("both answers", || {
+        tg.sent_to(ALICE).len() == 3 && tg.sent_to(BOB).len() == 1
+    });
+    let log = g.stop_cleanly();
+    let alice = tg.shown_to(ALICE);
+    let bob = tg.shown_to(BOB);
+    let texts: Vec<&str> = alice.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["progress note", "progress note", "Alice's answer"],
+        "refused note, its retry, then the answer"
+    );
+    let waited = alice[1].at - alice[0].at;
+    assert!(
+        waited >= Duration::from_millis(900),
+        "retry_after honoured: {waited:?}"
+    );
+    assert!(
+        bob[0].at >= alice[1].at,
+        "Bob's reply overtook the rate-limited note: the note bypassed the sender thread"
+    );
+    assert!(
+        log.contains("telegram: sent 1 part(s) to chat 42"),
+        "the sender thread sent the note:\n{log}"
+    );
 }
 
 #[test]
