@@ -18,6 +18,7 @@ pub mod jobs;
 pub mod runner;
 pub mod schedule;
 pub mod tz;
+pub mod tzdb;
 
 pub use runner::{Options, run};
 
