@@ -1568,7 +1568,8 @@ mod tests {
         };
         let year = (utc("2026-01-01T00:00"), utc("2027-01-01T00:00"));
         // (zone, offset on 2026-01-01, the year's changes), from tzdata's own files.
-        let cases: [(&str, i32, &[(&str, i32)]); 10] = [
+        type Case<'a> = (&'a str, i32, &'a [(&'a str, i32)]);
+        let cases: [Case; 10] = [
             // North: DST in the middle of the year.
             (
                 "Europe/Berlin",
