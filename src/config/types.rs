@@ -364,7 +364,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         return Err(ConfigError::BadValue {
             key: "agent.timezone".into(),
             expected: format!(
-                "UTC, an offset like +02:00, or a time zone name found in the system zoneinfo ({e})"
+                "UTC, an offset like +02:00, a time zone name like Europe/Berlin, or a POSIX rule ({e})"
             ),
         });
     }

@@ -147,6 +147,12 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
         crate::time::clock::now(),
         crate::time::build_epoch(),
     ));
+    if let Some(cfg) = &cfg {
+        emit(timezone_check(
+            &cfg.agent.timezone,
+            crate::time::clock::now(),
+        ));
+    }
     emit(disk_check(&home.dir));
     emit(memory_check());
     emit(database_check(&home));
@@ -358,6 +364,26 @@ fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
         }
     }
     out
+}
+
+/// `agent.timezone` (already valid: the config parsed): the local time at `now` and
+/// where the zone's rules came from, the system zoneinfo or the built-in table.
+pub fn timezone_check(timezone: &str, now: i64) -> Check {
+    use crate::time::tz::{Source, Tz};
+    match Tz::parse(timezone) {
+        Ok(tz) => {
+            let local = crate::time::clock::format_at(now, timezone);
+            let text = match tz.source() {
+                Source::Builtin => format!(
+                    "{local}: rules from {}, no zoneinfo file for it here; install tzdata to follow rule changes",
+                    Source::Builtin
+                ),
+                source => format!("{local}: rules from {source}"),
+            };
+            Check::new(Verdict::Ok, "timezone", text)
+        }
+        Err(e) => Check::new(Verdict::Fail, "timezone", e.to_string()),
+    }
 }
 
 /// The clock against the build time (`now` and `built` in Unix seconds).
@@ -580,6 +606,29 @@ mod tests {
                 .text
                 .contains("1970-01-02")
         );
+    }
+
+    #[test]
+    fn timezone_check_names_the_source_of_the_rules() {
+        let jan = 1_768_478_400; // 2026-01-15 12:00 UTC
+        let c = timezone_check("UTC", jan);
+        assert_eq!(c.verdict, Verdict::Ok);
+        assert_eq!(
+            c.text,
+            "2026-01-15 12:00 (UTC, +00:00): rules from a fixed offset"
+        );
+        // From the system zoneinfo or, on a machine without tzdata, the built-in table.
+        let c = timezone_check("Europe/Berlin", jan);
+        assert_eq!(c.verdict, Verdict::Ok);
+        assert!(
+            c.text
+                .starts_with("2026-01-15 13:00 (Europe/Berlin, +01:00): rules from the "),
+            "{}",
+            c.text
+        );
+        let c = timezone_check("Mars/Olympus_Mons", jan);
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(c.text.contains("Mars/Olympus_Mons"), "{}", c.text);
     }
 
     #[test]

@@ -23,5 +23,6 @@ pub mod clock;
 pub mod cron_expr;
 pub mod schedule;
 pub mod tz;
+pub mod tzdb;
 
 pub use clock::{build_epoch, now};
