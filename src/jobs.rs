@@ -477,13 +477,8 @@ mod tests {
             "\u{0}",
             "99999999999999999999",
         ];
-        let mut x: u64 = 0x1234_5678_9abc_def1;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut x = crate::testkit::XorShift(0x1234_5678_9abc_def1);
+        let mut next = || x.next();
         for _ in 0..3000 {
             let mut parts = [String::new(), String::new(), String::new()];
             for p in parts.iter_mut() {

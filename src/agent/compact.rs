@@ -242,17 +242,13 @@ mod tests {
         assert_eq!(choose_cut(&call_first, 1), None);
     }
 
-    /// xorshift64 for the property test.
-    fn next(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
+    fn next(x: &mut crate::testkit::XorShift) -> u64 {
+        x.next()
     }
 
     #[test]
     fn random_histories_are_never_split_inside_a_tool_exchange() {
-        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut x = crate::testkit::XorShift(0x1234_5678_9abc_def1);
         for _ in 0..3000 {
             // Build a valid history: user turns with optional tool rounds.
             let mut k = vec![User];

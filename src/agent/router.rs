@@ -146,12 +146,10 @@ mod tests {
     #[test]
     fn many_chats_never_grow_past_the_bound() {
         let mut r: Router<String> = Router::new(16);
-        let mut x: u64 = 0x1234_5678;
+        let mut rng = crate::testkit::XorShift(0x1234_5678);
         let mut held = 0usize;
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let s = format!("telegram:{}", x % 64);
             if x.is_multiple_of(3) {
                 let _ = r.next(&s);

@@ -411,13 +411,8 @@ mod tests {
 
     #[test]
     fn random_streams_never_leak_the_key_or_panic() {
-        let mut x: u64 = 0xDEAD_BEEF_1234_5678;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut x = crate::testkit::XorShift(0xDEAD_BEEF_1234_5678);
+        let mut next = move || x.next();
         let key = format!(" {KEY}");
         let words = [
             "a",

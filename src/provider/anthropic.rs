@@ -730,13 +730,8 @@ mod tests {
 
     #[test]
     fn random_histories_always_alternate_and_pair() {
-        let mut x = 0x1234_5678_9ABC_DEF1u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut x = crate::testkit::XorShift(0x1234_5678_9ABC_DEF1);
+        let mut next = move || x.next();
         for _ in 0..2000 {
             let n = (next() % 8) as usize;
             let mut msgs = Vec::new();

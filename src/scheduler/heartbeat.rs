@@ -291,23 +291,27 @@ mod tests {
     }
 
     #[test]
-    fn has_tasks_never_panics_on_random_input() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    fn has_tasks_follows_headings_comments_and_task_lines_on_random_input() {
+        let mut x = crate::testkit::XorShift(0x9e37_79b9_7f4a_7c15);
         let alphabet = [
             "<!--", "-->", "#", " ", "\n", "a", "é", "-", "=", "<", "!", "\t",
         ];
         for _ in 0..5000 {
             let mut s = String::new();
-            for _ in 0..(x % 40) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push_str(alphabet[(x % alphabet.len() as u64) as usize]);
+            for _ in 0..x.below(40) {
+                s.push_str(alphabet[x.index(alphabet.len())]);
             }
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let _ = has_tasks(&s);
+            let t = has_tasks(&s);
+            // Properties: a heading or a blank line after the text changes nothing; the
+            // text inside one comment has no tasks; a task line after a text with no
+            // comment open makes tasks.
+            assert_eq!(has_tasks(&format!("{s}\n# Heading\n\n")), t, "{s:?}");
+            if !s.contains("-->") {
+                assert!(!has_tasks(&format!("<!--\n{s}\n-->")), "{s:?}");
+            }
+            if !s.contains("<!--") {
+                assert!(has_tasks(&format!("{s}\n- water the plants\n")), "{s:?}");
+            }
         }
     }
 

@@ -308,12 +308,10 @@ mod tests {
     fn planning_with_a_fake_clock_never_spins_or_oversleeps() {
         // Walk a fake clock over a day of random events: every sleep is bounded and, when
         // an event is ahead within the cap, the wake lands exactly on it.
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rng = crate::testkit::XorShift(0x2545_f491_4f6c_dd1d);
         let mut now: i64 = 1_800_000_000;
         for _ in 0..5000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let a = now + (x % 1000) as i64 - 100;
             let b = now + ((x >> 20) % 100_000) as i64;
             let events = [Some(a), if x & 1 == 0 { Some(b) } else { None }, None];

@@ -1232,7 +1232,18 @@ mod tests {
             for _ in 0..n {
                 cmd.push_str(pieces[(next() % pieces.len() as u64) as usize]);
             }
-            let _ = check_command(&cmd, &c);
+            // Properties: the verdict is deterministic, a refusal is one bounded line,
+            // and whatever follows a complete `rm -rf /` cannot rescue it.
+            let verdict = check_command(&cmd, &c);
+            assert_eq!(verdict.is_ok(), check_command(&cmd, &c).is_ok());
+            if let Err(e) = verdict {
+                let m = e.to_string();
+                assert!(!m.contains('\n') && m.len() < 1024, "{cmd:?} -> {m:?}");
+            }
+            assert!(
+                check_command(&format!("rm -rf /; {cmd}"), &c).is_err(),
+                "{cmd:?}"
+            );
         }
         for _ in 0..300 {
             let len = (next() % 400) as usize;

@@ -257,12 +257,8 @@ mod tests {
         assert!(q.as_str().len() <= MAX_TERM_BYTES + 4);
     }
 
-    /// xorshift64: a tiny deterministic PRNG for the property test.
-    fn next(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
+    fn next(x: &mut crate::testkit::XorShift) -> u64 {
+        x.next()
     }
 
     #[test]
@@ -357,7 +353,7 @@ mod tests {
             let r = db.memory_search(&q, None, 5);
             assert!(r.is_ok(), "{s:?} gave {:?}: {r:?}", q.as_str());
         }
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut x = crate::testkit::XorShift(0x9E37_79B9_7F4A_7C15);
         let mut ran = 0;
         for _ in 0..3000 {
             let n = (next(&mut x) % 12) as usize;

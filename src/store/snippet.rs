@@ -195,12 +195,8 @@ mod tests {
         assert!(s.contains("[x] [x] [x]"), "{s}");
     }
 
-    /// xorshift64: a tiny deterministic PRNG.
-    fn next(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
+    fn next(x: &mut crate::testkit::XorShift) -> u64 {
+        x.next()
     }
 
     #[test]
@@ -208,7 +204,7 @@ mod tests {
         let pieces = [
             "é", "a", " ", "word", "[", "…", "\u{301}", "東京", "🎉", "\n", "WORD", "ß",
         ];
-        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        let mut x = crate::testkit::XorShift(0x1234_5678_9ABC_DEF1);
         for _ in 0..3000 {
             let n = (next(&mut x) % 200) as usize;
             let mut s = String::new();

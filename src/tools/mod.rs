@@ -344,13 +344,8 @@ mod tests {
             "\"x\"",
             " ",
         ];
-        let mut x: u64 = 0xC0FF_EE00_1234_5678;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut x = crate::testkit::XorShift(0xC0FF_EE00_1234_5678);
+        let mut next = move || x.next();
         let ctx = CallContext {
             session: "stdio:fuzz".into(),
             channel: crate::chat::ChannelKind::Terminal,
@@ -360,8 +355,14 @@ mod tests {
             for _ in 0..next() % 12 {
                 a.push_str(parts[(next() % parts.len() as u64) as usize]);
             }
+            // Properties: a known tool is never "unknown", errors are bounded sentences,
+            // and nothing is ever written outside the workspace (checked below).
             for name in NEEDS_APPROVAL {
-                let _ = t.approval_summary(name, &a);
+                match t.approval_summary(name, &a) {
+                    Err(ToolError::Unknown(_)) => panic!("{name} unknown"),
+                    Err(e) => assert!(e.to_string().len() < 4096, "{e}"),
+                    Ok(s) => assert!(s.is_some_and(|s| !s.is_empty()), "{name} {a:?}"),
+                }
             }
             for name in [
                 "read_file",
@@ -370,9 +371,21 @@ mod tests {
                 "list_dir",
                 "cron_list",
             ] {
-                let _ = smol::block_on(t.call(name, &a, &ctx));
+                if let Err(e) = smol::block_on(t.call(name, &a, &ctx)) {
+                    assert!(!matches!(e, ToolError::Unknown(_)), "{name}");
+                    assert!(e.to_string().len() < 4096, "{e}");
+                }
             }
         }
+        let outside: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            outside,
+            ["workspace"],
+            "files written outside the workspace"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 
