@@ -1,9 +1,12 @@
 //! yoctoclaw: a personal AI assistant in one small binary for $10 Linux boards.
 //!
 //! # Thousand-mile view
-//! `cli` parses the command line and loads `config`. Commands build an `agent::Agent`
-//! (provider + tools + `store::Db`) and feed it messages from a channel (`channels`:
-//! terminal, Telegram, serial) or from the `scheduler` (heartbeat, cron).
+//! `cli` parses the command line (`args`) and calls the composition root, `app`, which
+//! loads `config`, opens the `store`, builds the providers, the `tools`, the
+//! `agent::Agent` and the one outbound seam (`chat::Outbound`, implemented by
+//! `channels::deliver`), and feeds the agent messages from a channel (`channels`:
+//! terminal, Telegram, serial) or from the `scheduler` (heartbeat, cron). The modules form
+//! layers with no cycles: ARCHITECTURE.md has the picture, `tests/architecture.rs` checks it.
 //!
 //! # Threads
 //! One thread runs the smol executor: sessions, the agent loop, timers, and SQLite.
