@@ -5,6 +5,9 @@
 //! The checker is iterative (an explicit stack on the heap), so deep nesting cannot
 //! overflow the stack; nesting deeper than `MAX_JSON_DEPTH` is reported as an error.
 //! Callers bound the input size before calling anything here.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use miniserde::json::{self, Array, Number, Object, Value};
 use std::fmt;

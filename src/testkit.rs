@@ -1,5 +1,8 @@
 //! Helpers shared by the unit tests: a tiny deterministic PRNG for property and
 //! fuzz-style tests (no proptest dependency), and the `SKIPPED:` report.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// xorshift64: fast, deterministic, good enough to generate test inputs.
 pub struct XorShift(pub u64);

@@ -6,6 +6,10 @@
 //! # Bounds
 //! Two indexed SUM queries per turn when a budget is set, none otherwise. Limits are
 //! `1..=u64::MAX/2` tokens (config); totals saturate instead of overflowing.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use crate::config::BudgetConfig;
 use crate::store::usage::day_of;

@@ -17,6 +17,10 @@
 //! sent for summarising holds the newest `MAX_TRANSCRIPT_BYTES` of the summarised part,
 //! each message cut to `MAX_TRANSCRIPT_MESSAGE_BYTES`; the stored summary is cut to
 //! `MAX_SUMMARY_BYTES`. One summary request per compaction, no tools offered.
+//!
+//! # Threads
+//! Executor thread: reads and writes history in SQLite; the summarising request awaits a
+//! worker thread like any model call.
 
 use super::Agent;
 use crate::chat::{Message, Role};

@@ -9,6 +9,10 @@
 //! The files and the skills index are read again when the cached text is older than
 //! `PROMPT_FILES_TTL_SECS`: an edit to `SOUL.md` applies within seconds, and a busy
 //! gateway does not open six files and list a folder for every message.
+//!
+//! # Threads
+//! Executor thread: the workspace files are small regular files read at most every
+//! `PROMPT_FILES_TTL_SECS`, capped (see `read_capped`).
 
 use crate::chat::ChannelKind;
 use crate::limits::{

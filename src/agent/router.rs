@@ -12,6 +12,9 @@
 //!   get [`Offer::Busy`].
 //! - Queued messages: `MAX_QUEUED_PER_SESSION` per session; more get [`Offer::Busy`].
 //! - So at most `capacity × (1 + MAX_QUEUED_PER_SESSION)` messages are held.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::session::SessionTable;
 use crate::limits::MAX_QUEUED_PER_SESSION;

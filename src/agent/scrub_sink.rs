@@ -19,6 +19,9 @@
 //! At most `MAX_HOLD_BYTES` (plus one delta) are held, then released scrubbed (or
 //! swallowed inside a key block); at most `MAX_CUT_TRIES` cut places are tried per delta.
 //! Held text is released at the end of each model request and when the wrapper is dropped.
+//!
+//! # Threads
+//! Executor thread (a streaming sink is fed by the turn that owns it); no I/O.
 
 use super::streaming::StreamSink;
 use crate::security::scrub::{REDACTED, TOKEN_PREFIXES, ends_inside_literal, scrub};

@@ -10,6 +10,9 @@
 //! # Bounds
 //! At most `MAX_TOOL_CALLS_PER_ANSWER` calls are taken from one answer. Scanning is linear
 //! in the text and never recursive.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use crate::chat::ToolCall;
 use crate::json;

@@ -8,6 +8,9 @@
 //! left out); texts in `list` are cut to `LIST_TEXT_CHARS` characters. `export` streams
 //! one row at a time; `import` reads one bounded line at a time inside one transaction,
 //! reporting at most `MAX_REPORTED_SKIPS` skipped entries by line number.
+//!
+//! # Threads
+//! Main thread: one command, SQLite and stdout.
 
 use super::{AppError, runtime};
 use crate::args::MemorySub;

@@ -1,5 +1,8 @@
 //! Channels: where messages come from and where replies go (terminal, Telegram, serial),
 //! and `deliver`, the implementation of the outbound seam (`chat::Outbound`).
+//!
+//! # Threads
+//! Each submodule says which thread it runs on.
 
 pub mod deliver;
 pub mod serial;

@@ -1,4 +1,7 @@
 //! The configuration structs, their defaults and ranges, read from JSON by `read_config`.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::ConfigError;
 use super::fields::Fields;

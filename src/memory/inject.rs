@@ -23,6 +23,10 @@
 //! does not fit is skipped). Each line is one memory on one line (whitespace collapsed);
 //! `<memory` / `</memory` inside a text are defused so a stored text cannot end the
 //! delimited section. At most `MAX_CORE_SCANNED` core rows are read per prompt.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::age;
 use crate::config::MemoryConfig;

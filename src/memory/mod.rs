@@ -11,6 +11,10 @@
 //! # Bounds
 //! Derived keys are at most `MAX_SLUG_BYTES` plus a 9-byte hash suffix. Everything else
 //! is bounded in the submodules and in `store::memory`.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 pub mod inject;
 pub mod transfer;

@@ -17,6 +17,9 @@
 //! Error details are cut to `openai::MAX_ERROR_DETAIL_CHARS`; a streamed answer keeps
 //! at most `MAX_STREAM_TOOL_CALLS` tool calls. Everything else is bounded by the body
 //! size caps of `provider`.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::openai::{error_detail, error_for_status};
 use super::{ChatReply, ChatRequest, ProviderError};

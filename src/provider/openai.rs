@@ -5,6 +5,9 @@
 //!
 //! # Bounds
 //! Error details quoted from a provider are cut to `MAX_ERROR_DETAIL_CHARS`.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::{ChatReply, ChatRequest, ProviderError};
 use crate::chat::{Role, ToolCall, Usage};

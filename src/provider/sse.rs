@@ -15,6 +15,9 @@
 //! One line, and one event's joined data, may hold at most `MAX_SSE_LINE_BYTES`; more is
 //! [`SseError::LineTooLong`], never unbounded growth. Events produced by one `push` are
 //! bounded by the bytes pushed.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use crate::limits::MAX_SSE_LINE_BYTES;
 use std::fmt;

@@ -22,6 +22,10 @@
 //! # Bounds
 //! `HEARTBEAT.md` is read up to `MAX_HEARTBEAT_FILE_BYTES` (the rest is not sent). The
 //! recorded outcome is cut to `MAX_OUTCOME_BYTES`.
+//!
+//! # Threads
+//! Executor thread: the lease and records in SQLite; the turn awaits the model on a
+//! worker thread; `HEARTBEAT.md` is one capped read of a small file.
 
 use super::Deps;
 use crate::agent::{Agent, AgentError};

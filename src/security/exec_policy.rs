@@ -51,6 +51,9 @@
 //! - Brace expansion of one word stops at [`MAX_BRACE_EXPANSIONS`] words; a word that would
 //!   expand further is refused as too complex to check.
 //! - No recursion; time is roughly linear in the command length.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use std::error::Error;
 use std::fmt;

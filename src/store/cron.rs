@@ -11,6 +11,10 @@
 //! At most `MAX_CRON_JOBS` rows; adding beyond is `StoreError::Full`. Every list is capped
 //! at `MAX_CRON_JOBS` rows; `due_cron_jobs` at the `limit` passed. `last_result` is cut to
 //! `MAX_CRON_RESULT_BYTES`.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Db, StoreError};
 use rusqlite::{OptionalExtension, Row, params};

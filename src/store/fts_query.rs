@@ -17,6 +17,9 @@
 //! # Bounds
 //! Only the first `MAX_QUERY_INPUT_BYTES` of the text are read; at most `MAX_QUERY_TERMS`
 //! distinct terms are kept, each cut to `MAX_TERM_BYTES`. No term means no query (`None`).
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// Bytes of user text scanned for terms.
 pub const MAX_QUERY_INPUT_BYTES: usize = 4096;

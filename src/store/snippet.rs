@@ -13,6 +13,9 @@
 //! # Bounds
 //! Texts are at most `MAX_MEMORY_TEXT_BYTES` (the store refuses longer); at most
 //! `MAX_SNIPPET_SCAN_BYTES` of a text are scanned, so the work per hit is bounded.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// Bytes of a text scanned for words.
 pub const MAX_SNIPPET_SCAN_BYTES: usize = 8 * 1024;

@@ -10,6 +10,10 @@
 //! # Bounds
 //! `conversation_tail` reads at most the `limit` asked for (id and role only);
 //! `messages_before` hands messages over one at a time until the caller stops.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Db, StoreError};
 use crate::chat::{Message, Role};

@@ -1,4 +1,8 @@
 //! Token usage per turn, per session and provider, for `status` and budgets.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Db, StoreError};
 use crate::chat::Usage;

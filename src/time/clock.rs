@@ -9,6 +9,9 @@
 //! reader of the wall clock goes through `now` , so the
 //! hook moves the whole program's idea of time, log timestamps included. TLS certificate
 //! checks use the real clock.
+//!
+//! # Threads
+//! Any thread: one read of the system clock (or of the test hook, read once).
 
 use std::sync::OnceLock;
 

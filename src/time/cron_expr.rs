@@ -27,6 +27,9 @@
 //!   (8 years, enough to reach a February 29 across 2100) and
 //!   [`MAX_SEARCH_STEPS`] loop steps, then returns `None`. It skips whole
 //!   months, days and hours, never stepping minute by minute over long spans.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use std::fmt;
 

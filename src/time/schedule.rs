@@ -23,6 +23,9 @@
 //!   that names the limit.
 //! - Cron expressions that can never fire (`0 0 30 2 *`) are rejected here
 //!   so that a job is never stored that would silently never run.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use std::fmt;
 

@@ -8,6 +8,10 @@
 //! # Bounds
 //! Job text up to `jobs::MAX_CRON_TEXT_BYTES`, at most `MAX_CRON_JOBS` jobs; the listing
 //! is one short block per job and is cut by the agent's tool-result cap.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Args, CallContext, ToolError};
 use crate::chat::ToolSpec;

@@ -3,6 +3,9 @@
 //! # Bounds
 //! `read_file` reads at most `MAX_READ_FILE_BYTES`; `list_dir` lists at most
 //! `MAX_LIST_DIR_ENTRIES` entries. Both say when they cut.
+//!
+//! # Threads
+//! Executor thread: bounded reads (see `# Bounds`).
 
 use super::{Args, ToolError};
 use crate::chat::ToolSpec;

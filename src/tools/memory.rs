@@ -5,6 +5,10 @@
 //! Keys and texts are bounded by `store::memory` (a too-long text is refused with a hint
 //! to store a shorter summary). `memory_search` returns at most `MAX_SEARCH_RESULTS`
 //! results, each snippet one line.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Args, ToolError};
 use crate::chat::ToolSpec;

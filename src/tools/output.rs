@@ -17,6 +17,9 @@
 //! [`scrub_capped`] returns at most `max` bytes plus a one-line marker; [`HeadTail`] holds
 //! at most `max + 2 × SCRUB_MARGIN_BYTES` bytes (plus amortised slack of the same size) and
 //! returns at most `max` bytes plus a marker, whatever it was fed.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use crate::limits::SCRUB_MARGIN_BYTES;
 use crate::security::scrub::{REDACTED, scrub};

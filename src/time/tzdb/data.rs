@@ -2,6 +2,9 @@
 //!
 //! tzdata 2025b (Debian package tzdata 2025b-0+deb12u2), from /usr/share/zoneinfo: 597 names,
 //! 94 distinct rules, 2 transition lists (2025 through 2040).
+//!
+//! # Threads
+//! Constant data.
 
 /// The tzdata release the table was made from.
 pub const VERSION: &str = "2025b";
