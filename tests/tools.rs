@@ -977,3 +977,54 @@ fn telegram_replies_are_scrubbed() {
     assert!(texts_to(&tg, ALICE)[0].contains("[REDACTED]"));
     assert_clean("the log", &log, &values);
 }
+
+// ---------------------------------------------------------------------------------
+// Special files in the workspace never freeze the gateway.
+
+fn mkfifo(path: &std::path::Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+}
+
+#[test]
+fn a_fifo_in_the_workspace_never_blocks_the_gateway() {
+    // FIFOs without a writer: a plain open() of either waits forever, which on the
+    // executor thread froze every chat, the scheduler and SIGTERM handling.
+    let model = tool_model(calls(&[
+        ("read_file", r#"{"path":"pipe"}"#),
+        (
+            "edit_file",
+            r#"{"path":"pipe","old_text":"a","new_text":"b"}"#,
+        ),
+        ("list_dir", r#"{"path":"."}"#),
+    ]));
+    let tg = FakeTelegram::start();
+    let home = TempHome::onboarded("fifo", &tg_config(&model, &tg, r#""autonomy":"full""#));
+    mkfifo(&home.workspace().join("pipe"));
+    // A FIFO where the prompt's files are read, too.
+    std::fs::remove_file(home.workspace().join("SOUL.md")).unwrap();
+    mkfifo(&home.workspace().join("SOUL.md"));
+    tg.push_private(ALICE, "alice", "read the pipe");
+    let mut g = start(&home, &[]);
+    g.wait_for("the first answer", || texts_to(&tg, ALICE).len() == 1);
+    let r = tool_results(&model);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert!(
+        r[0].contains("FIFO") && r[0].contains("not a regular file"),
+        "{}",
+        r[0]
+    );
+    assert!(r[1].contains("FIFO"), "{}", r[1]);
+    assert!(r[2].contains("pipe"), "{}", r[2]);
+    // The gateway still answers, and stops within its shutdown limit.
+    tg.push_private(ALICE, "alice", "still there?");
+    g.wait_for("the second answer", || texts_to(&tg, ALICE).len() == 2);
+    let log = g.stop_cleanly();
+    assert!(log.contains("SOUL.md skipped"), "{log}");
+}

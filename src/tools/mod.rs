@@ -13,7 +13,8 @@
 //!
 //! # Bounds
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
-//! Blocking work (commands, HTTP, `statvfs`) runs on `Workers`.
+//! Blocking work (files, commands, HTTP, `statvfs`) runs on `Workers`; file tools have a
+//! deadline of `FILE_TOOL_DEADLINE_SECS`.
 
 mod args;
 pub mod cron;
@@ -37,6 +38,9 @@ use crate::time::now as now_secs;
 use std::fmt;
 use std::path::PathBuf;
 use std::rc::Rc;
+
+/// Longest a file tool (`read_file`, `write_file`, `edit_file`, `list_dir`) may take.
+pub const FILE_TOOL_DEADLINE_SECS: u64 = 20;
 
 /// Why a tool call did not produce a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,12 +172,19 @@ impl Tools {
     ) -> Result<String, ToolError> {
         let args = Args::parse(arguments)?;
         let restrict = self.cfg.agent.restrict_to_workspace;
-        let ws = &self.workspace;
+        type FileTool = fn(&std::path::Path, bool, &Args) -> Result<String, ToolError>;
+        let file_tool: Option<FileTool> = match name {
+            "read_file" => Some(fs::read_file),
+            "write_file" => Some(write::write_file),
+            "edit_file" => Some(write::edit_file),
+            "list_dir" => Some(fs::list_dir),
+            _ => None,
+        };
+        if let Some(f) = file_tool {
+            let ws = self.workspace.clone();
+            return self.on_worker(move || f(&ws, restrict, &args)).await;
+        }
         match name {
-            "read_file" => fs::read_file(ws, restrict, &args),
-            "write_file" => write::write_file(ws, restrict, &args),
-            "edit_file" => write::edit_file(ws, restrict, &args),
-            "list_dir" => fs::list_dir(ws, restrict, &args),
             "exec" => exec::exec(self, &args).await,
             "web_fetch" => web::web_fetch(self, &args).await,
             "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
@@ -186,6 +197,29 @@ impl Tools {
             "system_info" => sysinfo::system_info(self).await,
             other => Err(ToolError::Unknown(other.to_string())),
         }
+    }
+
+    /// Run blocking filesystem work on a worker, for at most `FILE_TOOL_DEADLINE_SECS`:
+    /// the executor never waits on a disk (a hung network or FUSE mount, a slow SD card
+    /// syncing). Past the deadline the turn gets an error and goes on; the worker
+    /// finishes the call in the background.
+    async fn on_worker<F>(&self, f: F) -> Result<String, ToolError>
+    where
+        F: FnOnce() -> Result<String, ToolError> + Send + 'static,
+    {
+        let run = async {
+            self.workers
+                .run(f)
+                .await
+                .unwrap_or_else(|_| Err(ToolError::Failed("yoctoclaw is shutting down".into())))
+        };
+        let late = async {
+            smol::Timer::after(std::time::Duration::from_secs(FILE_TOOL_DEADLINE_SECS)).await;
+            Err(ToolError::Failed(format!(
+                "the file system did not answer within {FILE_TOOL_DEADLINE_SECS} s"
+            )))
+        };
+        smol::future::or(run, late).await
     }
 }
 

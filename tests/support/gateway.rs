@@ -133,3 +133,13 @@ impl Gateway {
         out
     }
 }
+
+impl Drop for Gateway {
+    /// A test that failed half-way leaves no gateway running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
