@@ -44,6 +44,13 @@ fn matches(word: &str, term: &str, prefix: bool) -> bool {
     }
 }
 
+/// True when a word of the scanned head of `text` matches `term` (lower case; `prefix`: a
+/// word starting with it matches too), the way the FTS index matched it.
+pub fn holds(text: &str, term: &str, prefix: bool) -> bool {
+    let terms = [(term.to_string(), prefix)];
+    words(text, &terms).0.iter().any(|w| w.hit)
+}
+
 /// The words of the scanned head of `text`, and the length of that head.
 fn words(text: &str, terms: &[(String, bool)]) -> (Vec<Word>, usize) {
     let mut end = text.len().min(MAX_SNIPPET_SCAN_BYTES);
