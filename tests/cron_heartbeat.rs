@@ -379,14 +379,46 @@ fn two_overlapping_heartbeat_runs_deliver_once() {
     assert!(b.status.success(), "{}", text(&b.stderr));
     assert_eq!(chats(&fake), 1, "one model call");
     assert_eq!(sends(&fake).len(), 1, "one delivery");
-    // A third run within the interval is skipped as well.
-    let c = home
-        .cmd(&["heartbeat"])
-        .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .output()
-        .unwrap();
-    assert!(c.status.success());
+    let skipped = [&a, &b]
+        .iter()
+        .filter(|o| text(&o.stderr).contains("another check-in is running"))
+        .count();
+    assert_eq!(skipped, 1, "the overlapping run says why it did nothing");
+}
+
+#[test]
+fn a_heartbeat_by_hand_always_runs_and_the_daemons_timer_defers_to_it() {
+    let fake = fakes("Backup is 3 days old.", Duration::ZERO);
+    let home = home_with(&fake.url(), r#""deliver_to":"telegram:42""#);
+    let run = || {
+        let out = home
+            .cmd(&["heartbeat"])
+            .env("TELEGRAM_BOT_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    // The onboard template has no tasks: skipped, and no lease is taken...
+    run();
+    assert_eq!(
+        state(&home, "heartbeat.last_result").as_deref(),
+        Some("skipped: empty")
+    );
+    assert_eq!(state(&home, "heartbeat.lease"), None);
+    // ...so a run right after the file gets tasks happens at once,
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), TASKS).unwrap();
+    run();
     assert_eq!(sends(&fake).len(), 1);
+    // and a run by hand within the interval runs again (only the timer defers).
+    let err = run();
+    assert!(!err.contains("already ran"), "{err}");
+    assert_eq!(chats(&fake), 2);
+    assert_eq!(sends(&fake).len(), 2);
+    // The daemon's timer defers to it: the interval lease runs ~an interval ahead.
+    let lease: i64 = state(&home, "heartbeat.lease").unwrap().parse().unwrap();
+    let last: i64 = state(&home, "heartbeat.last_run").unwrap().parse().unwrap();
+    assert!(lease > last + 25 * 60, "lease {lease}, last run {last}");
 }
 
 #[test]

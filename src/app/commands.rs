@@ -52,7 +52,13 @@ pub fn heartbeat_command(l: &Loaded) -> Result<(), AppError> {
     let out = outbound(l, &workers, None);
     let agent = agent(l, &db, &workers, providers, out.clone());
     let deps = Deps::new(&l.cfg, &db, l.home.workspace(), out);
-    match smol::block_on(heartbeat::check_in(&agent, &deps, now, floor)) {
+    match smol::block_on(heartbeat::check_in(
+        &agent,
+        &deps,
+        now,
+        floor,
+        heartbeat::Trigger::Manual,
+    )) {
         Ok(Outcome::Skipped(Skip::ClockNotSet)) => {
             log::warn!(
                 "the clock says {} UTC, before this binary was built: heartbeat held until \

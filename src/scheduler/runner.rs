@@ -214,7 +214,8 @@ async fn pass(
         let interval = heartbeat::interval_secs(hb.interval_mins);
         let due = heartbeat_state_due(&deps.db, interval, started, now);
         if due <= now {
-            match heartbeat::check_in(agent, deps, now, opts.floor).await {
+            match heartbeat::check_in(agent, deps, now, opts.floor, heartbeat::Trigger::Timer).await
+            {
                 Ok(Outcome::Skipped(s)) => log::debug!("heartbeat skipped: {s:?}"),
                 Ok(o) => log::info!("heartbeat: {}", o.text()),
                 Err(e) => log::warn!("heartbeat failed: {e}"),
