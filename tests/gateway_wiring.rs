@@ -15,7 +15,7 @@ use support::fake_http::{
 use support::fake_telegram::{FakeTelegram, Shown, message};
 use support::gateway::Gateway;
 use support::{TempHome, config_for, text};
-use yoctoclaw::channels::telegram::send::reply_parts;
+use yoctoclaw::channels::telegram::reply::reply_parts;
 use yoctoclaw::scheduler::heartbeat;
 use yoctoclaw::store::Db;
 use yoctoclaw::store::memory::Category;

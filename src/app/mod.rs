@@ -22,7 +22,7 @@ pub mod memory_cmd;
 
 use crate::agent::Agent;
 use crate::channels::deliver::Delivery;
-use crate::channels::telegram::send::Outbox;
+use crate::channels::telegram::outbox::Outbox;
 use crate::chat::Outbound;
 use crate::config::{self, Config, ConfigError, Env, Home};
 use crate::provider::Provider;

@@ -2,17 +2,17 @@
 //! stdout, or a Telegram chat. The agent's `send_message` tool, heartbeat and cron output
 //! all go through one [`Delivery`], built once per process by the composition root.
 //!
-//! Telegram output goes through the one Telegram send implementation (`telegram::send`:
+//! Telegram output goes through the one Telegram send implementation (`telegram::reply`:
 //! markdown to HTML, split at the length limit, plain-text fallback, retries). Inside
 //! the gateway, [`Delivery::outbox`] hands it to the gateway's sender thread (same
 //! queue, order, 429 backoff and shutdown drain as the bot's replies) and waits for the
 //! outcome; outside it (`yoctoclaw heartbeat`, `cron run`, `agent`), [`send_telegram`]
-//! runs `send::deliver_blocking` on a worker thread.
+//! runs `reply::deliver_blocking` on a worker thread.
 //!
 //! # Bounds
-//! A text goes out in at most `send::MAX_REPLY_PARTS` Telegram messages of at most
+//! A text goes out in at most `reply::MAX_REPLY_PARTS` Telegram messages of at most
 //! `TELEGRAM_MAX_MESSAGE_UTF16` UTF-16 units (the rest is cut with a marker); each is
-//! tried at most `send::MAX_SEND_ATTEMPTS` times. Each request has an overall timeout of
+//! tried at most `reply::MAX_SEND_ATTEMPTS` times. Each request has an overall timeout of
 //! `TELEGRAM_SEND_TIMEOUT_SECS`.
 //!
 //! # Blocking
@@ -21,7 +21,8 @@
 
 use super::telegram::api::Api;
 use super::telegram::backoff::{Backoff, Stop};
-use super::telegram::send::{self, Outbox, Undelivered};
+use super::telegram::outbox::Outbox;
+use super::telegram::reply::{self, Undelivered};
 use crate::chat::{DeliverError as OutError, Delivering, Outbound, Target};
 use crate::config::{Config, Env};
 use crate::runtime::Workers;
@@ -159,7 +160,7 @@ pub async fn send_telegram(ctx: &Delivery, chat_id: i64, text: &str) -> Result<(
     let backoff = ctx.backoff;
     ctx.workers
         .run(move || {
-            send::deliver_blocking(&api, chat_id, &text, true, None, &backoff, &Stop::new())
+            reply::deliver_blocking(&api, chat_id, &text, true, None, &backoff, &Stop::new())
         })
         .await
         .map_err(|_| DeliverError::Stopped)?
@@ -186,12 +187,12 @@ mod tests {
     #[test]
     fn huge_text_is_capped_and_marked() {
         let text = "word ".repeat(100_000);
-        let parts = send::reply_parts(&text, true);
-        assert_eq!(parts.len(), send::MAX_REPLY_PARTS);
+        let parts = reply::reply_parts(&text, true);
+        assert_eq!(parts.len(), reply::MAX_REPLY_PARTS);
         for p in &parts {
             assert!(
-                super::super::telegram::format::utf16_len(p)
-                    <= super::super::telegram::format::TELEGRAM_MAX_MESSAGE_UTF16
+                super::super::telegram::split::utf16_len(p)
+                    <= super::super::telegram::split::TELEGRAM_MAX_MESSAGE_UTF16
             );
         }
         assert!(parts.last().unwrap().ends_with("[… cut]"));

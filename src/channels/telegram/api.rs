@@ -494,6 +494,7 @@ fn parse_message(m: &Value) -> Option<Incoming> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::XorShift;
 
     #[test]
     fn success_returns_the_result() {
@@ -680,25 +681,207 @@ mod tests {
         }
     }
 
+    /// What every error from `parse_envelope` must look like, whatever the body.
+    fn assert_well_formed(e: &ApiError) {
+        if let ApiError::Rejected { description, .. } | ApiError::Conflict { description } = e {
+            assert!(
+                description.chars().count() <= MAX_DESCRIPTION_CHARS,
+                "{e:?}"
+            );
+            assert!(!description.chars().any(char::is_control), "{e:?}");
+            assert_eq!(description.trim(), description, "{e:?}");
+        }
+        assert!(!e.to_string().contains('\n'), "{e}");
+        assert!(!matches!(e, ApiError::Transport { .. }), "{e:?}");
+    }
+
+    /// The error an answer with no usable envelope gets: decided by the status alone.
+    fn by_status_alone(status: u16) -> ApiError {
+        by_status(status, String::new(), None)
+    }
+
+    const STATUSES: [u16; 6] = [200, 400, 401, 409, 429, 500];
+
     #[test]
-    fn random_bodies_never_panic() {
+    fn random_bodies_give_a_result_only_on_success_and_errors_by_status() {
         let alphabet = br#"{}[]":,0123456789-oktruefalsresultupdate_idmessagechatid "#;
-        let mut x: u64 = 0x9E3779B97F4A7C15;
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..5_000 {
             let mut s = String::new();
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            for _ in 0..(x % 64) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push(alphabet[(x % alphabet.len() as u64) as usize] as char);
+            for _ in 0..rng.below(64) {
+                s.push(alphabet[rng.index(alphabet.len())] as char);
             }
-            let status = [200u16, 400, 409, 429, 500][(x % 5) as usize];
-            if let Ok(v) = parse_envelope(status, &s, None) {
-                let _ = parse_updates(&v);
+            let status = STATUSES[rng.index(STATUSES.len())];
+            let is_object = matches!(miniserde::json::from_str::<Value>(&s), Ok(Value::Object(_)));
+            match parse_envelope(status, &s, None) {
+                Ok(v) => {
+                    assert_eq!(status, 200, "{s:?}");
+                    if let Ok(updates) = parse_updates(&v) {
+                        assert!(updates.len() <= as_array(&v).map_or(0, |l| l.len()));
+                    }
+                }
+                Err(e) => {
+                    assert_well_formed(&e);
+                    if !is_object {
+                        let want = if status == 200 {
+                            ApiError::BadResponse { detail: "not JSON" }
+                        } else {
+                            by_status_alone(status)
+                        };
+                        assert_eq!(e, want, "{s:?}");
+                    }
+                }
             }
         }
+    }
+
+    #[test]
+    fn generated_envelopes_are_classified_by_their_fields() {
+        let descriptions = [
+            r#""Bad Request: chat not found""#,
+            r#""  line\nbreak\ttab  ""#,
+            r#""é😀""#,
+            "17",
+        ];
+        let texts = [r#""hi""#, r#""é\n😀""#, "5"];
+        let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+        let long = format!("\"{}\"", "d".repeat(3 * MAX_DESCRIPTION_CHARS));
+        let huge = format!("\"{}\"", "t".repeat(MAX_USER_MESSAGE_BYTES + 100));
+        // How often each outcome was met: every one must be (the generator reaches them).
+        let mut seen = [0u32; 4];
+        for _ in 0..3_000 {
+            let status = STATUSES[rng.index(STATUSES.len())];
+            let mut fields: Vec<String> = Vec::new();
+            let ok = [Some("true"), Some("false"), Some("1"), None][rng.index(4)];
+            if let Some(ok) = ok {
+                fields.push(format!(r#""ok":{ok}"#));
+            }
+            let code = [
+                None,
+                Some(400i64),
+                Some(409),
+                Some(429),
+                Some(503),
+                Some(99),
+            ][rng.index(6)];
+            if let Some(c) = code {
+                fields.push(format!(r#""error_code":{c}"#));
+            }
+            if rng.below(2) == 0 {
+                let d = match rng.index(descriptions.len() + 1) {
+                    i if i < descriptions.len() => descriptions[i],
+                    _ => long.as_str(),
+                };
+                fields.push(format!(r#""description":{d}"#));
+            }
+            let retry_after = [None, Some(7i64), Some(-1)][rng.index(3)];
+            if let Some(r) = retry_after {
+                fields.push(format!(r#""parameters":{{"retry_after":{r}}}"#));
+            }
+            // Updates: some without an id, some with a message, texts of every size.
+            let mut with_id = 0;
+            let mut updates = Vec::new();
+            for i in 0..rng.below(5) {
+                let text = match rng.index(texts.len() + 1) {
+                    j if j < texts.len() => texts[j],
+                    _ => huge.as_str(),
+                };
+                let message = format!(
+                    r#"{{"message_id":{i},"chat":{{"id":-{i},"type":"group"}},"text":{text}}}"#
+                );
+                if rng.below(4) == 0 {
+                    updates.push(format!(r#"{{"message":{message}}}"#));
+                } else {
+                    with_id += 1;
+                    updates.push(format!(r#"{{"update_id":{i},"message":{message}}}"#));
+                }
+            }
+            let has_result = rng.below(4) != 0;
+            if has_result {
+                fields.push(format!(r#""result":[{}]"#, updates.join(",")));
+            }
+            let mut body = format!("{{{}}}", fields.join(","));
+            let cut = rng.below(8) == 0 && body.len() > 1;
+            if cut {
+                body.truncate(rng.index(body.len() - 1) + 1);
+            }
+
+            let r = parse_envelope(status, &body, None);
+            if cut {
+                let want = if status == 200 {
+                    ApiError::BadResponse { detail: "not JSON" }
+                } else {
+                    by_status_alone(status)
+                };
+                assert_eq!(r.err(), Some(want), "{body}");
+                seen[0] += 1;
+                continue;
+            }
+            // `"ok":1` is not a boolean: read as no `ok` field at all.
+            let ok = ok.filter(|o| *o != "1");
+            let success = status == 200 && ok == Some("true");
+            match r {
+                Ok(v) => {
+                    seen[1] += 1;
+                    assert!(success && has_result, "{body}");
+                    let got = parse_updates(&v).unwrap();
+                    assert_eq!(got.len(), with_id, "{body}");
+                    for u in &got {
+                        let m = u.message.as_ref().expect("every update has a message");
+                        assert_eq!(m.chat, ChatKind::Group);
+                        let len = m.text.as_ref().map_or(0, String::len);
+                        assert!(len <= MAX_USER_MESSAGE_BYTES, "{len}");
+                    }
+                }
+                Err(e) => {
+                    assert_well_formed(&e);
+                    assert!(!(success && has_result), "{body}: {e:?}");
+                    if success {
+                        assert_eq!(
+                            e,
+                            ApiError::BadResponse {
+                                detail: "no result"
+                            }
+                        );
+                    } else if ok.is_none() {
+                        let want = if status == 200 {
+                            ApiError::BadResponse {
+                                detail: "no ok field",
+                            }
+                        } else {
+                            by_status_alone(status)
+                        };
+                        assert_eq!(e, want, "{body}");
+                    } else {
+                        // Telegram's error_code wins when it is an error code.
+                        let want = match code {
+                            Some(c) if (400..600).contains(&c) => c as u16,
+                            _ if status == 200 => 500,
+                            _ => status,
+                        };
+                        match e {
+                            ApiError::RateLimited { retry_after_secs } => {
+                                seen[2] += 1;
+                                assert_eq!(want, 429, "{body}");
+                                let want_wait = match retry_after {
+                                    Some(7) => 7,
+                                    _ => DEFAULT_RETRY_AFTER_SECS,
+                                };
+                                assert_eq!(retry_after_secs, want_wait, "{body}");
+                            }
+                            ApiError::Rejected { status, .. } => {
+                                seen[3] += 1;
+                                assert_eq!(status, want, "{body}");
+                            }
+                            ApiError::Conflict { .. } => assert_eq!(want, 409),
+                            ApiError::Unauthorized => assert_eq!(want, 401),
+                            ApiError::Server { status } => assert_eq!(status, want),
+                            other => panic!("{body}: {other:?}"),
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen.iter().all(|n| *n > 0), "{seen:?}");
     }
 }

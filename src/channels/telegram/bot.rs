@@ -2,8 +2,8 @@
 //! out through the sender thread.
 //!
 //! Why it exists: it ties the pure pieces together (`inbound` rules, the agent's
-//! `router`, the `send` outbox) and owns the channel's state: the persisted offset,
-//! the refusal limiter and the running turns. Each update is handled (answered,
+//! `router`, the `outbox` to the sender thread) and owns the channel's state: the
+//! persisted offset, the refusal limiter and the running turns. Each update is handled (answered,
 //! queued, refused or ignored) before its offset is persisted, so a restart answers
 //! nothing twice; a message queued in RAM when the process dies is not re-read (its
 //! chat is told to resend it at a clean shutdown).
@@ -19,7 +19,7 @@
 
 use super::api::{BotIdentity, Update};
 use super::inbound::{self, Action, AllowList, RefusalLimiter, Request, Rules};
-use super::send::{Outbound, Outbox};
+use super::outbox::{Job, Outbox};
 use super::stream::Streamer;
 use crate::agent::approval::{AskFuture, Asker};
 use crate::agent::router::{BUSY_REPLY, Offer, Router};
@@ -213,7 +213,7 @@ impl Bot {
     }
 
     async fn notice(&self, chat_id: i64, text: String, reply_to: Option<i64>) {
-        let job = Outbound::Notice {
+        let job = Job::Notice {
             chat_id,
             text,
             reply_to,
@@ -245,7 +245,7 @@ impl Bot {
         }
         // "typing…" goes out before the turn starts: a turn can finish in its first poll
         // (its model call already answered), and the refresher would never have run.
-        self.outbox.try_push(Outbound::Typing {
+        self.outbox.try_push(Job::Typing {
             chat_id: req.chat_id,
         });
         let job = if self.agent.streams() {
@@ -255,7 +255,7 @@ impl Bot {
                 .agent
                 .run_turn(session, ChannelKind::Telegram, &req.text);
             let result = smol::future::or(turn, self.typing(req.chat_id)).await;
-            result.map(|text| Outbound::Reply {
+            result.map(|text| Job::Reply {
                 chat_id: req.chat_id,
                 text,
                 reply_to: req.reply_to,
@@ -263,7 +263,7 @@ impl Bot {
         };
         let job = job.unwrap_or_else(|e| {
             log::warn!("telegram: the turn in {session} failed: {e}");
-            Outbound::Notice {
+            Job::Notice {
                 chat_id: req.chat_id,
                 text: format!("Sorry, I could not answer that: {e}"),
                 reply_to: req.reply_to,
@@ -279,7 +279,7 @@ impl Bot {
 
     /// A turn whose answer is shown while it is written (see `stream`); returns the job
     /// that makes the streamed reply final.
-    async fn streamed_turn(&self, session: &str, req: &Request) -> Result<Outbound, AgentError> {
+    async fn streamed_turn(&self, session: &str, req: &Request) -> Result<Job, AgentError> {
         let streamer = Streamer::new(req.chat_id, req.reply_to);
         let mut sink = streamer.sink();
         let turn =
@@ -292,7 +292,7 @@ impl Bot {
         };
         let result = smol::future::or(turn, background).await;
         streamer.settle().await;
-        result.map(|text| Outbound::StreamEnd {
+        result.map(|text| Job::StreamEnd {
             live: streamer.live(),
             text,
         })
@@ -303,7 +303,7 @@ impl Bot {
     async fn typing(&self, chat_id: i64) -> Result<String, AgentError> {
         loop {
             smol::Timer::after(Duration::from_secs(TYPING_REFRESH_SECS)).await;
-            self.outbox.try_push(Outbound::Typing { chat_id });
+            self.outbox.try_push(Job::Typing { chat_id });
         }
     }
 
@@ -320,7 +320,7 @@ impl Bot {
         let mut told = 0;
         for chat_id in chats {
             log::warn!("telegram: abandoned the unanswered message in chat {chat_id} at shutdown");
-            let job = Outbound::Notice {
+            let job = Job::Notice {
                 chat_id,
                 text: RESTART_NOTICE.to_string(),
                 reply_to: None,
@@ -349,7 +349,7 @@ impl Asker for TelegramAsker {
             let Some(chat_id) = chat_id else {
                 return false;
             };
-            let job = Outbound::Notice {
+            let job = Job::Notice {
                 chat_id,
                 text,
                 reply_to: None,
