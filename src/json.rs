@@ -45,6 +45,63 @@ pub fn parse_value(text: &str) -> Result<Value, SyntaxError> {
     })
 }
 
+/// `text` with every lone UTF-16 surrogate escape (`\ud800` not followed by a low
+/// surrogate escape, or a low one alone) replaced by `\ufffd`. Such escapes are invalid
+/// JSON text (RFC 8259 leaves them undefined; miniserde refuses the whole document), yet
+/// some senders pass them through: one in a Telegram message would make the whole
+/// `getUpdates` answer unreadable. Escapes are found by pairing backslashes, so `\\ud800`
+/// (an escaped backslash, then letters) is left alone. Borrowed when there is nothing to
+/// repair (the common case: one scan, no copy).
+pub fn repair_surrogates(text: &str) -> std::borrow::Cow<'_, str> {
+    let b = text.as_bytes();
+    let hex4 = |at: usize| -> Option<u32> {
+        let h = b.get(at..at + 4)?;
+        let s = std::str::from_utf8(h).ok()?;
+        u32::from_str_radix(s, 16).ok()
+    };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let Some(u) = hex4(i + 2) else {
+            i += 2;
+            continue;
+        };
+        let high = (0xD800..0xDC00).contains(&u);
+        let low = (0xDC00..0xE000).contains(&u);
+        if high
+            && b.get(i + 6) == Some(&b'\\')
+            && b.get(i + 7) == Some(&b'u')
+            && hex4(i + 8).is_some_and(|l| (0xDC00..0xE000).contains(&l))
+        {
+            i += 12; // a proper pair
+            continue;
+        }
+        if high || low {
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            o.push_str(text.get(copied..i).unwrap_or(""));
+            o.push_str("\\ufffd");
+            copied = i + 6;
+        }
+        i += 6;
+    }
+    match out {
+        None => std::borrow::Cow::Borrowed(text),
+        Some(mut o) => {
+            o.push_str(text.get(copied..).unwrap_or(""));
+            std::borrow::Cow::Owned(o)
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq)]
 enum Frame {
     Object,
@@ -596,6 +653,51 @@ mod tests {
     fn deep_nesting_is_an_error_not_a_crash() {
         let deep = "[".repeat(100_000) + &"]".repeat(100_000);
         assert_eq!(check_syntax(&deep).unwrap_err().message, "nesting too deep");
+    }
+
+    #[test]
+    fn lone_surrogates_become_replacement_characters_and_pairs_stay() {
+        let cases = [
+            (r#""a\ud800b""#, r#""a\ufffdb""#),
+            (r#""\udc00""#, r#""\ufffd""#),
+            (r#""\ud83d\ude00""#, r#""\ud83d\ude00""#),
+            (r#""\uD83D\uDE00 \uDBFF""#, r#""\uD83D\uDE00 \ufffd""#),
+            (r#""\\ud800""#, r#""\\ud800""#),
+            (r#""\\\ud800""#, r#""\\\ufffd""#),
+            (r#""\ud800\u0041""#, r#""\ufffd\u0041""#),
+            (r#""\ud8""#, r#""\ud8""#),
+            ("no escapes at all", "no escapes at all"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(repair_surrogates(input), want, "{input}");
+        }
+        assert!(matches!(
+            repair_surrogates("plain"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let v = parse_value(&repair_surrogates(r#"{"t":"hi \ud800 there"}"#)).unwrap();
+        assert_eq!(str_at(&v, "t"), Some("hi \u{fffd} there"));
+    }
+
+    #[test]
+    fn repaired_text_of_random_escapes_parses_when_the_rest_is_valid() {
+        let pieces = [
+            r"\ud800", r"\udfff", r"\ud83d", r"\ude00", r"\u0041", r"\\", r"\n", "a", "é", r"\u12",
+        ];
+        let mut x = crate::testkit::XorShift(0x5EED);
+        for _ in 0..5000 {
+            let mut body = String::from("{\"t\":\"");
+            for _ in 0..x.below(12) {
+                body.push_str(pieces[x.index(pieces.len())]);
+            }
+            body.push_str("\"}");
+            let repaired = repair_surrogates(&body);
+            // Property: without a truncated \u escape, the repaired text always parses.
+            if !body.contains(r"\u12") {
+                assert!(parse_value(&repaired).is_ok(), "{body} -> {repaired}");
+            }
+            assert!(repaired.len() <= body.len() + 4, "{body}");
+        }
     }
 
     #[test]

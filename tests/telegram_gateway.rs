@@ -345,6 +345,31 @@ fn groups_are_answered_only_when_mentioned_or_replied_to() {
 }
 
 #[test]
+fn an_update_with_a_lone_surrogate_never_makes_the_bot_deaf() {
+    // Telegram passes a lone UTF-16 surrogate escape through from some clients; the whole
+    // getUpdates body used to be refused as "not JSON", forever, so nothing after it was
+    // ever read.
+    let llm = chat_bodies(vec![openai_text("got it")], Duration::ZERO);
+    let tg = FakeTelegram::start();
+    let raw = message(ALICE, "alice", ALICE, "private", "placeholder", None)
+        .replace(r#""placeholder""#, r#""broken \ud800 emoji""#);
+    tg.push_message(&raw);
+    tg.push_private(ALICE, "alice", "and this one?");
+    let home = TempHome::onboarded("tg-surrogate", &config(&llm, &tg, ""));
+    let mut g = start(&home, "info");
+    g.wait_for("both answers", || tg.sent_to(ALICE).len() >= 2);
+    g.stop_cleanly();
+    let turns = llm.requests_to("/chat/completions");
+    assert_eq!(turns.len(), 2, "one turn per message, none repeated");
+    assert!(
+        turns[0].body.contains("broken \u{fffd} emoji"),
+        "{}",
+        turns[0].body
+    );
+    assert!(turns[1].body.contains("and this one?"));
+}
+
+#[test]
 fn a_full_session_queue_gets_a_polite_busy_reply() {
     let llm = chat_bodies(vec![openai_text("done")], Duration::from_millis(300));
     let tg = FakeTelegram::start();

@@ -246,8 +246,8 @@ impl Api {
         limit: u64,
     ) -> Result<Vec<Update>, ApiError> {
         let body = updates_request(offset, timeout_secs, limit);
-        let r = self.call("getUpdates", &body)?;
-        parse_updates(&r)
+        let (status, text, retry_after) = self.call_raw("getUpdates", &body)?;
+        updates_from_body(status, &text, retry_after)
     }
 
     /// Send one message (at most 4096 UTF-16 units: split before calling). Returns the
@@ -280,6 +280,12 @@ impl Api {
     }
 
     fn call(&self, method: &str, body: &str) -> Result<Value, ApiError> {
+        let (status, text, retry_after) = self.call_raw(method, body)?;
+        parse_envelope(status, &text, retry_after)
+    }
+
+    /// The status, body and `Retry-After` of one call.
+    fn call_raw(&self, method: &str, body: &str) -> Result<(u16, String, Option<u64>), ApiError> {
         let transport = |error| ApiError::Transport {
             host: self.host.clone(),
             error,
@@ -292,9 +298,7 @@ impl Api {
             .header("Content-Type", "application/json")
             .send(body)
             .map_err(|e| transport(http::map_error(e)))?;
-        let (status, text, retry_after) =
-            http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)?;
-        parse_envelope(status, &text, retry_after)
+        http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)
     }
 }
 
@@ -446,6 +450,139 @@ fn cut(s: &str, max_bytes: usize) -> String {
 }
 
 /// The updates in a `getUpdates` result; entries without an `update_id` are skipped.
+/// The updates of a `getUpdates` answer. Never stuck on one bad update: lone surrogate
+/// escapes are repaired first (`json::repair_surrogates`); when the body still cannot be
+/// read, each element of its `result` array is read on its own, and one that cannot be
+/// is logged with its `update_id` and kept as an update without a message, so the
+/// offset moves past it and the updates after it are answered.
+pub fn updates_from_body(
+    status: u16,
+    body: &str,
+    retry_after: Option<u64>,
+) -> Result<Vec<Update>, ApiError> {
+    let body = json::repair_surrogates(body);
+    match parse_envelope(status, &body, retry_after) {
+        Ok(result) => parse_updates(&result),
+        Err(e @ ApiError::BadResponse { .. }) => salvage_updates(&body).ok_or(e),
+        Err(e) => Err(e),
+    }
+}
+
+/// The elements of the first `"result":[…]` array of `body`, each read on its own.
+/// `None` when there is no such array or no element names an `update_id`.
+fn salvage_updates(body: &str) -> Option<Vec<Update>> {
+    let b = body.as_bytes();
+    // A raw (unescaped) `"result"` can only be a key: quotes inside strings are escaped.
+    let key = body.find("\"result\"")?;
+    let mut i = key + 8;
+    while b
+        .get(i)
+        .is_some_and(|c| c.is_ascii_whitespace() || *c == b':')
+    {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    let mut out = Vec::new();
+    let (mut depth, mut in_str, mut esc, mut start) = (0usize, false, false, None);
+    for (j, &c) in b.iter().enumerate().skip(i + 1) {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' | b'[' => {
+                if depth == 0 {
+                    start = Some(j);
+                }
+                depth += 1;
+            }
+            b'}' | b']' if depth > 0 => {
+                depth -= 1;
+                if depth == 0
+                    && let Some(s) = start.take()
+                {
+                    out.extend(salvage_one(body.get(s..=j).unwrap_or("")));
+                }
+            }
+            b']' => break, // the end of the result array
+            _ => {}
+        }
+        if out.len() >= MAX_SALVAGED_UPDATES {
+            break;
+        }
+    }
+    // A byte that broke the structure (an unescaped quote or backslash) hides the
+    // elements after it from the scan: their ids are still in the text. Only ids close
+    // to the first one count (Telegram numbers updates one after another), so an id
+    // spelled inside a broken text cannot move the offset far ahead.
+    let ids = raw_update_ids(body);
+    if let Some(&first) = ids.first() {
+        for id in ids {
+            let near = (first..first.saturating_add(MAX_SALVAGED_UPDATES as i64)).contains(&id);
+            if near && !out.iter().any(|u| u.update_id == id) {
+                log::warn!("telegram: update {id} could not be read (invalid JSON); skipped");
+                out.push(Update {
+                    update_id: id,
+                    message: None,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|u| u.update_id);
+    out.dedup_by_key(|u| u.update_id);
+    out.truncate(MAX_SALVAGED_UPDATES);
+    (!out.is_empty()).then_some(out)
+}
+
+/// Every `"update_id": N` of `body`, in order of appearance (at most
+/// `MAX_SALVAGED_UPDATES`).
+fn raw_update_ids(body: &str) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for (at, _) in body.match_indices("\"update_id\"") {
+        let digits: String = body
+            .get(at + 11..)
+            .unwrap_or("")
+            .trim_start_matches(|c: char| c.is_ascii_whitespace() || c == ':')
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        if let Ok(id) = digits.parse::<i64>() {
+            ids.push(id);
+        }
+        if ids.len() >= MAX_SALVAGED_UPDATES {
+            break;
+        }
+    }
+    ids
+}
+
+/// Updates read from one broken `getUpdates` answer at most (Telegram sends at most the
+/// `limit` asked for).
+const MAX_SALVAGED_UPDATES: usize = 100;
+
+/// One element of a `result` array: the update if it reads, else its `update_id` alone.
+fn salvage_one(element: &str) -> Option<Update> {
+    if let Ok(v) = miniserde::json::from_str::<Value>(element)
+        && let Ok(mut list) = parse_updates(&Value::Array(vec![v].into_iter().collect()))
+    {
+        return list.pop();
+    }
+    let update_id = *raw_update_ids(element).first()?;
+    log::warn!("telegram: update {update_id} could not be read (invalid JSON); skipped");
+    Some(Update {
+        update_id,
+        message: None,
+    })
+}
+
 pub fn parse_updates(result: &Value) -> Result<Vec<Update>, ApiError> {
     let list = as_array(result).ok_or(ApiError::BadResponse {
         detail: "getUpdates result is not a list",
@@ -610,6 +747,69 @@ mod tests {
         assert_eq!(p.caption.as_deref(), Some("look"));
         assert_eq!(p.text, None);
         assert!(parse_updates(&json::string("x")).is_err());
+    }
+
+    fn three_updates(middle_text: &str) -> String {
+        let m = |id: i64, text: &str| {
+            format!(
+                r#"{{"update_id":{id},"message":{{"message_id":{id},"from":{{"id":42,"is_bot":false,"first_name":"A"}},"chat":{{"id":42,"type":"private"}},"date":1,"text":"{text}"}}}}"#
+            )
+        };
+        format!(
+            r#"{{"ok":true,"result":[{},{},{}]}}"#,
+            m(20, "first"),
+            m(21, middle_text),
+            m(22, "third")
+        )
+    }
+
+    #[test]
+    fn a_lone_surrogate_in_one_update_is_repaired_and_nothing_is_lost() {
+        let u = updates_from_body(200, &three_updates(r"hi \ud800 there"), None).unwrap();
+        let ids: Vec<i64> = u.iter().map(|u| u.update_id).collect();
+        assert_eq!(ids, [20, 21, 22]);
+        let text = u[1].message.as_ref().and_then(|m| m.text.clone());
+        assert_eq!(text.as_deref(), Some("hi \u{fffd} there"));
+    }
+
+    #[test]
+    fn any_corruption_inside_one_update_still_moves_past_it() {
+        let junk = [
+            r"\ud800", r"\udc00", r"\q", r"\u12", "\u{1}", "\t", "é", r"\", "{", "}", "[", "]",
+            ",", ":", r#"\""#, "ok", "\u{7f}",
+        ];
+        let mut x = crate::testkit::XorShift(0xBAD_0FF5E7);
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..1 + x.below(8) {
+                text.push_str(junk[x.index(junk.len())]);
+            }
+            // Property: whatever is inside the middle update's text, the answer gives
+            // update ids 20..=22 in order (so the offset moves past all three), and the
+            // update before it is read. (The one after it is read too unless the junk
+            // broke the JSON structure itself: an unescaped quote or backslash.)
+            let body = three_updates(&text);
+            let u = updates_from_body(200, &body, None).unwrap_or_else(|e| panic!("{body}: {e}"));
+            let ids: Vec<i64> = u.iter().map(|u| u.update_id).collect();
+            assert_eq!(ids, [20, 21, 22], "{body}");
+            assert!(u[0].message.is_some(), "{body}");
+            if !text.contains('\\') && !text.contains('"') {
+                assert!(u[2].message.is_some(), "{body}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_update_id_inside_a_broken_text_cannot_move_the_offset_far_ahead() {
+        let body = three_updates(r#"x\" "update_id":999999999, "#);
+        let ids: Vec<i64> = updates_from_body(200, &body, None)
+            .unwrap()
+            .iter()
+            .map(|u| u.update_id)
+            .collect();
+        assert_eq!(ids, [20, 21, 22], "{body}");
+        // A body with no update at all is still an error (the poller backs off).
+        assert!(updates_from_body(200, "<html>bad gateway</html>", None).is_err());
     }
 
     #[test]
