@@ -14,11 +14,13 @@
 # VmRSS, MemAvailable (lowest during the run), time per message.
 #
 # Options:
-#   -n N              messages to send (default 20: every kind of turn once)
+#   -n N              messages to send (default 100; every 20 hold each kind of turn)
 #   --chats C         users sending at once, one turn in flight each (default 2)
 #   --bin PATH        the aarch64 binary (default dist/aarch64-unknown-linux-musl/yoctoclaw)
 #   --no-build        do not build a missing binary (scripts/build-boards.sh) or vm_fakes
 #   --no-install      do not apt-get install qemu-system-arm/cpio (skip instead)
+#   --disk MB         the home on an ext4 disk of MB (virtio-blk, like the board's SD card;
+#                     default 64; 0: on the VM's RAM-backed root instead)
 #   --timeout SECS    kill the VM after this long (default 480)
 #   --ca-file PATH    copy a CA certificate into the VM and set `tls.ca_file` (for HTTPS
 #                     fakes; needs vm_fakes --tls, which does not exist yet)
@@ -38,7 +40,7 @@ cd "$ROOT" || exit 1
 # shellcheck source=vm/lib.sh
 . "$ROOT/scripts/vm/lib.sh"
 
-n=20 chats=2 bin="" build=1 timeout=480 ca_file="" keep=0
+n=100 chats=2 bin="" build=1 disk_mb=64 timeout=480 ca_file="" keep=0
 T=aarch64-unknown-linux-musl
 while [ $# -gt 0 ]; do
     case $1 in
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
         --bin) bin=$2; shift 2 ;;
         --no-build) build=0; shift ;;
         --no-install) export YC_VM_INSTALL=0; shift ;;
+        --disk) disk_mb=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
         --ca-file) ca_file=$2; shift 2 ;;
         --keep) keep=1; shift ;;
@@ -82,9 +85,9 @@ trap cleanup EXIT
 # ---- host tools, kernel, busybox ----
 s=$(date +%s)
 vm_host_tools arm64; rc=$?
-[ $rc = 2 ] && finish "$VM_SKIP_REASON"
+[ $rc = 0 ] || finish "${VM_SKIP_REASON:-host tools missing}"
 vm_fetch arm64; rc=$?
-[ $rc = 2 ] && finish "$VM_SKIP_REASON"
+[ $rc = 0 ] || finish "${VM_SKIP_REASON:-kernel download failed}"
 say "kernel $VM_KPKG, busybox-static (arm64): ready in $(( $(date +%s) - s )) s (cache $YC_VM_CACHE)"
 
 # ---- the binary ----
@@ -146,22 +149,43 @@ guest() { echo "$1" | sed 's#//127\.0\.0\.1:#//10.0.2.2:#'; }
     [ -n "$ca_file" ] && echo "CA_FILE=/etc/yc-ca.pem"
 } >"$work/env"
 
+# ---- the disk: ext4 on virtio-blk, mounted at /root in the guest ----
+disk_args=() disk_mods=()
+if [ "$disk_mb" -gt 0 ]; then
+    if command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || [ -x /sbin/mkfs.ext4 ]; then
+        mkfs=$(command -v mkfs.ext4 || ls /usr/sbin/mkfs.ext4 /sbin/mkfs.ext4 2>/dev/null | head -n 1)
+        truncate -s "${disk_mb}M" "$work/disk.img" && "$mkfs" -q -F -L yc-home "$work/disk.img" \
+            || { failed=$((failed + 1)); say "FAIL: mkfs.ext4 on a $disk_mb MB image"; finish; }
+        disk_args=(-drive "file=$work/disk.img,if=none,format=raw,id=d0" -device virtio-blk-pci,drive=d0)
+        disk_mods=(--module virtio_blk --module ext4 --module crc32c_generic)
+        echo "DISK=/dev/vda" >>"$work/env"
+    else
+        say "no mkfs.ext4 (e2fsprogs): the home stays on the VM's RAM-backed root"
+    fi
+fi
+
 # ---- initramfs and boot ----
 files=(--file "$work/env:/test/env")
 [ -n "$ca_file" ] && files+=(--file "$ca_file:/etc/yc-ca.pem")
 s=$(date +%s)
 if ! vm_initramfs --out "$YC_VM_CACHE/arm64/board-initrd.gz" --bin "$bin" --script "$ROOT/scripts/vm/board-guest.sh" \
-    --net --module virtio_net --module virtio_pci "${files[@]}"; then
+    --net --module virtio_net --module virtio_pci "${disk_mods[@]}" "${files[@]}"; then
     failed=$((failed + 1)); say "FAIL: building the initramfs"; finish
 fi
 say "initramfs ready in $(( $(date +%s) - s )) s; booting (timeout $timeout s)"
 log="$work/console.log"
 vm_boot arm64 "$YC_VM_CACHE/arm64/board-initrd.gz" "$log" "$timeout" "cma=0" -- \
-    -rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0
+    -rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0 "${disk_args[@]}"
 boot_rc=$?
 say "VM ran $VM_SECS s, test script status $VM_RC"
 
 # ---- results ----
+# The guest asks the fakes to /stop at its end; if it never did (a crash, a timeout), ask
+# here so they print their figures.
+if kill -0 "$fakes_pid" 2>/dev/null && ! grep -q '^VMFAKES-RESULT ' "$work/fakes.out"; then
+    ctl_port=$(get ctl | sed 's/.*://')
+    { exec 3<>"/dev/tcp/127.0.0.1/$ctl_port" && printf 'GET /stop HTTP/1.0\r\n\r\n' >&3 && cat <&3 >/dev/null; exec 3<&-; } 2>/dev/null
+fi
 for _ in $(seq 1 100); do kill -0 "$fakes_pid" 2>/dev/null || break; sleep 0.1; done
 sed -n 's/\r$//; /^doctor| /p' "$log"
 while IFS= read -r c; do

@@ -17,7 +17,8 @@
 # number of failed checks.
 #
 # /test/env (written by board-vm.sh) sets BOT_URL MODEL_URL CTL_URL TOKEN ALLOW N
-# WAIT_SECS and optionally CA_FILE (a CA certificate in the guest, for `tls.ca_file`).
+# WAIT_SECS and optionally CA_FILE (a CA certificate in the guest, for `tls.ca_file`) and
+# DISK (an ext4 block device mounted at /root, where the home lives, like an SD card).
 
 . /test/env
 H=/root/.yoctoclaw
@@ -28,11 +29,18 @@ check() { # PASS|FAIL text
     [ "$1" = PASS ] || fails=$((fails + 1))
 }
 metric() { echo "YC-VM-METRIC $1"; }
-ctl() { wget -q -T 10 -O - "$CTL_URL/$1" 2>/dev/null; }
+# (busybox-static 1.35 wget crashes on -T: the timeout comes from timeout(1))
+ctl() { timeout 15 wget -q -O - "$CTL_URL/$1" 2>/dev/null; }
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 ms() { awk '{ printf "%d", $1 * 1000 }' /proc/uptime; }
 meminfo() { sed -n "s/^$1: *\([0-9]*\) kB/\1/p" /proc/meminfo; }
 procstat() { sed -n "s/^$2:[^0-9]*\([0-9]*\) kB/\1/p" "/proc/$1/status" 2>/dev/null; }
+
+# ---- 0. the home's disk ----
+if [ -n "${DISK:-}" ]; then
+    if mount -t ext4 "$DISK" /root; then check PASS "home on ext4 $DISK ($(df -k /root | awk 'NR==2 { printf "%d MiB free", $4 / 1024 }'))"
+    else check FAIL "mount -t ext4 $DISK /root"; fi
+fi
 
 # ---- 1. clock ----
 if [ "$(date +%Y)" = 1970 ]; then check PASS "clock starts in 1970 ($(date))"
@@ -170,4 +178,6 @@ else check PASS "the bot token appears in no log"; fi
 echo "--- gateway log (WARN/ERROR lines and the last 10) ---"
 grep ' WARN \| ERROR ' /tmp/gw.log | head -n 20
 tail -n 10 /tmp/gw.log
+cd /
+[ -n "${DISK:-}" ] && { sync; umount /root || echo "umount /root failed"; }
 exit $fails
