@@ -56,8 +56,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
 /// After `/stop`, answer for this long before exiting.
 const LINGER_SECS: u64 = 3;
-/// Words in the heartbeat reply that identify its delivery at the Bot API.
-const HEARTBEAT_MARK: &str = "Heartbeat check-in";
 
 struct Opts {
     n: u64,
@@ -114,7 +112,7 @@ fn heartbeats_delivered(bot: &FakeBot) -> u64 {
     bot.server
         .requests_to("/sendMessage")
         .iter()
-        .filter(|r| r.body.contains(HEARTBEAT_MARK))
+        .filter(|r| r.body.contains(fake_model::HEARTBEAT_REPLY))
         .count() as u64
 }
 
@@ -191,7 +189,13 @@ fn main() {
     std::process::exit(code)
 }
 
-fn report(o: &Opts, bot: &FakeBot, model: &FakeModel, traffic_s: Option<f64>, stopped: bool) -> i32 {
+fn report(
+    o: &Opts,
+    bot: &FakeBot,
+    model: &FakeModel,
+    traffic_s: Option<f64>,
+    stopped: bool,
+) -> i32 {
     let ms = &model.stats;
     let (done, sends, unmarked, typing, polls, mut lat) = bot.with(|s| {
         (

@@ -32,7 +32,7 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
-# shellcheck source=vm/lib.sh
+# shellcheck source=scripts/vm/lib.sh
 . "$ROOT/scripts/vm/lib.sh"
 
 declare -A cmds=([arm64]="$ROOT/scripts/vm/hw-arm64.cmds" [amd64]="$ROOT/scripts/vm/hw-amd64.cmds")

@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex};
 use yoctoclaw::json;
 
 /// The fake model's answer to a heartbeat check-in: needs attention, so it is delivered.
-pub const HEARTBEAT_REPLY: &str = "Heartbeat check-in: the disk is at 42 percent, nothing else to report.";
+pub const HEARTBEAT_REPLY: &str =
+    "Heartbeat check-in: the disk is at 42 percent, nothing else to report.";
 
 /// What the fake model did.
 #[derive(Default)]

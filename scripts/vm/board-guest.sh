@@ -109,7 +109,7 @@ sampler=$!
 t_begin=$(ms); t_first=""; done_n=0
 while :; do
     s=$(ctl status)
-    issued=$(field issued "$s"); d=$(field done "$s")
+    issued=$(field issued "$s"); d=$(field "done" "$s")
     [ -n "$d" ] && done_n=$d
     [ -z "$t_first" ] && [ "${issued:-0}" -gt 0 ] && t_first=$(ms)
     [ "$done_n" -ge "$N" ] && break

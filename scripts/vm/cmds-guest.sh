@@ -2,19 +2,19 @@
 # Runs inside a hardware VM (busybox sh, as /test/run.sh; see scripts/hw-vm.sh): reads
 # the command list /test/cmds and checks each command's output and exit status.
 #
-# Command list format, one directive per line:
-#   $ COMMAND      run COMMAND with sh -c (stdout and stderr together, stdin /dev/null,
+# Command list format, one directive per line (the first two characters say which):
+#   "$ COMMAND"    run COMMAND with sh -c (stdout and stderr together, stdin /dev/null,
 #                  killed after CMD_TIMEOUT_SECS, default 60); one check each
-#   > TEXT         the last command's output must contain TEXT (a fixed string)
-#   ! TEXT         the last command's output must not contain TEXT
-#   ? N            the last command's exit status must be N (default 0)
-#   # ...          a comment; blank lines are ignored
+#   "> TEXT"       the last command's output must contain TEXT (a fixed string)
+#   "! TEXT"       the last command's output must not contain TEXT
+#   "? N"          the last command's exit status must be N (default 0)
+#   "#..."         a comment; blank lines are ignored
 # A check passes when every `>`, `!` and `?` after its `$` holds. Each prints
 # `YC-VM-CHECK PASS|FAIL $ COMMAND` and the output (indented) when it failed or when
 # VERBOSE=1. Exits with the number of failed checks.
 
 fails=0
-cmd="" out="" rc=0 want_rc=0 bad=""
+cmd="" rc=0 want_rc=0 bad=""
 TO=${CMD_TIMEOUT_SECS:-60}
 
 finish_cmd() {

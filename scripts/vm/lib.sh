@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # VM_* results are read by the scripts that source this file
 # scripts/vm/lib.sh: boot a yoctoclaw binary in a small qemu-system VM and run a test
 # script inside it. Sourced by scripts/board-vm.sh and scripts/hw-vm.sh; nothing runs on
 # its own.
@@ -168,7 +169,11 @@ vm_kernel_pkg() { # arch suite
 vm_download() { # arch suite pkg destdir -> prints the .deb path
     local arch=$1 suite=$2 pkg=$3 dest=$4
     mkdir -p "$dest"
-    ( cd "$dest" && vm_apt "$arch" "$suite" apt-get download "$pkg" ) >"$dest/download.log" 2>&1 || return 1
+    if ! ( cd "$dest" && vm_apt "$arch" "$suite" apt-get download "$pkg" ) >"$dest/download.log" 2>&1; then
+        # Lists a day old may name a file the mirror no longer has: refresh once, retry.
+        vm_apt_update "$arch" "$suite" 1 >/dev/null 2>&1 || return 1
+        ( cd "$dest" && vm_apt "$arch" "$suite" apt-get download "$pkg" ) >"$dest/download.log" 2>&1 || return 1
+    fi
     ls -t "$dest"/"${pkg}"_*.deb 2>/dev/null | head -n 1
 }
 
@@ -200,7 +205,7 @@ vm_fetch() { # arch
         mods=$(ls -d "$tmp"/k/lib/modules/* "$tmp"/k/usr/lib/modules/* 2>/dev/null | head -n 1)
         [ -n "$img" ] && [ -n "$mods" ] && [ -f "$tmp/b/bin/busybox" ] \
             || { vm_skip "unexpected package layout (kernel image, modules or busybox missing)"; return; }
-        rm -rf "$dir/boot" "$dir/modules" "$dir/busybox"
+        rm -rf "${dir:?}/boot" "${dir:?}/modules" "${dir:?}/busybox"
         mkdir -p "$dir/boot"
         mv "$img" "$dir/boot/vmlinuz" && mv "$mods" "$dir/modules" && mv "$tmp/b/bin/busybox" "$dir/busybox" \
             || { vm_skip "cannot move the extracted files into $dir"; return; }
@@ -226,7 +231,7 @@ vm_mod_order() { # name...
         ( cd "$VM_MODDIR" && find . -name '*.ko' -o -name '*.ko.xz' -o -name '*.ko.zst' -o -name '*.ko.gz' ) \
             | sed 's|^\./||' >"$list.tmp" && mv "$list.tmp" "$list"
     fi
-    local seen=" " out=() missing=""
+    local seen=" " order_out=() missing=""
     _vm_mod_visit() {
         local n=${1//-/_} p deps d
         case $seen in *" $n "*) return 0 ;; esac
@@ -240,12 +245,12 @@ vm_mod_order() { # name...
             *) deps=$(tr '\0' '\n' <"$VM_MODDIR/$p" | sed -n 's/^depends=//p') ;;
         esac
         for d in ${deps//,/ }; do _vm_mod_visit "$d"; done
-        out+=("$p")
+        order_out+=("$p")
     }
     local x
     for x in "$@"; do _vm_mod_visit "$x"; done
     if [ -n "$missing" ]; then vm_say "no such kernel module in $VM_KVER:$missing"; return 1; fi
-    printf '%s\n' "${out[@]}"
+    printf "%s\n" "${order_out[@]}"
 }
 
 # Build a gzip'd cpio initramfs. Options:
