@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Try the aarch64 board build on an emulated 64 MB board before flashing a real one:
+# Try the aarch64 board build on an emulated 64 MB board before flashing a real one
+# (or the riscv64gc build, --arch riscv64):
 # qemu-system-aarch64 -M virt -cpu cortex-a53 -m 64M, a Debian kernel, busybox, the
 # static binary, the clock in 1970 (-rtc base=1970-01-02) and user-mode networking, with
 # a fake Telegram Bot API and a fake model on the host (examples/vm_fakes.rs).
@@ -16,7 +17,11 @@
 # Options:
 #   -n N              messages to send (default 100; every 20 hold each kind of turn)
 #   --chats C         users sending at once, one turn in flight each (default 2)
-#   --bin PATH        the aarch64 binary (default dist/aarch64-unknown-linux-musl/yoctoclaw)
+#   --arch riscv64    the riscv64gc build instead (Milk-V Duo class): qemu-system-riscv64
+#                     -M virt, Debian sid's riscv64 kernel (bookworm has no riscv64 port);
+#                     160 MB of RAM, as that kernel alone is a 37 MB image
+#   --bin PATH        the binary (default dist/aarch64-unknown-linux-musl/yoctoclaw, or
+#                     dist/riscv64gc-unknown-linux-musl/yoctoclaw with --arch riscv64)
 #   --no-build        do not build a missing binary (scripts/build-boards.sh) or vm_fakes
 #   --no-install      do not apt-get install qemu-system-arm/cpio (skip instead)
 #   --disk MB         the home on an ext4 disk of MB (virtio-blk, like the board's SD card;
@@ -41,12 +46,13 @@ cd "$ROOT" || exit 1
 . "$ROOT/scripts/vm/lib.sh"
 
 n=100 chats=2 bin="" build=1 disk_mb=64 timeout=480 ca_file="" keep=0
-T=aarch64-unknown-linux-musl
+arch=arm64
 while [ $# -gt 0 ]; do
     case $1 in
         -n) n=$2; shift 2 ;;
         --chats) chats=$2; shift 2 ;;
         --bin) bin=$2; shift 2 ;;
+        --arch) arch=$2; shift 2 ;;
         --no-build) build=0; shift ;;
         --no-install) export YC_VM_INSTALL=0; shift ;;
         --disk) disk_mb=$2; shift 2 ;;
@@ -58,12 +64,19 @@ while [ $# -gt 0 ]; do
     esac
 done
 
+case $arch in
+    arm64|aarch64) arch=arm64 T=aarch64-unknown-linux-musl elf=aarch64 cpu="cortex-a53, 64 MB" ;;
+    riscv64|riscv64gc) arch=riscv64 T=riscv64gc-unknown-linux-musl elf=RISC-V cpu="rv64gc, ${YC_VM_RISCV64_MEM:-160M}" ;;
+    *) echo "board-vm: --arch must be arm64 or riscv64" >&2; exit 2 ;;
+esac
+name=board-vm; [ $arch = arm64 ] || name=board-vm-$arch
+
 t0=$(date +%s)
 passed=0 failed=0
 say() { echo "board-vm: $*"; }
 finish() { # [skipped-reason]
     if [ -n "${1:-}" ]; then
-        echo "SKIPPED: board-vm ($1)"
+        echo "SKIPPED: $name ($1)"
         say "done in $(( $(date +%s) - t0 )) s"
         echo "board-vm: $passed passed, $failed failed, 1 skipped"
         exit "${YC_VM_SKIP_EXIT:-0}"
@@ -84,16 +97,16 @@ trap cleanup EXIT
 
 # ---- host tools, kernel, busybox ----
 s=$(date +%s)
-vm_host_tools arm64; rc=$?
+vm_host_tools $arch; rc=$?
 [ $rc = 0 ] || finish "${VM_SKIP_REASON:-host tools missing}"
-vm_fetch arm64; rc=$?
+vm_fetch $arch; rc=$?
 [ $rc = 0 ] || finish "${VM_SKIP_REASON:-kernel download failed}"
-say "kernel $VM_KPKG, busybox-static (arm64): ready in $(( $(date +%s) - s )) s (cache $YC_VM_CACHE)"
+say "kernel $VM_KPKG, busybox-static ($arch): ready in $(( $(date +%s) - s )) s (cache $YC_VM_CACHE)"
 
 # ---- the binary ----
 [ -n "$bin" ] || bin="${BOARDS_DIST:-$ROOT/dist}/$T/yoctoclaw"
 if [ ! -f "$bin" ]; then
-    [ $build = 1 ] || finish "no aarch64 binary at $bin (scripts/build-boards.sh $T)"
+    [ $build = 1 ] || finish "no $T binary at $bin (scripts/build-boards.sh $T)"
     s=$(date +%s)
     say "building $T (scripts/build-boards.sh, several minutes)"
     if ! nice -n 10 scripts/build-boards.sh "$T" >"$work/build.log" 2>&1 || [ ! -f "$bin" ]; then
@@ -104,8 +117,8 @@ if [ ! -f "$bin" ]; then
     say "built $bin in $(( $(date +%s) - s )) s"
 fi
 case $(file -b "$bin" 2>/dev/null) in
-    *aarch64*|"") ;;
-    *) failed=$((failed + 1)); say "FAIL: $bin is not an aarch64 binary: $(file -b "$bin")"; finish ;;
+    *"$elf"*|"") ;;
+    *) failed=$((failed + 1)); say "FAIL: $bin is not a $T binary: $(file -b "$bin")"; finish ;;
 esac
 
 # ---- the host fakes ----
@@ -169,13 +182,13 @@ fi
 files=(--file "$work/env:/test/env")
 [ -n "$ca_file" ] && files+=(--file "$ca_file:/etc/yc-ca.pem")
 s=$(date +%s)
-if ! vm_initramfs --out "$YC_VM_CACHE/arm64/board-initrd.gz" --bin "$bin" --script "$ROOT/scripts/vm/board-guest.sh" \
+if ! vm_initramfs --out "$YC_VM_CACHE/$arch/board-initrd.gz" --bin "$bin" --script "$ROOT/scripts/vm/board-guest.sh" \
     --net --module virtio_net --module virtio_pci "${disk_mods[@]}" "${files[@]}"; then
     failed=$((failed + 1)); say "FAIL: building the initramfs"; finish
 fi
 say "initramfs ready in $(( $(date +%s) - s )) s; booting (timeout $timeout s)"
 log="$work/console.log"
-vm_boot arm64 "$YC_VM_CACHE/arm64/board-initrd.gz" "$log" "$timeout" "cma=0" -- \
+vm_boot $arch "$YC_VM_CACHE/$arch/board-initrd.gz" "$log" "$timeout" "cma=0" -- \
     -rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0 "${disk_args[@]}"
 boot_rc=$?
 say "VM ran $VM_SECS s, test script status $VM_RC"
@@ -210,7 +223,7 @@ fi
 m() { vm_metric "$log" "$1"; }
 kib_mib() { awk -v k="$1" 'BEGIN { if (k == "" || k == "na") print "na"; else printf "%.2f MiB", k / 1024 }'; }
 echo
-echo "== board VM figures (aarch64, cortex-a53 under TCG, 64 MB; kernel $VM_KVER) =="
+echo "== board VM figures ($T, $cpu, under TCG; kernel $VM_KVER) =="
 printf '  %-46s %s\n' \
     "gateway VmHWM (peak RSS)" "$(kib_mib "$(m gateway_vmhwm_kib)")" \
     "gateway VmRSS at the end of the run" "$(kib_mib "$(m gateway_vmrss_kib)")" \

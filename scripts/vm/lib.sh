@@ -197,17 +197,26 @@ vm_fetch() { # arch
         deb=$(vm_download "$arch" "$suite" "$kpkg" "$tmp") && [ -n "$deb" ] \
             || { vm_skip "apt-get download $kpkg:$arch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
         dpkg-deb -x "$deb" "$tmp/k" || { vm_skip "dpkg-deb -x $deb failed"; return; }
+        # Newer Debian kernels (sid) split the image package into linux-binary-ABI (the
+        # kernel) and linux-modules-ABI (the modules), which it depends on.
+        local part
+        for part in $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed -n 's/^ *\(linux-\(binary\|modules\)-[^ ]*\).*/\1/p'); do
+            deb=$(vm_download "$arch" "$suite" "$part" "$tmp") && [ -n "$deb" ] \
+                || { vm_skip "apt-get download $part:$arch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
+            dpkg-deb -x "$deb" "$tmp/k" || { vm_skip "dpkg-deb -x $deb failed"; return; }
+        done
         deb=$(vm_download "$arch" "$suite" busybox-static "$tmp") && [ -n "$deb" ] \
             || { vm_skip "apt-get download busybox-static:$arch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
         dpkg-deb -x "$deb" "$tmp/b" || { vm_skip "dpkg-deb -x $deb failed"; return; }
-        local img mods
-        img=$(ls "$tmp"/k/boot/vmlinu[xz]-* 2>/dev/null | head -n 1)
+        local img mods bb
+        img=$(ls "$tmp"/k/boot/vmlinu[xz]-* "$tmp"/k/usr/lib/modules/*/vmlinu[xz] "$tmp"/k/lib/modules/*/vmlinu[xz] 2>/dev/null | head -n 1)
         mods=$(ls -d "$tmp"/k/lib/modules/* "$tmp"/k/usr/lib/modules/* 2>/dev/null | head -n 1)
-        [ -n "$img" ] && [ -n "$mods" ] && [ -f "$tmp/b/bin/busybox" ] \
-            || { vm_skip "unexpected package layout (kernel image, modules or busybox missing)"; return; }
+        bb=$(ls "$tmp"/b/bin/busybox "$tmp"/b/usr/bin/busybox 2>/dev/null | head -n 1)
+        [ -n "$img" ] && [ -n "$mods" ] && [ -n "$bb" ] \
+            || { vm_skip "unexpected package layout in $kpkg or busybox-static (kernel image, modules or busybox missing)"; return; }
         rm -rf "${dir:?}/boot" "${dir:?}/modules" "${dir:?}/busybox"
         mkdir -p "$dir/boot"
-        mv "$img" "$dir/boot/vmlinuz" && mv "$mods" "$dir/modules" && mv "$tmp/b/bin/busybox" "$dir/busybox" \
+        mv "$img" "$dir/boot/vmlinuz" && mv "$mods" "$dir/modules" && mv "$bb" "$dir/busybox" \
             || { vm_skip "cannot move the extracted files into $dir"; return; }
         basename "$mods" >"$dir/kver"
         echo "$kpkg" >"$dir/kpkg"
@@ -222,7 +231,8 @@ vm_fetch() { # arch
     return 0
 }
 
-# Module paths (relative to VM_MODDIR) for NAME and its dependencies, dependencies first.
+# Module paths (relative to VM_MODDIR) for NAME and its dependencies, dependencies first;
+# a module built into the kernel (modules.builtin) is left out.
 # Debian ships no modules.dep (depmod runs at install): each module's own `depends=`
 # (its .modinfo section, written by the kernel build) is read instead.
 vm_mod_order() { # name...
@@ -237,7 +247,17 @@ vm_mod_order() { # name...
         case $seen in *" $n "*) return 0 ;; esac
         seen="$seen$n "
         p=$(awk -v n="$n" '{ b = $0; sub(/.*\//, "", b); sub(/\.ko(\.(xz|zst|gz))?$/, "", b); gsub(/-/, "_", b); if (b == n) { print; exit } }' "$list")
-        if [ -z "$p" ]; then missing="$missing $n"; return 0; fi
+        if [ -z "$p" ]; then
+            # Built into this kernel: nothing to load. Without modules.builtin (sid's split
+            # packages ship none) a module that is not in the tree is taken as built in;
+            # if it is not, its device is missing in the VM and the test says so.
+            if [ ! -f "$VM_MODDIR/modules.builtin" ]; then
+                vm_say "kernel module $n: not in $VM_KVER's tree, taken as built in"
+            elif ! sed 's|.*/||; s|\.ko$||; s|-|_|g' "$VM_MODDIR/modules.builtin" | grep -qx "$n"; then
+                missing="$missing $n"
+            fi
+            return 0
+        fi
         case $p in
             *.xz) deps=$(xz -dc "$VM_MODDIR/$p" | tr '\0' '\n' | sed -n 's/^depends=//p') ;;
             *.zst) deps=$(zstd -qdc "$VM_MODDIR/$p" | tr '\0' '\n' | sed -n 's/^depends=//p') ;;
@@ -370,7 +390,8 @@ vm_boot() { # arch initrd log timeout [append-extra] [-- qemu args...]
         amd64) args=(-m 128M); append="console=ttyS0 $append"
                if [ "$(uname -m)" = x86_64 ] && [ "${YC_VM_ACCEL:-auto}" != tcg ] && [ -w /dev/kvm ] \
                    && grep -qw -e vmx -e svm /proc/cpuinfo; then args+=(-accel kvm); fi ;;
-        riscv64) args=(-M virt -m 64M); append="console=ttyS0 $append" ;;
+        # Debian's riscv64 kernel is a 37 MB image: 64M leaves no room for the initramfs.
+        riscv64) args=(-M virt -m "${YC_VM_RISCV64_MEM:-160M}"); append="console=ttyS0 $append" ;;
     esac
     local t0 t1; t0=$(date +%s.%N)
     timeout --kill-after=5 "$timeout" "$q" "${args[@]}" -display none -monitor none -no-reboot \
