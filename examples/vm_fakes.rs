@@ -26,8 +26,11 @@
 //!   `LINGER_SECS` later (so the guest's last requests still get answers).
 //!
 //! Usage: `vm_fakes [-n N] [--chats C] [--heartbeats H] [--timeout-secs T] [--tls]`.
-//! `--tls` is the switch for HTTPS fakes (a CA file for the guest's `tls.ca_file`); the
-//! fakes here are plain HTTP, so it exits 2 with a message until TLS fakes exist.
+//! `--tls` is the switch for HTTPS fakes: the Bot API and model URLs become `https://`
+//! and the VMFAKES line gains `ca=PATH`, the CA certificate that `scripts/board-vm.sh
+//! --tls` copies into the guest for `tls.ca_file` (the certificate must name `yc-host`,
+//! the guest's name for the host). The control server stays plain HTTP. The fakes here are
+//! plain HTTP only, so `--tls` exits 2 with a message until TLS fakes exist.
 //!
 //! # Bounds
 //! Everything ends after `--timeout-secs` (default 540) with exit 1 when `/stop` never came.

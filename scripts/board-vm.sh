@@ -27,8 +27,12 @@
 #   --disk MB         the home on an ext4 disk of MB (virtio-blk, like the board's SD card;
 #                     default 64; 0: on the VM's RAM-backed root instead)
 #   --timeout SECS    kill the VM after this long (default 480)
-#   --ca-file PATH    copy a CA certificate into the VM and set `tls.ca_file` (for HTTPS
-#                     fakes; needs vm_fakes --tls, which does not exist yet)
+#   --tls             HTTPS fakes (vm_fakes --tls; not there yet, so this fails for now):
+#                     the CA file vm_fakes names (`ca=PATH` on its VMFAKES line) is copied
+#                     into the VM as /etc/yc-ca.pem and set as `tls.ca_file`; the guest
+#                     reaches the host as `yc-host` (its /etc/hosts: 10.0.2.2), so the fakes'
+#                     certificate must name DNS:yc-host (or IP:10.0.2.2, YC_VM_HOST=10.0.2.2)
+#   --ca-file PATH    that CA file instead of the one vm_fakes names (implies --tls)
 #   --keep            keep the work dir (console log, initramfs)
 #   -h, --help        this text
 # Environment: YC_VM_FAKES (a vm_fakes binary to use instead of building it), YC_VM_CACHE
@@ -45,7 +49,7 @@ cd "$ROOT" || exit 1
 # shellcheck source=scripts/vm/lib.sh
 . "$ROOT/scripts/vm/lib.sh"
 
-n=100 chats=2 bin="" build=1 disk_mb=64 timeout=480 ca_file="" keep=0
+n=100 chats=2 bin="" build=1 disk_mb=64 timeout=480 ca_file="" tls=0 keep=0
 arch=arm64
 while [ $# -gt 0 ]; do
     case $1 in
@@ -57,7 +61,8 @@ while [ $# -gt 0 ]; do
         --no-install) export YC_VM_INSTALL=0; shift ;;
         --disk) disk_mb=$2; shift 2 ;;
         --timeout) timeout=$2; shift 2 ;;
-        --ca-file) ca_file=$2; shift 2 ;;
+        --ca-file) ca_file=$2; tls=1; shift 2 ;;
+        --tls) tls=1; shift ;;
         --keep) keep=1; shift ;;
         -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "board-vm: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -134,7 +139,7 @@ if [ -z "$fakes" ]; then
     say "vm_fakes ready in $(( $(date +%s) - s )) s"
 fi
 fakes_args=(-n "$n" --chats "$chats" --heartbeats 1 --timeout-secs "$timeout")
-[ -n "$ca_file" ] && fakes_args+=(--tls)
+[ $tls = 1 ] && fakes_args+=(--tls)
 "$fakes" "${fakes_args[@]}" >"$work/fakes.out" 2>"$work/fakes.err" &
 fakes_pid=$!
 line=""
@@ -150,11 +155,18 @@ if [ -z "$line" ]; then
 fi
 get() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # The guest reaches the host's loopback as 10.0.2.2 (qemu user-mode networking).
-guest() { echo "$1" | sed 's#//127\.0\.0\.1:#//10.0.2.2:#'; }
+# Over TLS by a name the fakes' certificate holds (yc-host: see --tls).
+vm_host=${YC_VM_HOST:-10.0.2.2}; [ $tls = 1 ] && vm_host=${YC_VM_HOST:-yc-host}
+guest() { echo "$1" | sed "s#//\(127\.0\.0\.1\|localhost\):#//$vm_host:#"; }
+if [ $tls = 1 ] && [ -z "$ca_file" ]; then
+    ca_file=$(get ca)
+    [ -n "$ca_file" ] && [ -f "$ca_file" ] || { failed=$((failed + 1)); say "FAIL: --tls: vm_fakes named no CA file (ca=PATH)"; finish; }
+fi
 {
     echo "BOT_URL=$(guest "$(get bot)")"
     echo "MODEL_URL=$(guest "$(get model)")"
-    echo "CTL_URL=$(guest "$(get ctl)")"
+    # The control server stays plain HTTP on the address (busybox wget, no name lookup).
+    echo "CTL_URL=$(get ctl | sed 's#//127\.0\.0\.1:#//10.0.2.2:#')"
     echo "TOKEN=$(get token)"
     echo "ALLOW=$(get allow)"
     echo "N=$n"
