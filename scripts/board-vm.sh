@@ -194,13 +194,13 @@ fi
 files=(--file "$work/env:/test/env")
 [ -n "$ca_file" ] && files+=(--file "$ca_file:/etc/yc-ca.pem")
 s=$(date +%s)
-if ! vm_initramfs --out "$YC_VM_CACHE/$arch/board-initrd.gz" --bin "$bin" --script "$ROOT/scripts/vm/board-guest.sh" \
+if ! vm_initramfs --out "$work/initrd.gz" --bin "$bin" --script "$ROOT/scripts/vm/board-guest.sh" \
     --net --module virtio_net --module virtio_pci "${disk_mods[@]}" "${files[@]}"; then
     failed=$((failed + 1)); say "FAIL: building the initramfs"; finish
 fi
 say "initramfs ready in $(( $(date +%s) - s )) s; booting (timeout $timeout s)"
 log="$work/console.log"
-vm_boot $arch "$YC_VM_CACHE/$arch/board-initrd.gz" "$log" "$timeout" "cma=0" -- \
+vm_boot $arch "$work/initrd.gz" "$log" "$timeout" "cma=0" -- \
     -rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0 "${disk_args[@]}"
 boot_rc=$?
 say "VM ran $VM_SECS s, test script status $VM_RC"

@@ -95,7 +95,7 @@ run_vm() { # arch
         amd64) mods=(--module i2c-dev --module "i2c-stub chip_addr=0x48"); qargs=(-rtc base=1970-01-02) ;;
     esac
     echo "VERBOSE=$verbose" >"$work/env-$a"
-    local initrd="$YC_VM_CACHE/$a/hw-initrd.gz"
+    local initrd="$work/initrd-$a.gz"
     # The command list and settings go in as /test/cmds and /test/env, sourced first.
     printf '. /test/env\n' >"$work/run-$a.sh"
     cat "$ROOT/scripts/vm/cmds-guest.sh" >>"$work/run-$a.sh"
