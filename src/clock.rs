@@ -7,8 +7,8 @@
 //! process (read once). It exists so integration tests can put the binary in 1970 (a board
 //! without an RTC) and check `doctor` and cron behave; it is not a user setting. Every
 //! reader of the wall clock goes through `now` (`runtime::now_secs` forwards here), so the
-//! hook moves the whole program's idea of time, log timestamps included. TLS certificate
-//! checks use the real clock.
+//! hook moves the whole program's idea of time, log timestamps and the TLS certificate
+//! clock (`provider::tls::FloorClock`) included.
 
 use crate::runtime::build_epoch;
 use std::sync::OnceLock;

@@ -64,6 +64,8 @@ pub enum HttpError {
     TooLarge,
     /// The body is not UTF-8 or the exchange was malformed.
     Malformed(String),
+    /// TLS failed: the certificate, the protocol, or the connection (`provider::tls`).
+    Tls(super::tls::TlsFailure),
 }
 
 impl fmt::Display for HttpError {
@@ -73,6 +75,7 @@ impl fmt::Display for HttpError {
             HttpError::Timeout => f.write_str("timed out"),
             HttpError::TooLarge => f.write_str("response too large"),
             HttpError::Malformed(d) => write!(f, "malformed response: {d}"),
+            HttpError::Tls(t) => t.fmt(f),
         }
     }
 }
@@ -80,7 +83,8 @@ impl fmt::Display for HttpError {
 impl std::error::Error for HttpError {}
 
 impl HttpError {
-    /// Map to a provider error naming the host of `url` (never the path: it may hold a token).
+    /// Map to a provider error that keeps the host of `url` for logs (never the path: it
+    /// may hold a token); its Display, the user's sentence, names no host.
     pub fn into_provider(self, url: &str) -> super::ProviderError {
         let host = host_of(url);
         match self {
@@ -88,6 +92,7 @@ impl HttpError {
             HttpError::Timeout => super::ProviderError::Timeout { host },
             HttpError::TooLarge => super::ProviderError::TooLarge,
             HttpError::Malformed(detail) => super::ProviderError::BadResponse { detail },
+            HttpError::Tls(failure) => super::ProviderError::Tls(failure),
         }
     }
 }
@@ -112,6 +117,19 @@ pub fn map_error(e: ureq::Error) -> HttpError {
         E::HostNotFound => HttpError::Unreachable("host not found".into()),
         E::ConnectionFailed => HttpError::Unreachable("connection failed".into()),
         E::BodyExceedsLimit(_) => HttpError::TooLarge,
+        E::Io(io)
+            if io
+                .get_ref()
+                .is_some_and(|e| e.is::<super::tls::TlsFailure>()) =>
+        {
+            match io
+                .get_ref()
+                .and_then(|e| e.downcast_ref::<super::tls::TlsFailure>())
+            {
+                Some(t) => HttpError::Tls(*t),
+                None => HttpError::Unreachable("TLS".into()),
+            }
+        }
         E::Io(io) if io.get_ref().is_some_and(|e| e.is::<rustls::Error>()) => {
             let detail = io
                 .get_ref()
