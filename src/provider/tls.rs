@@ -510,6 +510,240 @@ mod tests {
         assert!(client_config().is_ok());
     }
 
+    /// A fresh file under the temp folder with `content`.
+    fn temp_file(tag: &str, content: &[u8]) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("yc-tls-{tag}-{}.pem", std::process::id()));
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+
+    fn ca_pem(name: &str) -> String {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.self_signed(&key).unwrap().pem()
+    }
+
+    #[test]
+    fn a_ca_file_adds_every_certificate_it_holds() {
+        let two = format!("# a comment\n{}\n{}", ca_pem("one"), ca_pem("two"));
+        let p = temp_file("two", two.as_bytes());
+        assert_eq!(load_ca_file(&p).unwrap().len(), 2);
+        // CRLF line ends and a private key beside the certificate are fine.
+        let crlf = format!(
+            "{}-----BEGIN PRIVATE KEY-----\r\nAAAA\r\n-----END PRIVATE KEY-----\r\n",
+            ca_pem("three").replace('\n', "\r\n")
+        );
+        let p2 = temp_file("crlf", crlf.as_bytes());
+        assert_eq!(load_ca_file(&p2).unwrap().len(), 1);
+        let _ = std::fs::remove_file(p);
+        let _ = std::fs::remove_file(p2);
+    }
+
+    #[test]
+    fn a_ca_file_that_cannot_be_used_says_why() {
+        let missing = std::env::temp_dir().join("yc-tls-no-such-file.pem");
+        assert!(matches!(load_ca_file(&missing), Err(CaFileError::Read(..))));
+        assert!(
+            load_ca_file(&missing)
+                .unwrap_err()
+                .to_string()
+                .ends_with("yc-tls-no-such-file.pem does not exist")
+        );
+        let cert = ca_pem("x");
+        let cases: &[(&str, &[u8], fn(&CaFileError) -> bool)] = &[
+            ("empty", b"", |e| matches!(e, CaFileError::NoCertificate(_))),
+            ("text", b"hello\n", |e| {
+                matches!(e, CaFileError::NoCertificate(_))
+            }),
+            ("cut", &cert.as_bytes()[..cert.len() / 2], |e| {
+                matches!(e, CaFileError::BadPem(_))
+            }),
+            (
+                "base64",
+                b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n",
+                |e| matches!(e, CaFileError::BadPem(_)),
+            ),
+            (
+                "der",
+                b"-----BEGIN CERTIFICATE-----\nAAECAwQF\n-----END CERTIFICATE-----\n",
+                |e| matches!(e, CaFileError::BadCertificate(_, 1)),
+            ),
+        ];
+        for (tag, content, want) in cases {
+            let p = temp_file(tag, content);
+            let e = load_ca_file(&p).unwrap_err();
+            assert!(want(&e), "{tag}: {e:?}");
+            assert!(e.to_string().contains(&*p.to_string_lossy()), "{tag}: {e}");
+            let _ = std::fs::remove_file(p);
+        }
+        let big = vec![b'a'; MAX_CA_FILE_BYTES as usize + 1];
+        let p = temp_file("big", &big);
+        assert!(matches!(load_ca_file(&p), Err(CaFileError::TooLarge(_))));
+        let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn random_ca_files_never_panic_and_never_yield_nothing() {
+        let mut rng = crate::testkit::XorShift(0x7153_c0de_0bad_cafe);
+        let cert = ca_pem("seed");
+        for i in 0..300 {
+            let mut bytes = cert.as_bytes().to_vec();
+            for _ in 0..rng.below(8) + 1 {
+                let at = rng.index(bytes.len());
+                bytes[at] = rng.next() as u8;
+            }
+            bytes.truncate(rng.index(bytes.len() + 1));
+            let p = temp_file(&format!("fuzz{}", i % 4), &bytes);
+            // Ok means at least one anchor; anything else is an error, never a panic.
+            if let Ok(anchors) = load_ca_file(&p) {
+                assert!(!anchors.is_empty());
+            }
+        }
+        for i in 0..4 {
+            let _ = std::fs::remove_file(temp_file(&format!("fuzz{i}"), b""));
+        }
+    }
+
+    #[test]
+    fn the_ca_path_is_taken_from_the_home_when_relative() {
+        let home = Path::new("/home/pi/.yoctoclaw");
+        assert_eq!(ca_file_path(home, ""), None);
+        assert_eq!(ca_file_path(home, "  "), None);
+        assert_eq!(
+            ca_file_path(home, "ca.pem"),
+            Some(PathBuf::from("/home/pi/.yoctoclaw/ca.pem"))
+        );
+        assert_eq!(
+            ca_file_path(home, "/etc/ssl/my-ca.pem"),
+            Some(PathBuf::from("/etc/ssl/my-ca.pem"))
+        );
+    }
+
+    #[test]
+    fn tls_failures_are_sorted_by_what_the_user_must_do() {
+        use rustls::{AlertDescription as A, CertificateError as C, Error as E};
+        let cases = [
+            (
+                E::InvalidCertificate(C::UnknownIssuer),
+                true,
+                TlsFailure::UnknownCa,
+            ),
+            (
+                E::InvalidCertificate(C::NotValidForName),
+                true,
+                TlsFailure::WrongName,
+            ),
+            (E::InvalidCertificate(C::Expired), true, TlsFailure::Expired),
+            (
+                E::InvalidCertificate(C::NotValidYet),
+                true,
+                TlsFailure::NotYetValid,
+            ),
+            (
+                E::InvalidCertificate(C::Revoked),
+                true,
+                TlsFailure::BadCertificate,
+            ),
+            (
+                E::InvalidCertificate(C::BadSignature),
+                true,
+                TlsFailure::BadCertificate,
+            ),
+            (
+                E::AlertReceived(A::ProtocolVersion),
+                true,
+                TlsFailure::OldProtocol,
+            ),
+            (
+                E::PeerIncompatible(rustls::PeerIncompatible::ServerDoesNotSupportTls12Or13),
+                true,
+                TlsFailure::OldProtocol,
+            ),
+            (
+                E::PeerIncompatible(rustls::PeerIncompatible::NoCipherSuitesInCommon),
+                true,
+                TlsFailure::Incompatible,
+            ),
+            (
+                E::AlertReceived(A::HandshakeFailure),
+                true,
+                TlsFailure::Refused,
+            ),
+            (
+                E::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+                true,
+                TlsFailure::NotTls,
+            ),
+            (
+                E::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+                false,
+                TlsFailure::Corrupt,
+            ),
+            (E::DecryptError, false, TlsFailure::Corrupt),
+            (E::FailedToGetCurrentTime, true, TlsFailure::Other),
+        ];
+        for (e, hs, want) in cases {
+            assert_eq!(TlsFailure::of_rustls(&e, hs), want, "{e:?}");
+        }
+        let wrapped = io::Error::new(io::ErrorKind::InvalidData, E::DecryptError);
+        assert_eq!(
+            TlsFailure::of_io(&wrapped, false),
+            Some(TlsFailure::Corrupt)
+        );
+        let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
+        assert_eq!(
+            TlsFailure::of_io(&eof, true),
+            Some(TlsFailure::HandshakeClosed)
+        );
+        assert_eq!(TlsFailure::of_io(&eof, false), Some(TlsFailure::Cut));
+        // Timeouts keep their own meaning.
+        let timeout = io::Error::other(ureq::Error::Timeout(ureq::Timeout::Connect));
+        assert_eq!(TlsFailure::of_io(&timeout, true), None);
+        assert_eq!(
+            TlsFailure::of_io(&io::Error::from(io::ErrorKind::TimedOut), false),
+            None
+        );
+        // The kind survives the wrapping, so ureq still sees a closed connection.
+        match tls_error(eof, false, "h") {
+            ureq::Error::Io(e) => {
+                assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+                assert!(e.get_ref().is_some_and(|i| i.is::<TlsFailure>()));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn tls_sentences_say_what_to_do_and_name_nothing_secret() {
+        use TlsFailure::*;
+        for f in [
+            UnknownCa,
+            WrongName,
+            Expired,
+            NotYetValid,
+            BadCertificate,
+            OldProtocol,
+            Incompatible,
+            NotTls,
+            Refused,
+            HandshakeClosed,
+            Corrupt,
+            Cut,
+            Other,
+        ] {
+            let s = f.to_string();
+            assert!(s.contains(": "), "{f:?} says what to do: {s}");
+            assert!(s.len() < 200 && s.is_ascii(), "{s}");
+            assert!(!f.short().is_empty());
+        }
+        assert!(UnknownCa.to_string().contains("tls.ca_file"));
+        assert!(Cut.is_transient() && !Expired.is_transient() && !UnknownCa.is_transient());
+    }
+
     #[test]
     fn no_private_key_is_ever_loaded() {
         use rustls::pki_types::PrivatePkcs8KeyDer;
