@@ -359,7 +359,10 @@ fn failures_then_recovery(tag: &str, cases: &[(Mode, &str)], extra_provider: &st
         );
         assert!(reply.contains(want), "{mode:?}: {reply}");
         assert_no_host(&reply, model.port());
-        assert_eq!(reply.matches(": ").count() <= 3, true, "{mode:?}: {reply}");
+        assert!(
+            !reply.contains('\n') && reply.len() < 300,
+            "one sentence: {reply}"
+        );
         sw.set(Mode::Good);
         let ok = g.ask(&tg, &format!("after {mode:?}"), "pong after the failure");
         assert!(!ok.contains("Sorry"), "{mode:?}: {ok}");

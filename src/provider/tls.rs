@@ -554,7 +554,8 @@ mod tests {
                 .ends_with("yc-tls-no-such-file.pem does not exist")
         );
         let cert = ca_pem("x");
-        let cases: &[(&str, &[u8], fn(&CaFileError) -> bool)] = &[
+        type Want = fn(&CaFileError) -> bool;
+        let cases: &[(&str, &[u8], Want)] = &[
             ("empty", b"", |e| matches!(e, CaFileError::NoCertificate(_))),
             ("text", b"hello\n", |e| {
                 matches!(e, CaFileError::NoCertificate(_))
