@@ -222,14 +222,14 @@ pub fn bot_token(api_base: &str, token: &str, token_env: &str) -> Check {
     let url = format!("{api_base}/bot{token}/getMe");
     let (status, body, _) = match http::get(&agent, &url, MAX_SMALL_REPLY_BYTES, None) {
         Ok(r) => r,
+        Err(HttpError::Tls(t)) => {
+            return Check::new(Verdict::Fail, NAME, format!("getMe failed: {t}"));
+        }
         Err(e) => {
             return Check::new(
                 Verdict::Fail,
                 NAME,
-                format!(
-                    "getMe failed ({}): check the network",
-                    e.into_provider(&url)
-                ),
+                format!("getMe failed ({e}): check the network"),
             );
         }
     };

@@ -10,6 +10,7 @@
 //! Every function that sends blocks until the exchange ends or times out;
 //! [`post_streaming`] returns after the response headers and leaves the body to the caller.
 
+use super::tls::TlsFailure;
 use crate::limits::{
     HTTP_BUFFER_BYTES, HTTP_CONNECT_TIMEOUT_SECS, HTTP_MAX_HEADER_BYTES, HTTP_MAX_IDLE_CONNECTIONS,
     MAX_PROVIDER_RESPONSE_BYTES,
@@ -68,7 +69,7 @@ pub enum HttpError {
     /// The body is not UTF-8 or the exchange was malformed.
     Malformed(String),
     /// TLS failed: the certificate, the protocol, or the connection (`provider::tls`).
-    Tls(super::tls::TlsFailure),
+    Tls(TlsFailure),
 }
 
 impl fmt::Display for HttpError {
@@ -120,19 +121,6 @@ pub fn map_error(e: ureq::Error) -> HttpError {
         E::HostNotFound => HttpError::Unreachable("host not found".into()),
         E::ConnectionFailed => HttpError::Unreachable("connection failed".into()),
         E::BodyExceedsLimit(_) => HttpError::TooLarge,
-        E::Io(io)
-            if io
-                .get_ref()
-                .is_some_and(|e| e.is::<super::tls::TlsFailure>()) =>
-        {
-            match io
-                .get_ref()
-                .and_then(|e| e.downcast_ref::<super::tls::TlsFailure>())
-            {
-                Some(t) => HttpError::Tls(*t),
-                None => HttpError::Unreachable("TLS".into()),
-            }
-        }
         E::Io(io) if io.get_ref().is_some_and(|e| e.is::<rustls::Error>()) => {
             let detail = io
                 .get_ref()
@@ -141,10 +129,10 @@ pub fn map_error(e: ureq::Error) -> HttpError {
                 .unwrap_or_default();
             HttpError::Unreachable(format!("TLS: {detail}"))
         }
-        E::Io(io) => match io.kind() {
-            std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => HttpError::Timeout,
-            std::io::ErrorKind::InvalidData => HttpError::Malformed("body is not UTF-8".into()),
-            kind => HttpError::Unreachable(io_kind_text(kind, &io)),
+        // Sorted by `provider::tls` where it happened.
+        E::Io(io) => match io.get_ref().and_then(|e| e.downcast_ref::<TlsFailure>()) {
+            Some(t) => HttpError::Tls(*t),
+            None => io_error(io),
         },
         E::Tls(t) => HttpError::Unreachable(format!("TLS: {t}")),
         E::Rustls(r) => HttpError::Unreachable(format!("TLS: {r}")),
@@ -152,6 +140,14 @@ pub fn map_error(e: ureq::Error) -> HttpError {
         other => {
             HttpError::Malformed(crate::security::scrub::scrub(&other.to_string()).into_owned())
         }
+    }
+}
+
+fn io_error(io: std::io::Error) -> HttpError {
+    match io.kind() {
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => HttpError::Timeout,
+        std::io::ErrorKind::InvalidData => HttpError::Malformed("body is not UTF-8".into()),
+        kind => HttpError::Unreachable(io_kind_text(kind, &io)),
     }
 }
 

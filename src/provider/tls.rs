@@ -219,12 +219,17 @@ fn client_config() -> Result<Arc<ClientConfig>, ureq::Error> {
     let mut provider = rustls::crypto::ring::default_provider();
     provider.key_provider = &NoPrivateKeys;
     let provider = Arc::new(provider);
+    // `tls.ca_file`'s anchors first: the chain search stops at the first anchor that
+    // signs, so a private CA's server never walks (and pages in) the embedded roots.
     let mut roots = RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+        roots: EXTRA_ROOTS
+            .get()
+            .map(|e| e.anchors.clone())
+            .unwrap_or_default(),
     };
-    if let Some(extra) = EXTRA_ROOTS.get() {
-        roots.roots.extend(extra.anchors.iter().cloned());
-    }
+    roots
+        .roots
+        .extend_from_slice(webpki_roots::TLS_SERVER_ROOTS);
     let config = ClientConfig::builder_with_details(provider, Arc::new(FloorClock))
         .with_safe_default_protocol_versions()
         .map_err(ureq::Error::Rustls)?
