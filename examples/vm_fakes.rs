@@ -46,6 +46,8 @@ mod fake_model;
 #[allow(dead_code)]
 #[path = "soak/plan.rs"]
 mod plan;
+#[path = "../tests/support/tls.rs"]
+mod tls;
 
 use fake_bot::FakeBot;
 use fake_http::{FakeServer, Response};
@@ -65,6 +67,7 @@ struct Opts {
     chats: usize,
     heartbeats: u64,
     timeout_secs: u64,
+    tls: bool,
 }
 
 fn usage() -> ! {
@@ -78,6 +81,7 @@ fn opts() -> Opts {
         chats: 2,
         heartbeats: 0,
         timeout_secs: 540,
+        tls: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -91,12 +95,7 @@ fn opts() -> Opts {
             "--chats" => o.chats = num().clamp(1, 64) as usize,
             "--heartbeats" => o.heartbeats = num(),
             "--timeout-secs" => o.timeout_secs = num().max(1),
-            "--tls" => {
-                eprintln!(
-                    "vm_fakes: --tls: no TLS fakes yet; the VM test runs over plain HTTP for now"
-                );
-                std::process::exit(2)
-            }
+            "--tls" => o.tls = true,
             _ => usage(),
         }
     }
@@ -130,8 +129,19 @@ fn status_line(bot: &FakeBot) -> String {
 
 fn main() {
     let o = opts();
-    let model = FakeModel::start(false);
-    let bot = Arc::new(FakeBot::start(o.chats, o.n));
+    // Over TLS: a CA made for this run, its certificate written for the VM's tls.ca_file;
+    // the servers' certificates name yc-host (the VM's name for the host) and are valid
+    // from before the build, so a board clock stuck in 1970 (floored at the build time)
+    // accepts them.
+    let ca = o
+        .tls
+        .then(|| tls::TestCa::new("yoctoclaw board VM test CA"));
+    let ca_path = std::env::temp_dir().join(format!("yc-vm-ca-{}.pem", std::process::id()));
+    if let Some(ca) = &ca {
+        ca.write_pem(&ca_path);
+    }
+    let model = FakeModel::start(false, ca.as_ref());
+    let bot = Arc::new(FakeBot::start(o.chats, o.n, ca.as_ref()));
     let stop = Arc::new(AtomicBool::new(false));
     let ctl = {
         let bot = bot.clone();
@@ -147,8 +157,13 @@ fn main() {
         })
     };
     let allow: Vec<String> = bot.user_ids().iter().map(|i| i.to_string()).collect();
+    let ca_field = if ca.is_some() {
+        format!(" ca={}", ca_path.display())
+    } else {
+        String::new()
+    };
     println!(
-        "VMFAKES bot={} model={} ctl={} token={TOKEN} allow={}",
+        "VMFAKES bot={} model={} ctl={} token={TOKEN} allow={}{ca_field}",
         bot.server.url(),
         model.base_url(),
         ctl.url(),

@@ -3,7 +3,11 @@
 # then runs `examples/soak`: the real `yoctoclaw gateway` against a fake Telegram Bot API
 # and an instant fake OpenAI-compatible model on loopback (no network, no API key).
 #
-#   scripts/bench-footprint.sh [N]     N messages from 8 chats (default 1000)
+#   scripts/bench-footprint.sh [--tls] [N]     N messages from 8 chats (default 1000)
+#
+# --tls: both fakes serve HTTPS with a CA made for the run, trusted by the gateway through
+# `tls.ca_file`; the tables then count TLS handshakes (connections are kept alive: one
+# long-poll connection, one for sends, one to the model).
 #
 # The binary measured is the one that ships: static x86_64 musl built exactly as the
 # boards' binaries are (`scripts/build-boards.sh --path build-std`: std rebuilt for size,
@@ -21,6 +25,8 @@
 # and one `BENCH key=value ...` line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TLS_FLAG=()
+if [ "${1:-}" = --tls ]; then TLS_FLAG=(--tls); shift; fi
 N="${1:-1000}"
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
 MUSL=x86_64-unknown-linux-musl
@@ -47,9 +53,9 @@ else
 fi
 
 echo
-"$SOAK" --bin "$BIN" -n "$N"
+"$SOAK" --bin "$BIN" -n "$N" "${TLS_FLAG[@]}"
 echo
-"$SOAK" --bin "$BIN" -n "$N" --plain --version-runs 0
+"$SOAK" --bin "$BIN" -n "$N" --plain --version-runs 0 "${TLS_FLAG[@]}"
 
 if [ "${BENCH_ALLOC:-1}" != 0 ]; then
   # A separate target dir, so the normal release binary is not rebuilt afterwards.
@@ -57,5 +63,5 @@ if [ "${BENCH_ALLOC:-1}" != 0 ]; then
   CARGO_TARGET_DIR="$TARGET_DIR/bench-alloc" nice -n 10 \
     cargo build --quiet --release --features bench-alloc --bin yoctoclaw
   echo
-  "$SOAK" --bin "$TARGET_DIR/bench-alloc/release/yoctoclaw" -n "$N" --alloc --version-runs 0
+  "$SOAK" --bin "$TARGET_DIR/bench-alloc/release/yoctoclaw" -n "$N" --alloc --version-runs 0 "${TLS_FLAG[@]}"
 fi

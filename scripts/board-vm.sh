@@ -27,7 +27,7 @@
 #   --disk MB         the home on an ext4 disk of MB (virtio-blk, like the board's SD card;
 #                     default 64; 0: on the VM's RAM-backed root instead)
 #   --timeout SECS    kill the VM after this long (default 480)
-#   --tls             HTTPS fakes (vm_fakes --tls; not there yet, so this fails for now):
+#   --tls             HTTPS fakes (vm_fakes --tls, a CA made for the run):
 #                     the CA file vm_fakes names (`ca=PATH` on its VMFAKES line) is copied
 #                     into the VM as /etc/yc-ca.pem and set as `tls.ca_file`; the guest
 #                     reaches the host as `yc-host` (its /etc/hosts: 10.0.2.2), so the fakes'

@@ -70,6 +70,10 @@ pub const CONFIG_TEMPLATE: &str = r#"{
   },
   "serial": { "device": "", "baud": 115200, "echo": false },
   "budget": { "daily_tokens": null, "monthly_tokens": null },
+  "tls": {
+    "//": "ca_file: a PEM file of extra CA certificates (a private CA), trusted besides the built-in roots",
+    "ca_file": ""
+  },
   "log_level": "info"
 }
 "#;

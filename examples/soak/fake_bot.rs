@@ -12,6 +12,7 @@
 
 use crate::fake_http::{FakeServer, Request, Response, json_str};
 use crate::plan::{parse_done, user_text};
+use crate::tls::TestCa;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -55,7 +56,8 @@ pub struct FakeBot {
 }
 
 impl FakeBot {
-    pub fn start(chats: usize, total: u64) -> FakeBot {
+    /// `tls`: serve HTTPS with a certificate from that CA.
+    pub fn start(chats: usize, total: u64, tls: Option<&TestCa>) -> FakeBot {
         let shared = Arc::new((
             Mutex::new(State {
                 total,
@@ -66,7 +68,11 @@ impl FakeBot {
             Condvar::new(),
         ));
         let sh = shared.clone();
-        let server = FakeServer::start_keep_alive(move |req| handle(&sh, req));
+        let handler = move |req: &Request| handle(&sh, req);
+        let server = match tls {
+            Some(ca) => crate::tls::serve(handler, true, ca).0,
+            None => FakeServer::start_keep_alive(handler),
+        };
         FakeBot { server, shared }
     }
 

@@ -12,8 +12,9 @@
 //! # Bounds
 //! Remembers which error turns already failed (one number per error turn).
 
-use crate::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_call};
+use crate::fake_http::{FakeServer, Request, Response, json_str, openai_text, openai_tool_call};
 use crate::plan::{Kind, final_answer, kind_of, parse_tag, search_words};
+use crate::tls::TestCa;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -42,20 +43,25 @@ pub struct FakeModel {
 }
 
 impl FakeModel {
-    /// `plain`: every turn is a plain answer (no tools, long replies or errors).
-    pub fn start(plain: bool) -> FakeModel {
+    /// `plain`: every turn is a plain answer (no tools, long replies or errors). `tls`:
+    /// serve HTTPS with a certificate from that CA.
+    pub fn start(plain: bool, tls: Option<&TestCa>) -> FakeModel {
         let stats = Arc::new(ModelStats::default());
         let st = stats.clone();
-        let server = FakeServer::start_keep_alive(move |req| {
+        let handler = move |req: &Request| {
             if req.method != "POST" || !req.path.ends_with("/chat/completions") {
                 return Response::json(404, r#"{"error":{"message":"no route"}}"#);
             }
             answer(&st, &req.body, plain)
-        });
+        };
+        let server = match tls {
+            Some(ca) => crate::tls::serve(handler, true, ca).0,
+            None => FakeServer::start_keep_alive(handler),
+        };
         FakeModel { server, stats }
     }
 
-    /// The `base_url` for the config (`http://127.0.0.1:PORT/v1`).
+    /// The `base_url` for the config (`http(s)://127.0.0.1:PORT/v1`).
     pub fn base_url(&self) -> String {
         format!("{}/v1", self.server.url())
     }

@@ -16,8 +16,11 @@
 //! overrides such as `YOCTOCLAW_MEMORY_CACHE_KIB=64`, for experiments).
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
-//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]`
-//! (`--plain`: every turn a plain answer, for the cost of the simplest message).
+//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--tls] [--keep-home]`
+//! (`--plain`: every turn a plain answer, for the cost of the simplest message; `--tls`:
+//! both fakes serve HTTPS with a CA made for the run, which the gateway trusts through
+//! `tls.ca_file`). The report counts the connections each fake accepted (over TLS: the
+//! handshakes), during the traffic and in all: kept-alive connections make them few.
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
@@ -28,6 +31,8 @@ mod fake_http;
 mod fake_model;
 mod plan;
 mod procfs;
+#[path = "../../tests/support/tls.rs"]
+mod tls;
 
 use fake_bot::FakeBot;
 use fake_model::FakeModel;
@@ -42,6 +47,10 @@ const STALL_SECS: u64 = 30;
 const START_SECS: u64 = 30;
 /// A realistic bot token shape (the fake accepts anything).
 const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
+/// An API key (an https provider needs one; the fake accepts anything).
+const API_KEY: &str = "sk-soak-not-a-real-key";
+/// The CA file in the soak's home (`--tls`).
+const CA_FILE: &str = "soak-ca.pem";
 
 struct Opts {
     bin: PathBuf,
@@ -54,11 +63,12 @@ struct Opts {
     alloc: bool,
     keep_home: bool,
     plain: bool,
+    tls: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]"
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--tls] [--keep-home]"
     );
     std::process::exit(2)
 }
@@ -75,6 +85,7 @@ fn opts() -> Opts {
         alloc: false,
         keep_home: false,
         plain: false,
+        tls: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -93,6 +104,7 @@ fn opts() -> Opts {
             "--alloc" => o.alloc = true,
             "--keep-home" => o.keep_home = true,
             "--plain" => o.plain = true,
+            "--tls" => o.tls = true,
             "--bin" => o.bin = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             _ => usage(),
         }
@@ -154,7 +166,13 @@ fn temp_home() -> PathBuf {
 }
 
 /// Onboard, write the config, a notes file for read_file, and seed memories.
-fn prepare_home(o: &Opts, home: &Path, model: &FakeModel, bot: &FakeBot) -> Result<(), String> {
+fn prepare_home(
+    o: &Opts,
+    home: &Path,
+    model: &FakeModel,
+    bot: &FakeBot,
+    ca: Option<&tls::TestCa>,
+) -> Result<(), String> {
     let out = Command::new(&o.bin)
         .arg("--home")
         .arg(home)
@@ -170,10 +188,18 @@ fn prepare_home(o: &Opts, home: &Path, model: &FakeModel, bot: &FakeBot) -> Resu
         ));
     }
     let allow: Vec<String> = bot.user_ids().iter().map(|i| format!("\"{i}\"")).collect();
+    let tls_key = match ca {
+        Some(ca) => {
+            ca.write_pem(&home.join(CA_FILE));
+            format!(r#"  "tls": {{ "ca_file": "{CA_FILE}" }},"#)
+        }
+        None => String::new(),
+    };
     let config = format!(
         r#"{{
   "provider": {{ "kind": "openai", "base_url": "{}", "model": "fake-model", "stream": false }},
   "telegram": {{ "enabled": true, "api_base": "{}", "allow_from": [{}], "poll_timeout_secs": 25 }},
+{tls_key}
   "log_level": "info"
 }}
 "#,
@@ -287,6 +313,7 @@ fn start_gateway(o: &Opts, home: &Path, log: &Path, stats: &Path) -> Result<Chil
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .env("YOCTOCLAW_API_KEY", API_KEY)
         .env("YOCTOCLAW_TEST_BACKOFF_MS", "1")
         // Config overrides for experiments (YOCTOCLAW_MEMORY_CACHE_KIB=64 …) pass through.
         .envs(std::env::vars_os().filter(|(k, _)| {
@@ -337,19 +364,23 @@ struct Report {
     exit_ms: u128,
     log_warn: usize,
     log_error: usize,
+    /// Connections the fakes accepted (bot, model): before the traffic, at its end.
+    conns_start: (u64, u64),
+    conns_end: (u64, u64),
 }
 
 fn run(o: &Opts) -> Result<i32, String> {
-    let model = FakeModel::start(o.plain);
-    let bot = FakeBot::start(o.chats, o.n);
+    let ca = o.tls.then(|| tls::TestCa::new("yoctoclaw soak CA"));
+    let model = FakeModel::start(o.plain, ca.as_ref());
+    let bot = FakeBot::start(o.chats, o.n, ca.as_ref());
     let home = temp_home();
-    prepare_home(o, &home, &model, &bot)?;
+    prepare_home(o, &home, &model, &bot, ca.as_ref())?;
     let log = home.join("gateway.log");
     let stats = home.join("alloc.stats");
     let tck = procfs::clk_tck() as f64;
     let mut child = start_gateway(o, &home, &log, &stats)?;
     let pid = child.id();
-    let result = soak(o, &bot, &mut child, pid, tck, &stats);
+    let result = soak(o, &bot, &model, &mut child, pid, tck, &stats);
     let mut r = match result {
         Ok(r) => r,
         Err(e) => {
@@ -415,6 +446,7 @@ fn run(o: &Opts) -> Result<i32, String> {
 fn soak(
     o: &Opts,
     bot: &FakeBot,
+    model: &FakeModel,
     child: &mut Child,
     pid: u32,
     tck: f64,
@@ -455,6 +487,8 @@ fn soak(
     };
 
     // Traffic.
+    let conns = || (bot.server.connections(), model.server.connections());
+    r.conns_start = conns();
     let t0 = Instant::now();
     bot.start_traffic();
     let mut last_done = 0;
@@ -491,6 +525,7 @@ fn soak(
         }
     }
     r.traffic_s = t0.elapsed().as_secs_f64();
+    r.conns_end = conns();
     let cpu2 = cpu_ticks(pid);
     r.cpu_s = (cpu2 - cpu1) as f64 / tck;
     std::thread::sleep(Duration::from_millis(500));
@@ -559,9 +594,14 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
     let rate = r.n as f64 / r.traffic_s.max(1e-9);
     let b = &r.smaps;
     println!(
-        "yoctoclaw footprint soak: {} messages, {} chats, binary {}",
+        "yoctoclaw footprint soak: {} messages, {} chats, {}, binary {}",
         r.n,
         r.chats,
+        if o.tls {
+            "HTTPS (test CA via tls.ca_file)"
+        } else {
+            "plain HTTP"
+        },
         o.bin.display()
     );
     println!("  {:<44} {:>14}   budget", "figure", "value");
@@ -614,6 +654,23 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
             "<= 5 ms (stretch 2)",
         );
     }
+    let ((b0, m0), (b1, m1)) = (r.conns_start, r.conns_end);
+    let during = (b1 - b0) + (m1 - m0);
+    let per_1000 = during as f64 * 1000.0 / r.n as f64;
+    row(
+        if o.tls {
+            "TLS handshakes during traffic (bot + model)"
+        } else {
+            "TCP connects during traffic (bot + model)"
+        },
+        format!("{} + {} = {during}", b1 - b0, m1 - m0),
+        if o.tls { "<= 3 per 1,000 messages" } else { "" },
+    );
+    row(
+        "  per 1,000 messages; before traffic",
+        format!("{per_1000:.1}; {}", b0 + m0),
+        "",
+    );
     row(
         "binary size (stripped)",
         format!("{} bytes", r.bin_bytes),
@@ -686,10 +743,12 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         .collect();
     println!("  RSS KiB by messages answered: {}", cps.join(" "));
     let mut line = format!(
-        "BENCH n={} mix={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_ro_kib={} smaps_exe_rw_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
+        "BENCH n={} mix={} tls={} chats={} handshakes={during} handshakes_before={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_ro_kib={} smaps_exe_rw_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
         r.n,
         if o.plain { "plain" } else { "mixed" },
+        u8::from(o.tls),
         r.chats,
+        b0 + m0,
         r.idle.rss_kib,
         r.after100.rss_kib,
         r.peak_kib,

@@ -254,7 +254,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("anthropic:c: the provider at h did not answer"),
+            t.contains("anthropic:c: the provider did not answer"),
             "{t}"
         );
         assert!(failures_text(&[]).contains("no provider"));

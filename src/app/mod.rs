@@ -94,6 +94,7 @@ pub fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, 
         .and_then(crate::logging::level_from_rust_log);
     crate::logging::init(from_env.unwrap_or(log::LevelFilter::Warn));
     let cfg = config::load(&home, &env)?;
+    install_ca_file(&home, &cfg)?;
     let mut secret_names = vec![
         cfg.provider.api_key_env.clone(),
         cfg.telegram.token_env.clone(),
@@ -115,6 +116,22 @@ pub fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, 
         env,
         cfg: Rc::new(cfg),
     })
+}
+
+/// Trust the anchors of `tls.ca_file` for every HTTPS connection; a file that cannot be
+/// used is a configuration error (exit 2).
+pub fn install_ca_file(home: &Home, cfg: &Config) -> Result<(), ConfigError> {
+    match crate::provider::tls::install_ca_file(&home.dir, &cfg.tls.ca_file) {
+        Ok(Some((path, n))) => {
+            log::debug!("tls: {n} extra trust anchor(s) from {}", path.display());
+            Ok(())
+        }
+        Ok(None) => Ok(()),
+        Err(e) => Err(ConfigError::BadValue {
+            key: "tls.ca_file".into(),
+            expected: format!("a PEM file of CA certificates, but {e}"),
+        }),
+    }
 }
 
 /// Open the database; the home must exist.

@@ -199,3 +199,22 @@ fn an_unknown_timezone_is_a_config_error() {
     assert!(parse_str(r#"{"agent":{"timezone":"+05:30"}}"#).is_ok());
     assert!(parse_str(r#"{"agent":{"timezone":"UTC"}}"#).is_ok());
 }
+
+#[test]
+fn tls_ca_file_is_read_and_overridden_by_the_environment() {
+    assert_eq!(Config::default().tls.ca_file, "");
+    let c = parse_str(r#"{"tls":{"ca_file":"ca.pem"}}"#).unwrap();
+    assert_eq!(c.tls.ca_file, "ca.pem");
+    let env = Env::isolated(&[("YOCTOCLAW_TLS_CA_FILE", "/etc/ssl/private-ca.pem")]);
+    let c = parse(
+        Some(r#"{"tls":{"ca_file":"ca.pem"}}"#),
+        Path::new("x"),
+        &env,
+    )
+    .unwrap();
+    assert_eq!(c.tls.ca_file, "/etc/ssl/private-ca.pem");
+    let e = parse_str(r#"{"tls":{"cafile":"x"}}"#).unwrap_err();
+    assert!(e.to_string().contains("\"tls.cafile\""), "{e}");
+    let e = parse_str(r#"{"tls":{"ca_file":5}}"#).unwrap_err();
+    assert!(e.to_string().contains("\"tls.ca_file\""), "{e}");
+}

@@ -243,6 +243,14 @@ impl Default for SerialConfig {
     }
 }
 
+/// Outgoing HTTPS (`provider::tls`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TlsConfig {
+    /// A PEM file of extra CA certificates trusted besides the embedded roots (relative
+    /// paths are taken from the home folder). Empty (the default): none.
+    pub ca_file: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BudgetConfig {
     pub daily_tokens: Option<u64>,
@@ -260,6 +268,7 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub serial: SerialConfig,
     pub budget: BudgetConfig,
+    pub tls: TlsConfig,
     /// `error`, `warn`, `info`, `debug`. Defaults to `info`.
     pub log_level: String,
 }
@@ -276,6 +285,7 @@ impl Default for Config {
             tools: ToolsConfig::default(),
             serial: SerialConfig::default(),
             budget: BudgetConfig::default(),
+            tls: TlsConfig::default(),
             log_level: "info".into(),
         }
     }
@@ -429,6 +439,12 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
+    let mut s = top.section("tls")?;
+    let tls = TlsConfig {
+        ca_file: s.string("ca_file", "")?,
+    };
+    s.finish()?;
+
     let log_level = top.choice("log_level", "info", LOG_LEVELS)?;
 
     Ok(Config {
@@ -441,6 +457,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         tools,
         serial,
         budget,
+        tls,
         log_level,
     })
 }

@@ -142,6 +142,9 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
         for c in key_checks(cfg, &env) {
             emit(c);
         }
+        if !cfg.tls.ca_file.trim().is_empty() {
+            emit(net::ca_file(&home.dir, &cfg.tls.ca_file));
+        }
     }
     emit(clock_check(
         crate::time::clock::now(),

@@ -156,19 +156,35 @@ pub fn reach(name: &'static str, url: &str) -> Check {
             format!("{target}: DNS {first}, TCP connect and TLS handshake ok"),
         ),
         Err(e) => {
-            let e = map_error(e);
-            let hint = match &e {
-                HttpError::Unreachable(d) if d.starts_with("TLS") => {
-                    "check the clock (certificates are checked against it) and any proxy"
-                }
-                _ => "check the network and any proxy",
+            let text = match map_error(e) {
+                // The failure's own sentence says what to do.
+                HttpError::Tls(t) => format!("TLS to {target} failed: {t}"),
+                e => format!("TLS to {target} failed ({e}): check the network and any proxy"),
             };
-            Check::new(
-                Verdict::Fail,
-                name,
-                format!("TLS to {target} failed ({e}): {hint}"),
-            )
+            Check::new(Verdict::Fail, name, text)
         }
+    }
+}
+
+/// `tls.ca_file`: load it for the checks that follow, and say how many anchors it adds.
+pub fn ca_file(home: &std::path::Path, ca_file: &str) -> Check {
+    use crate::provider::tls;
+    match tls::install_ca_file(home, ca_file) {
+        Ok(Some((path, n))) => Check::new(
+            Verdict::Ok,
+            "tls",
+            format!(
+                "{n} extra trust anchor(s) from {} (tls.ca_file), besides the {} built-in roots",
+                path.display(),
+                tls::trusted_roots().0
+            ),
+        ),
+        Ok(None) => Check::new(Verdict::Ok, "tls", "built-in roots only"),
+        Err(e) => Check::new(
+            Verdict::Fail,
+            "tls",
+            format!("tls.ca_file: {e}: point it at a PEM file of CA certificates"),
+        ),
     }
 }
 
@@ -206,14 +222,14 @@ pub fn bot_token(api_base: &str, token: &str, token_env: &str) -> Check {
     let url = format!("{api_base}/bot{token}/getMe");
     let (status, body, _) = match http::get(&agent, &url, MAX_SMALL_REPLY_BYTES, None) {
         Ok(r) => r,
+        Err(HttpError::Tls(t)) => {
+            return Check::new(Verdict::Fail, NAME, format!("getMe failed: {t}"));
+        }
         Err(e) => {
             return Check::new(
                 Verdict::Fail,
                 NAME,
-                format!(
-                    "getMe failed ({}): check the network",
-                    e.into_provider(&url)
-                ),
+                format!("getMe failed ({e}): check the network"),
             );
         }
     };

@@ -105,6 +105,8 @@ pub enum ProviderError {
     RequestTooLarge,
     /// A streamed answer ended before its end marker (connection closed, reset…).
     StreamCut { detail: String },
+    /// TLS failed: the certificate, the protocol, or the connection broke (`tls`).
+    Tls(tls::TlsFailure),
     /// The caller went away while the answer was being read (shutdown).
     Cancelled,
 }
@@ -117,6 +119,7 @@ impl ProviderError {
             | ProviderError::Timeout { .. }
             | ProviderError::RateLimited { .. }
             | ProviderError::StreamCut { .. } => true,
+            ProviderError::Tls(t) => t.is_transient(),
             ProviderError::Status { status, .. } => {
                 matches!(status, 500 | 502 | 503 | 504 | 529)
             }
@@ -132,13 +135,13 @@ impl fmt::Display for ProviderError {
                 f,
                 "no API key: set {env} in the environment or in secrets.env (or point provider.base_url at a local http:// server)"
             ),
-            ProviderError::Unreachable { host, detail } => write!(
+            // The host stays out of the user's sentence; `transport_error` logs it.
+            ProviderError::Unreachable { detail, .. } => write!(
                 f,
-                "cannot reach the provider at {host} ({detail}): check provider.base_url and the network"
+                "cannot reach the provider ({detail}): check provider.base_url and the network"
             ),
-            ProviderError::Timeout { host } => write!(
-                f,
-                "the provider at {host} did not answer in time: try again, or raise provider.timeout_secs"
+            ProviderError::Timeout { .. } => f.write_str(
+                "the provider did not answer in time: try again, or raise provider.timeout_secs",
             ),
             ProviderError::Unauthorized {
                 status,
@@ -186,6 +189,7 @@ impl fmt::Display for ProviderError {
                 f,
                 "the provider's streamed answer broke off before the end ({detail}): the answer is incomplete, try again"
             ),
+            ProviderError::Tls(t) => write!(f, "cannot talk securely to the provider: {t}"),
             ProviderError::Cancelled => f.write_str("the request was cancelled"),
         }
     }
@@ -200,6 +204,15 @@ fn detail_suffix(detail: &str) -> String {
 }
 
 impl std::error::Error for ProviderError {}
+
+/// A transport failure as a provider error; the log line names the host the sentence leaves
+/// out.
+fn transport_error(e: http::HttpError, url: &str) -> ProviderError {
+    if !matches!(e, http::HttpError::TooLarge | http::HttpError::Malformed(_)) {
+        log::warn!("provider at {}: {e}", http::host_of(url));
+    }
+    e.into_provider(url)
+}
 
 /// A configured provider: its settings, its key (if any) and an HTTP agent.
 pub struct Provider {
@@ -318,7 +331,7 @@ impl Provider {
     pub fn chat_blocking(&self, body: &str) -> Result<ChatReply, ProviderError> {
         let url = self.url();
         let (status, text, retry_after) = http::post(&self.agent, &url, &self.headers(), body)
-            .map_err(|e| e.into_provider(&url))?;
+            .map_err(|e| transport_error(e, &url))?;
         if !(200..300).contains(&status) {
             return Err(self.status_error(status, &text, retry_after));
         }
@@ -348,7 +361,7 @@ impl Provider {
             Duration::from_secs(self.cfg.timeout_secs.max(1)),
             Duration::from_secs(STREAM_MAX_SECS.max(self.cfg.timeout_secs)),
         )
-        .map_err(|e| e.into_provider(&url))?;
+        .map_err(|e| transport_error(e, &url))?;
         let status = resp.status().as_u16();
         let json_body = resp
             .headers()
@@ -357,7 +370,7 @@ impl Provider {
             .is_some_and(|v| v.to_ascii_lowercase().contains("json"));
         if !(200..300).contains(&status) || json_body {
             let (status, text, retry_after) = http::read_reply(resp, MAX_PROVIDER_RESPONSE_BYTES)
-                .map_err(|e| e.into_provider(&url))?;
+                .map_err(|e| transport_error(e, &url))?;
             if !(200..300).contains(&status) {
                 return Err(self.status_error(status, &text, retry_after));
             }

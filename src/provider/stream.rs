@@ -322,6 +322,9 @@ fn read_error(e: std::io::Error, host: &str) -> ProviderError {
         HttpError::Unreachable(detail) | HttpError::Malformed(detail) => {
             ProviderError::StreamCut { detail }
         }
+        HttpError::Tls(t) => ProviderError::StreamCut {
+            detail: t.short().into(),
+        },
     }
 }
 

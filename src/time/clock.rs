@@ -6,9 +6,9 @@
 //! `YOCTOCLAW_TEST_NOW=<unix seconds>` makes `now` return that fixed time for the whole
 //! process (read once). It exists so integration tests can put the binary in 1970 (a board
 //! without an RTC) and check `doctor` and cron behave; it is not a user setting. Every
-//! reader of the wall clock goes through `now` , so the
-//! hook moves the whole program's idea of time, log timestamps included. TLS certificate
-//! checks use the real clock.
+//! reader of the wall clock goes through `now`, so the hook moves the whole program's
+//! idea of time, log timestamps and the TLS certificate clock (`provider::tls::FloorClock`)
+//! included.
 //!
 //! # Threads
 //! Any thread: one read of the system clock (or of the test hook, read once).

@@ -1,5 +1,6 @@
 //! A tiny scriptable HTTP/1.1 server on 127.0.0.1 for tests: fakes of the LLM providers
-//! and the Telegram Bot API are built on it. std only, one thread per connection.
+//! and the Telegram Bot API are built on it. std only, one thread per connection; over
+//! TLS when started through `tls.rs` ([`FakeServer::start_wrapped`]).
 //!
 //! Every request is recorded; the handler decides the response. Responses close the
 //! connection (`Connection: close`), which every client handles, so no keep-alive logic;
@@ -10,7 +11,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -95,11 +96,30 @@ impl Response {
 
 type Handler = dyn Fn(&Request) -> Response + Send + Sync + 'static;
 
+/// A connection requests are served on: plain TCP, or TLS over it (`tls.rs`).
+pub trait Conn: Read + Write + Send {
+    /// End the connection (over TLS, with its close_notify first).
+    fn close(&mut self);
+}
+
+impl Conn for TcpStream {
+    fn close(&mut self) {
+        let _ = self.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// Turns an accepted connection into the one requests are served on (a TLS handshake), or
+/// `None` when it dealt with the connection itself (a misbehaving TLS server).
+pub type Wrap = dyn Fn(TcpStream) -> Option<Box<dyn Conn>> + Send + Sync + 'static;
+
 /// A running fake server; stops accepting when dropped.
 pub struct FakeServer {
     port: u16,
     requests: Arc<Mutex<Vec<Request>>>,
     stop: Arc<AtomicBool>,
+    /// Connections accepted (over TLS: handshakes begun).
+    accepted: Arc<AtomicU64>,
+    tls: bool,
 }
 
 impl FakeServer {
@@ -122,23 +142,43 @@ impl FakeServer {
     where
         F: Fn(&Request) -> Response + Send + Sync + 'static,
     {
+        let plain: Box<Wrap> = Box::new(|c| Some(Box::new(c) as Box<dyn Conn>));
+        FakeServer::start_wrapped(handler, keep_alive, plain, false)
+    }
+
+    /// A server whose every accepted connection first goes through `wrap` (on the
+    /// connection's own thread); `tls`: [`FakeServer::url`] says `https`.
+    pub fn start_wrapped<F>(handler: F, keep_alive: bool, wrap: Box<Wrap>, tls: bool) -> FakeServer
+    where
+        F: Fn(&Request) -> Response + Send + Sync + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("local addr").port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicU64::new(0));
         let handler: Arc<Handler> = Arc::new(handler);
+        let wrap: Arc<Wrap> = Arc::from(wrap);
         {
             let requests = requests.clone();
             let stop = stop.clone();
+            let accepted = accepted.clone();
             thread::spawn(move || {
                 for conn in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
                         break;
                     }
                     let Ok(conn) = conn else { continue };
+                    accepted.fetch_add(1, Ordering::SeqCst);
                     let requests = requests.clone();
                     let handler = handler.clone();
-                    thread::spawn(move || serve(conn, &requests, &*handler, keep_alive));
+                    let wrap = wrap.clone();
+                    thread::spawn(move || {
+                        let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
+                        if let Some(conn) = wrap(conn) {
+                            serve(conn, &requests, &*handler, keep_alive);
+                        }
+                    });
                 }
             });
         }
@@ -146,6 +186,8 @@ impl FakeServer {
             port,
             requests,
             stop,
+            accepted,
+            tls,
         }
     }
 
@@ -153,9 +195,15 @@ impl FakeServer {
         self.port
     }
 
-    /// `http://127.0.0.1:PORT` (no trailing slash).
+    /// `http://127.0.0.1:PORT`, or `https://…` over TLS (no trailing slash).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.port)
+    }
+
+    /// Connections accepted so far (over TLS: handshakes).
+    pub fn connections(&self) -> u64 {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     pub fn requests(&self) -> Vec<Request> {
@@ -179,11 +227,7 @@ impl Drop for FakeServer {
     }
 }
 
-fn serve(conn: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler, keep_alive: bool) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
-    let Ok(write_half) = conn.try_clone() else {
-        return;
-    };
+fn serve(conn: Box<dyn Conn>, requests: &Mutex<Vec<Request>>, handler: &Handler, keep_alive: bool) {
     let mut reader = BufReader::new(conn);
     loop {
         let Some(req) = read_request(&mut reader) else {
@@ -193,11 +237,8 @@ fn serve(conn: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler, kee
             r.push(req.clone());
         }
         let resp = handler(&req);
-        let Ok(w) = write_half.try_clone() else {
-            return;
-        };
-        if !(keep_alive && write_keep_alive(&w, &resp)) {
-            write_response(w, resp);
+        if !(keep_alive && write_keep_alive(reader.get_mut(), &resp)) {
+            write_response(reader.get_mut(), resp);
             return;
         }
     }
@@ -205,7 +246,7 @@ fn serve(conn: TcpStream, requests: &Mutex<Vec<Request>>, handler: &Handler, kee
 
 /// Write a plain response (after its delay, if any) without closing the connection;
 /// false for other kinds, which the caller writes and closes as usual.
-fn write_keep_alive(mut conn: &TcpStream, resp: &Response) -> bool {
+fn write_keep_alive(conn: &mut Box<dyn Conn>, resp: &Response) -> bool {
     match resp {
         Response::Full {
             status,
@@ -234,7 +275,7 @@ fn write_keep_alive(mut conn: &TcpStream, resp: &Response) -> bool {
     }
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+fn read_request(reader: &mut impl BufRead) -> Option<Request> {
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
     let mut parts = line.split_whitespace();
@@ -305,7 +346,7 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-fn write_response(mut conn: TcpStream, resp: Response) {
+fn write_response(conn: &mut Box<dyn Conn>, resp: Response) {
     match resp {
         Response::Full {
             status,
@@ -356,7 +397,7 @@ fn write_response(mut conn: TcpStream, resp: Response) {
         }
     }
     let _ = conn.flush();
-    let _ = conn.shutdown(std::net::Shutdown::Both);
+    conn.close();
 }
 
 /// A server answering the scripted responses in order, whatever the path (the last one

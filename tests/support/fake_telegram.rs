@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 pub const BOT_ID: i64 = 7_000_001;
 pub const BOT_USERNAME: &str = "yc_test_bot";
 
+/// The fake's request handler, for [`FakeTelegram::start_with`].
+pub type Handler = dyn Fn(&Request) -> Response + Send + Sync + 'static;
+
 /// How long an empty `getUpdates` is held (a real server holds up to the timeout).
 const EMPTY_POLL_HOLD_MS: u64 = 50;
 
@@ -61,13 +64,18 @@ pub struct FakeTelegram {
 
 impl FakeTelegram {
     pub fn start() -> FakeTelegram {
+        FakeTelegram::start_with(FakeServer::start)
+    }
+
+    /// Like [`FakeTelegram::start`], on the server `serve` starts (`tls::serve`: HTTPS).
+    pub fn start_with(serve: impl FnOnce(Box<Handler>) -> FakeServer) -> FakeTelegram {
         let state = Arc::new(Mutex::new(State {
             next_update_id: 1,
             next_message_id: 1000,
             ..State::default()
         }));
         let st = state.clone();
-        let server = FakeServer::start(move |req| handle(&st, req));
+        let server = serve(Box::new(move |req| handle(&st, req)));
         FakeTelegram { server, state }
     }
 

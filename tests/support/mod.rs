@@ -4,6 +4,7 @@
 pub mod fake_http;
 pub mod fake_telegram;
 pub mod gateway;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
