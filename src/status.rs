@@ -27,7 +27,7 @@
 
 use crate::config::{Config, Env, Home};
 use crate::store::{Db, StoreError};
-use crate::time::clock::format_at;
+use crate::time::clock::{Source, format_at};
 use rusqlite::params;
 use std::fmt::Write as _;
 use std::io::Read;
@@ -95,15 +95,25 @@ pub struct GatewayRecord {
     pub rss_kib: u64,
     pub hwm_kib: u64,
     pub live_sessions: u64,
-    /// Unix seconds when written.
+    /// Unix seconds when written (by the gateway's clock).
     pub at: i64,
+    /// The same moment by the gateway's system clock (differs on network time).
+    pub sys_at: i64,
+    /// Which clock the gateway used.
+    pub clock: Source,
 }
 
 impl GatewayRecord {
     fn encode(&self) -> String {
         format!(
-            "pid={} rss_kib={} hwm_kib={} live={} at={}",
-            self.pid, self.rss_kib, self.hwm_kib, self.live_sessions, self.at
+            "pid={} rss_kib={} hwm_kib={} live={} at={} sys={} clock={}",
+            self.pid,
+            self.rss_kib,
+            self.hwm_kib,
+            self.live_sessions,
+            self.at,
+            self.sys_at,
+            self.clock.name()
         )
     }
 
@@ -114,8 +124,10 @@ impl GatewayRecord {
             hwm_kib: 0,
             live_sessions: 0,
             at: 0,
+            sys_at: 0,
+            clock: Source::System,
         };
-        let (mut has_pid, mut has_at) = (false, false);
+        let (mut has_pid, mut has_at, mut has_sys) = (false, false, false);
         for part in s.split_whitespace() {
             let (k, v) = part.split_once('=')?;
             match k {
@@ -130,8 +142,17 @@ impl GatewayRecord {
                     r.at = v.parse().ok()?;
                     has_at = true;
                 }
+                "sys" => {
+                    r.sys_at = v.parse().ok()?;
+                    has_sys = true;
+                }
+                "clock" => r.clock = Source::from_name(v).unwrap_or(Source::System),
                 _ => {}
             }
+        }
+        // Records written before `sys` existed: the system clock was the clock.
+        if !has_sys {
+            r.sys_at = r.at;
         }
         (has_pid && has_at && r.pid > 0).then_some(r)
     }
@@ -139,7 +160,8 @@ impl GatewayRecord {
 
 /// Store the gateway's status record (the gateway calls this every
 /// `GATEWAY_RECORD_INTERVAL_SECS` with `std::process::id()`, `self_rss_kib()`, its live
-/// session count and `clock::now()`).
+/// session count and `clock::now()`; the system clock and the clock's source are read
+/// here).
 pub fn write_gateway_record(
     db: &Db,
     pid: u32,
@@ -147,12 +169,19 @@ pub fn write_gateway_record(
     live_sessions: usize,
     now: i64,
 ) -> Result<(), StoreError> {
+    let sys = if crate::time::clock::source() == Source::Network {
+        crate::time::clock::system_secs()
+    } else {
+        now
+    };
     let r = GatewayRecord {
         pid,
         rss_kib: rss.rss_kib,
         hwm_kib: rss.hwm_kib,
         live_sessions: live_sessions as u64,
         at: now,
+        sys_at: sys,
+        clock: crate::time::clock::source(),
     };
     db.set_state(GATEWAY_STATUS_KEY, &r.encode())
 }
@@ -168,15 +197,18 @@ pub enum Gateway {
     Never,
 }
 
-/// Read the gateway's record and judge it at `now`.
-pub fn read_gateway_record(db: &Db, now: i64) -> Result<Gateway, StoreError> {
+/// Read the gateway's record and judge it at `sys_now`, this process's system clock (the
+/// gateway may be on network time while this process is not: both sides compare system
+/// clocks).
+pub fn read_gateway_record(db: &Db, sys_now: i64) -> Result<Gateway, StoreError> {
     let Some(text) = db.get_state(GATEWAY_STATUS_KEY)? else {
         return Ok(Gateway::Never);
     };
     let Some(r) = GatewayRecord::decode(&text) else {
         return Ok(Gateway::Never);
     };
-    let fresh = now.saturating_sub(r.at) <= GATEWAY_RECORD_STALE_SECS && r.at <= now + 60;
+    let fresh =
+        sys_now.saturating_sub(r.sys_at) <= GATEWAY_RECORD_STALE_SECS && r.sys_at <= sys_now + 60;
     Ok(if fresh && process_exists(r.pid) {
         Gateway::Running(r)
     } else {
@@ -259,8 +291,9 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
             return s;
         }
     };
-    let gateway = read_gateway_record(&db, now).unwrap_or(Gateway::Never);
-    let _ = writeln!(s, "gateway:    {}", gateway_text(&gateway, now, tz));
+    let sys_now = crate::time::clock::system_secs();
+    let gateway = read_gateway_record(&db, sys_now).unwrap_or(Gateway::Never);
+    let _ = writeln!(s, "gateway:    {}", gateway_text(&gateway, sys_now, tz));
     let stored = db.session_count().unwrap_or(0);
     let live = match gateway {
         Gateway::Running(r) => format!("{} live in the gateway", r.live_sessions),
@@ -282,15 +315,16 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
     s
 }
 
-fn gateway_text(g: &Gateway, now: i64, tz: &str) -> String {
+fn gateway_text(g: &Gateway, sys_now: i64, tz: &str) -> String {
     match g {
         Gateway::Running(r) => format!(
-            "running, pid {}, RSS {} KiB (peak {} KiB), {} live session(s), record {} s old",
+            "running, pid {}, RSS {} KiB (peak {} KiB), {} live session(s), record {} s old; time from {}",
             r.pid,
             r.rss_kib,
             r.hwm_kib,
             r.live_sessions,
-            now.saturating_sub(r.at).max(0)
+            sys_now.saturating_sub(r.sys_at).max(0),
+            r.clock.describe()
         ),
         Gateway::Stopped(r) => format!("not running (last seen {})", format_at(r.at, tz)),
         Gateway::Never => "not running (never started)".into(),

@@ -454,6 +454,88 @@ fn with_the_clock_in_1970_a_certificate_valid_at_build_time_is_accepted() {
     assert_no_host(&s, model.port());
 }
 
+/// An HTTP date (`Tue, 24 Nov 2026 09:00:00 GMT`) of `unix`.
+fn http_date(unix: i64) -> String {
+    let c = yoctoclaw::time::civil::CivilDateTime::from_unix(unix);
+    let days = unix.div_euclid(86_400);
+    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days.rem_euclid(7) as usize];
+    let mon = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ][usize::from(c.month) - 1];
+    format!(
+        "{wd}, {:02} {mon} {} {:02}:{:02}:{:02} GMT",
+        c.day, c.year, c.hour, c.minute, c.second
+    )
+}
+
+/// Two turns in one `agent` process (two lines on stdin) at the clock `now`.
+fn two_turns(home: &TempHome, now: &str) {
+    use std::io::Write as _;
+    let mut c = home
+        .cmd(&["agent"])
+        .env("YOCTOCLAW_API_KEY", KEY)
+        .env("YOCTOCLAW_TEST_NOW", now)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run agent");
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello\nagain\n")
+        .unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn with_the_clock_in_1970_the_time_comes_from_the_date_of_an_https_answer() {
+    // A board without an RTC or NTP: the first verified HTTPS answer's Date sets the time
+    // for everything after it (here: the system prompt of the next turn).
+    let ca = TestCa::new("yoctoclaw test CA");
+    let dated = |_: &support::fake_http::Request| {
+        Response::json(200, &openai_text("ok")).with_header("Date", &http_date(unix_now()))
+    };
+    let (model, _sw) = tls::serve(dated, false, &ca);
+    let (home, _) = home_for("tls-date", &model.url(), "", None, Some(&ca));
+    two_turns(&home, "86400");
+    let reqs = model.requests_to("/chat/completions");
+    assert_eq!(reqs.len(), 2);
+    let year = yoctoclaw::time::civil::CivilDateTime::from_unix(unix_now()).year;
+    assert!(
+        reqs[0].body.contains("Current time: 1970-01-02"),
+        "before any answer"
+    );
+    assert!(
+        reqs[1].body.contains(&format!("Current time: {year}-")),
+        "after the first answer: its Date"
+    );
+    // doctor says which clock is in use.
+    let out = home
+        .cmd(&["doctor"])
+        .env("YOCTOCLAW_API_KEY", KEY)
+        .env("YOCTOCLAW_TEST_NOW", "86400")
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    let line = doctor_line(&report, "time");
+    assert!(
+        line.contains(&format!("{year}-")) && line.contains("HTTPS"),
+        "{report}"
+    );
+    // An answer over plain HTTP (anyone on the LAN could forge it) is not trusted.
+    let plain = FakeServer::start(dated);
+    let (home, _) = home_for("tls-date-plain", &plain.url(), "", None, None);
+    two_turns(&home, "86400");
+    let reqs = plain.requests_to("/chat/completions");
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        reqs[1].body.contains("Current time: 1970-01-02"),
+        "plain HTTP"
+    );
+}
+
 #[test]
 fn the_certificate_clock_follows_the_wall_clock_past_the_build_time() {
     // The good certificate ends 30 days from now: 60 days on, it has expired, which

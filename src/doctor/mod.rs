@@ -199,7 +199,29 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
             None => {} // already a FAIL in the key checks
         }
     }
+    if let Some(c) = time_source_check() {
+        emit(c);
+    }
     checks
+}
+
+/// After the HTTPS checks, on a board whose system clock is before this build: which
+/// clock is in use (the Date of a verified HTTPS answer, or none yet).
+fn time_source_check() -> Option<Check> {
+    use crate::time::clock::{Source, format_at, now, source};
+    let src = source();
+    if !matches!(src, Source::Network | Source::Unset) {
+        return None;
+    }
+    let (verdict, text) = if src == Source::Network {
+        (
+            Verdict::Ok,
+            format!("{} UTC, from {}", format_at(now(), "UTC"), src.describe()),
+        )
+    } else {
+        (Verdict::Warn, src.describe().to_string())
+    };
+    Some(Check::new(verdict, "time", text))
 }
 
 fn mode_of(p: &Path) -> Option<u32> {

@@ -149,12 +149,16 @@ pub fn reach(name: &'static str, url: &str) -> Check {
     // A HEAD through our HTTP client: any HTTP status means the TLS handshake (with
     // certificate checks) worked.
     let agent = http::agent(NET_TIMEOUT_SECS);
-    match agent.head(format!("https://{target}/")).call() {
-        Ok(_) => Check::new(
-            Verdict::Ok,
-            name,
-            format!("{target}: DNS {first}, TCP connect and TLS handshake ok"),
-        ),
+    let url = format!("https://{target}/");
+    match agent.head(&url).call() {
+        Ok(resp) => {
+            http::note_date(&resp, &url);
+            Check::new(
+                Verdict::Ok,
+                name,
+                format!("{target}: DNS {first}, TCP connect and TLS handshake ok"),
+            )
+        }
         Err(e) => {
             let text = match map_error(e) {
                 // The failure's own sentence says what to do.
@@ -291,6 +295,7 @@ fn openai_models(p: &ProviderConfig, key: Option<&str>) -> Check {
         Ok(r) => r,
         Err(e) => return unreachable_check(map_error(e), &url),
     };
+    http::note_date(&resp, &url);
     let status = resp.status().as_u16();
     match status {
         200 => {

@@ -178,6 +178,7 @@ pub fn post(
         req = req.header(*k, v);
     }
     let resp = req.send(body).map_err(map_error)?;
+    note_date(&resp, url);
     read_reply(resp, MAX_PROVIDER_RESPONSE_BYTES)
 }
 
@@ -203,6 +204,7 @@ pub fn post_streaming(
         .build()
         .send(body)
         .map_err(map_error)
+        .inspect(|resp| note_date(resp, url))
 }
 
 /// Map an error from a body reader (`std::io::Read` over a ureq body).
@@ -214,6 +216,17 @@ pub fn map_io_error(e: std::io::Error) -> HttpError {
         };
     }
     map_error(ureq::Error::Io(e))
+}
+
+/// Hand the `Date` of an answer to the clock when it came over verified TLS (`https://`:
+/// our TLS step checks every certificate): a board without an RTC takes its time from it
+/// (`time::clock::observe_https_date`). Costs nothing once the system clock is set.
+pub fn note_date<B>(resp: &ureq::http::Response<B>, url: &str) {
+    if url.starts_with("https://")
+        && let Some(date) = resp.headers().get("date").and_then(|v| v.to_str().ok())
+    {
+        crate::time::clock::observe_https_date(date);
+    }
 }
 
 /// The `Retry-After` header in seconds, when it is a plain number.
@@ -237,6 +250,7 @@ pub fn get(
         None => req.call(),
     }
     .map_err(map_error)?;
+    note_date(&resp, url);
     read_reply(resp, limit)
 }
 

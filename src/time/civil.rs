@@ -250,9 +250,65 @@ impl fmt::Display for CivilDateTime {
     }
 }
 
+/// The Unix time of an HTTP date in the IMF-fixdate form every server sends
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 5.6.7); `None` for anything else.
+pub fn parse_http_date(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (_, rest) = s.split_once(", ")?;
+    let mut it = rest.split(' ');
+    let day: u8 = it.next()?.parse().ok()?;
+    let month = match it.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i32 = it.next()?.parse().ok()?;
+    let mut hms = it.next()?.split(':');
+    let mut num = || hms.next()?.parse::<u8>().ok();
+    let (h, m, sec) = (num()?, num()?, num()?);
+    if it.next()? != "GMT" || it.next().is_some() {
+        return None;
+    }
+    CivilDateTime::new(year, month, day, h, m, sec.min(59)).map(|c| c.to_unix())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http_dates_parse_and_anything_else_does_not() {
+        assert_eq!(
+            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(784_111_777)
+        );
+        assert_eq!(
+            parse_http_date("Tue, 24 Nov 2026 09:00:00 GMT"),
+            CivilDateTime::new(2026, 11, 24, 9, 0, 0).map(|c| c.to_unix())
+        );
+        for bad in [
+            "",
+            "Sunday, 06-Nov-94 08:49:37 GMT",
+            "Sun Nov  6 08:49:37 1994",
+            "Sun, 31 Feb 2026 08:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49:37 UTC",
+            "Sun, 06 Nov 1994 25:49:37 GMT",
+            "Sun, 06 Nov 1994 08:49 GMT",
+            "Sun, 06 Nov 1994 08:49:37 GMT extra",
+        ] {
+            assert_eq!(parse_http_date(bad), None, "{bad}");
+        }
+    }
 
     use crate::testkit::XorShift;
 

@@ -298,6 +298,7 @@ impl Api {
             .header("Content-Type", "application/json")
             .send(body)
             .map_err(|e| transport(http::map_error(e)))?;
+        http::note_date(&resp, &url);
         http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)
     }
 }
