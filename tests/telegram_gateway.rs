@@ -438,3 +438,73 @@ fn more_chats_than_session_slots_get_busy_replies() {
         "two slots, two running turns: {sent:?}"
     );
 }
+
+#[test]
+fn error_replies_never_name_a_host_a_port_or_a_path() {
+    // A provider nobody listens on, behind a path that could hold a secret.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let tg = FakeTelegram::start();
+    tg.push_private(ALICE, "alice", "hello?");
+    let cfg = config_for(
+        &format!("http://127.0.0.1:{port}/s3cr3t-path"),
+        &format!(
+            r#""telegram":{{"enabled":true,"api_base":"{}","allow_from":["{ALICE}"],"poll_timeout_secs":1}}"#,
+            tg.url()
+        ),
+    );
+    let home = TempHome::onboarded("tg-err-host", &cfg);
+    let mut g = Gateway::start(&home, &[FAST_BACKOFF, ("YOCTOCLAW_TEST_BACKOFF_MS", "1")]);
+    g.wait_for("the error reply", || !tg.sent_to(ALICE).is_empty());
+    let log = g.stop_cleanly();
+    let reply = &tg.sent_to(ALICE)[0].text;
+    assert!(reply.contains("Sorry"), "{reply}");
+    for leak in ["127.0.0.1", &port.to_string(), "s3cr3t", "http://"] {
+        assert!(!reply.contains(leak), "{leak} in the reply: {reply}");
+    }
+    // The log may name the host, for the owner.
+    assert!(log.contains(&format!("127.0.0.1:{port}")), "{log}");
+
+    // A cron delivery that cannot reach Telegram: the recorded result and the command's
+    // sentence name no host either.
+    let tg_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let home = TempHome::onboarded(
+        "cron-err-host",
+        &config_for(
+            &format!("http://127.0.0.1:{port}"),
+            &format!(r#""telegram":{{"api_base":"http://127.0.0.1:{tg_port}"}}"#),
+        ),
+    );
+    let add = home.run(&[
+        "cron",
+        "add",
+        "every 1h",
+        "ping",
+        "--to",
+        "telegram:42",
+        "--message",
+    ]);
+    assert!(add.status.success(), "{}", text(&add.stderr));
+    let out = home
+        .cmd(&["cron", "run", "1"])
+        .env("TELEGRAM_BOT_TOKEN", TOKEN)
+        .env("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.001")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let sentence = text(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with("yoctoclaw:"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(sentence.contains("cannot reach Telegram"), "{sentence}");
+    assert!(!sentence.contains(&tg_port.to_string()), "{sentence}");
+    assert!(!sentence.contains(TOKEN_SECRET_PART), "{sentence}");
+}

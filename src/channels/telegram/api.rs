@@ -93,7 +93,9 @@ impl fmt::Display for ApiError {
                 description,
             } => write!(f, "telegram rejected the request (http {status}: {description})"),
             ApiError::Server { status } => write!(f, "telegram server error (http {status})"),
-            ApiError::Transport { host, error } => write!(f, "request to {host} failed: {error}"),
+            // No host: this text can reach a user (a cron result, a tool result); the
+            // gateway logs the Bot API host once at start.
+            ApiError::Transport { error, .. } => write!(f, "cannot reach Telegram ({error})"),
             ApiError::BadResponse { detail } => {
                 write!(f, "telegram sent an unexpected answer ({detail})")
             }
