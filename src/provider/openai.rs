@@ -33,12 +33,9 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
         w.field_str("role", m.role.as_str());
         match m.role {
             Role::Assistant if !m.tool_calls.is_empty() => {
-                w.key("content");
-                if m.content.is_empty() {
-                    w.null();
-                } else {
-                    w.string(&m.content);
-                }
+                // Never `null`: llama-cpp-python answers 500 to it and other local
+                // servers refuse it; an empty string means the same to every server.
+                w.field_str("content", &m.content);
                 w.key("tool_calls");
                 w.begin_array();
                 for c in &m.tool_calls {
@@ -87,6 +84,10 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
             w.end_object();
         }
         w.end_array();
+        // Said explicitly: some servers (llama-cpp-python's function-calling formats)
+        // offer no tool unless asked to choose, and "auto" is every server's default
+        // meaning. Never sent without tools (a forced final answer has none).
+        w.field_str("tool_choice", "auto");
     }
     w.end_object();
     w.finish()
@@ -416,8 +417,21 @@ mod tests {
         let v = json::parse_value(&body).unwrap();
         let m = json::get(&v, "messages").and_then(json::as_array).unwrap();
         assert_eq!(m.len(), 4);
-        assert!(matches!(json::get(&m[2], "content"), Some(Value::Null)));
+        // Never null (llama-cpp-python answers 500 to it): an empty string.
+        assert_eq!(json::str_at(&m[2], "content"), Some(""));
         assert_eq!(json::str_at(&m[3], "tool_call_id"), Some("c1"));
+        // Tools offered: tool_choice "auto" (llama-cpp-python offers none without it).
+        assert_eq!(json::str_at(&v, "tool_choice"), Some("auto"));
+        let no_tools = request_body(
+            &cfg,
+            &ChatRequest {
+                system: "sys",
+                messages: &msgs,
+                tools: &[],
+            },
+        );
+        let nv = json::parse_value(&no_tools).unwrap();
+        assert!(json::get(&nv, "tool_choice").is_none() && json::get(&nv, "tools").is_none());
         let tools = json::get(&v, "tools").and_then(json::as_array).unwrap();
         assert_eq!(
             json::path(&tools[0], &["function", "parameters", "type"]).and_then(json::as_str),
