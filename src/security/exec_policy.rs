@@ -38,12 +38,21 @@
 //!   database) is off limits to every command, including `ls ..`; a file named `secrets.env` or
 //!   a private ssh key file name is refused wherever it is.
 //!
+//! # Commands that hide what they run
+//! [`hidden_command`] (in `hidden`) finds the constructs that run text nobody can read before
+//! it runs: a shell fed by a pipe, a file or a here-document (`… | sh`, `base64 -d | sh`),
+//! `eval`, `source` of piped or fetched text, `xargs sh`, and a command *name* built by a
+//! substitution, backticks or a variable (`$(printf rm)`, `r$(…)`, `$c`). The deny list does
+//! not refuse them; the caller asks about them even after `/always` and refuses them in full
+//! autonomy.
+//!
 //! # Known gaps
-//! Anything computed at run time is invisible: `$(printf …)` or `$(cat file)` as a command or
-//! path, `… | base64 -d | sh`, scripts written first and run later, interpreters' own code
-//! (`python3 -c` is only seen through its words), symlinks (paths are resolved lexically, the
-//! file system is never consulted), `cd` inside a subshell or a condition (followed as if it
-//! always ran), and variables whose value held spaces (quotes are gone by then).
+//! Anything computed at run time is invisible to the deny list: `$(cat file)` as a path,
+//! scripts written first and run later, interpreters' own code (`python3 -c` is only seen
+//! through its words), symlinks (paths are resolved lexically, the file system is never
+//! consulted), `cd` inside a subshell or a condition (followed as if it always ran), and
+//! variables whose value held spaces (quotes are gone by then). What limits those is
+//! confinement (Landlock, see `sandbox`), not this module.
 //!
 //! # Bounds
 //! - Commands longer than [`MAX_COMMAND_BYTES`] are refused unread.
@@ -61,7 +70,10 @@ use std::sync::OnceLock;
 
 use regex_lite::Regex;
 
+mod hidden;
 mod shell;
+
+pub use hidden::Hidden;
 
 use shell::{
     Op, Simple, Tok, basename, command_of, components, expand_braces, expand_home, glob_match,
@@ -244,6 +256,17 @@ pub fn check_command(cmd: &str, ctx: &PolicyContext) -> Result<(), Denied> {
         remember(&simple, &mut vars, &mut env);
     }
     Ok(())
+}
+
+/// Whether `cmd` hides the command it runs (a shell fed by a pipe, `eval`, `source` of
+/// piped text, `xargs sh`, a command name built by a substitution or a variable); see
+/// `hidden`. Independent of [`check_command`], which the caller runs first.
+pub fn hidden_command(cmd: &str, ctx: &PolicyContext) -> Option<Hidden> {
+    if cmd.len() > MAX_COMMAND_BYTES {
+        return Some(Hidden::BuiltName);
+    }
+    let env = Env::new(ctx);
+    hidden::find(&normalise(cmd, &env.home))
 }
 
 /// Variables assigned earlier in the command line are substituted (`x=/; rm -rf $x`), at most
@@ -1102,6 +1125,10 @@ mod tests {
         for cmd in ALLOWED {
             if let Err(e) = check_command(cmd, &ctx()) {
                 failures.push(format!("{cmd}: {e}"));
+            }
+            // Ordinary commands are not taken for ones that hide what they run.
+            if let Some(h) = hidden_command(cmd, &ctx()) {
+                failures.push(format!("{cmd}: hidden ({h})"));
             }
         }
         assert!(

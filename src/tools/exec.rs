@@ -22,7 +22,7 @@
 //! The command runs on a worker thread (`runtime::Workers`); the executor only awaits it.
 
 use super::process::{self, Ending, RunSpec};
-use super::{Args, ToolError, Tools};
+use super::{Approval, Args, ToolError, Tools};
 use crate::chat::ToolSpec;
 use crate::security::exec_policy::{self, MAX_COMMAND_BYTES, PolicyContext};
 use std::path::Path;
@@ -59,6 +59,8 @@ const STATUS_ROOM_BYTES: usize = 256;
 struct ExecReq<'a> {
     command: &'a str,
     timeout_secs: u64,
+    /// The command hides what it runs (`exec_policy::hidden_command`).
+    hidden: Option<exec_policy::Hidden>,
 }
 
 fn exec_req<'a>(tools: &Tools, args: &'a Args) -> Result<ExecReq<'a>, ToolError> {
@@ -86,7 +88,8 @@ fn exec_req<'a>(tools: &Tools, args: &'a Args) -> Result<ExecReq<'a>, ToolError>
         }
         Some(t) => t.min(max),
     };
-    exec_policy::check_command(command, &policy_context(&tools.workspace)).map_err(|d| {
+    let ctx = policy_context(&tools.workspace);
+    exec_policy::check_command(command, &ctx).map_err(|d| {
         ToolError::Denied(format!(
             "{} ({}); exec does not run destructive or secret-reading commands",
             d.command(),
@@ -96,6 +99,7 @@ fn exec_req<'a>(tools: &Tools, args: &'a Args) -> Result<ExecReq<'a>, ToolError>
     Ok(ExecReq {
         command,
         timeout_secs,
+        hidden: exec_policy::hidden_command(command, &ctx),
     })
 }
 
@@ -112,10 +116,17 @@ pub fn policy_context(workspace: &Path) -> PolicyContext {
     }
 }
 
-/// One-line approval summary of an `exec` call (validates it and checks the policy first).
-pub fn summary(tools: &Tools, args: &Args) -> Result<String, ToolError> {
+/// The approval of an `exec` call (validates it and checks the policy first); a command
+/// that hides what it runs is marked so that it is asked about even after `/always`, and
+/// refused in full autonomy.
+pub fn summary(tools: &Tools, args: &Args) -> Result<Approval, ToolError> {
     let r = exec_req(tools, args)?;
-    Ok(format!("Run command: {}", r.command))
+    Ok(Approval {
+        summary: format!("Run command: {}", r.command),
+        opaque: r
+            .hidden
+            .map(|h| format!("this command hides the command it runs ({h})")),
+    })
 }
 
 /// The child's environment: the allowlist, minus anything holding a credential.
