@@ -173,8 +173,8 @@ fn exec_children_cannot_read_the_secrets_however_the_path_is_built() {
         r#"cat "$(printf %s/../con%s $PWD fig.json)" > leak-config.txt 2>&1; true"#,
         // Writing next to them.
         r#"echo x > "$PWD/../evil.txt""#,
-        // The parent's memory map (ptrace-read access).
-        r#"cat "$(printf /proc/%s/%s $PPID maps)" > leak-maps.txt 2>&1; true"#,
+        // The parent's memory (ptrace-attach access).
+        r#"head -c 64 "$(printf /proc/%s/%s $PPID mem)" > leak-mem.txt 2>&1; true"#,
         // The workspace, the temp folder and tools.exec.write_paths are writable.
         "echo ok > in-workspace.txt",
         &format!("echo ok > {}/f.txt", write_ok.display()),
@@ -203,7 +203,7 @@ fn exec_children_cannot_read_the_secrets_however_the_path_is_built() {
         println!("SKIPPED: landlock (this kernel has none: {stderr})");
         return;
     }
-    for f in ["leak-secrets.txt", "leak-config.txt", "leak-maps.txt"] {
+    for f in ["leak-secrets.txt", "leak-config.txt", "leak-mem.txt"] {
         let leaked = read(&ws.join(f));
         assert_no_secret(f, &leaked);
         assert!(
@@ -216,9 +216,16 @@ fn exec_children_cannot_read_the_secrets_however_the_path_is_built() {
         "config.json was read"
     );
     assert!(!home.dir.join("evil.txt").exists(), "wrote into the home");
-    assert!(r[3].starts_with("exit code: 1") || r[3].starts_with("exit code: 2"), "{}", r[3]);
+    assert!(
+        r[3].starts_with("exit code: 1") || r[3].starts_with("exit code: 2"),
+        "{}",
+        r[3]
+    );
     assert_eq!(read(&write_ok.join("f.txt")), "ok\n", "{r:?}");
-    assert!(!write_no.join("f.txt").exists(), "wrote outside the allowed paths");
+    assert!(
+        !write_no.join("f.txt").exists(),
+        "wrote outside the allowed paths"
+    );
     let _ = std::fs::remove_dir_all(&write_ok);
     let _ = std::fs::remove_dir_all(&write_no);
 }
@@ -279,7 +286,12 @@ fn the_keys_still_work_after_the_environment_is_cleared() {
 
 #[test]
 fn without_landlock_exec_refuses_paths_that_resolve_into_the_home() {
-    let cmds = ["cat s", "cat linkdir/config.json", "ls linkdir", "cat notes.md"];
+    let cmds = [
+        "cat s",
+        "cat linkdir/config.json",
+        "ls linkdir",
+        "cat notes.md",
+    ];
     let model = tool_model(execs(&cmds));
     let home = TempHome::onboarded("fallback", &config_for(&model.url(), &full("")));
     with_secrets(&home);
@@ -290,7 +302,11 @@ fn without_landlock_exec_refuses_paths_that_resolve_into_the_home() {
     let out = run_agent(&home, &[("YOCTOCLAW_TEST_NO_LANDLOCK", "1")]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert_eq!(stderr.matches(NO_LANDLOCK).count(), 1, "said once: {stderr}");
+    assert_eq!(
+        stderr.matches(NO_LANDLOCK).count(),
+        1,
+        "said once: {stderr}"
+    );
     let r = tool_results(&model);
     for res in &r[..3] {
         assert!(
@@ -304,7 +320,10 @@ fn without_landlock_exec_refuses_paths_that_resolve_into_the_home() {
 
 #[test]
 fn doctor_says_whether_exec_is_confined() {
-    let home = TempHome::onboarded("doctor-ll", r#"{"provider":{"base_url":"http://127.0.0.1:9/v1"}}"#);
+    let home = TempHome::onboarded(
+        "doctor-ll",
+        r#"{"provider":{"base_url":"http://127.0.0.1:9/v1"}}"#,
+    );
     let out = home.run(&["doctor"]);
     let s = text(&out.stdout);
     let line = s
@@ -327,9 +346,15 @@ fn doctor_says_whether_exec_is_confined() {
 
 #[test]
 fn exec_runs_as_the_configured_user() {
-    if !text(&std::process::Command::new("id").arg("-u").output().unwrap().stdout)
-        .trim()
-        .eq("0")
+    if !text(
+        &std::process::Command::new("id")
+            .arg("-u")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .eq("0")
     {
         println!("SKIPPED: tools.exec.user (the tests do not run as root)");
         return;
@@ -353,7 +378,11 @@ fn exec_runs_as_the_configured_user() {
     ));
     let out = run_agent(&home, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("tools.exec.user"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("tools.exec.user"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// Standard base64 of `b` (padding kept).
@@ -553,7 +582,10 @@ fn approvals_show_bidi_and_invisible_characters_escaped() {
         .lines()
         .find(|l| l.contains("Approve?"))
         .unwrap_or_else(|| panic!("not asked: {stdout}"));
-    assert!(q.contains(r"\u{202e}txt.exe\u{202c} \u{200b}>> ran.txt"), "{q}");
+    assert!(
+        q.contains(r"\u{202e}txt.exe\u{202c} \u{200b}>> ran.txt"),
+        "{q}"
+    );
     for c in ['\u{202e}', '\u{202c}', '\u{200b}'] {
         assert!(!stdout.contains(c), "{c:?} shown as is: {stdout}");
     }
@@ -566,7 +598,11 @@ fn approvals_refuse_a_command_too_long_to_show() {
     let model = tool_model(execs(&[&long, "echo short >> ran.txt"]));
     let home = TempHome::onboarded("long-cmd", &config_for(&model.url(), ""));
     let stdout = terminal(&home, "go\n/yes\n");
-    assert_eq!(stdout.matches("Approve?").count(), 1, "only the short one: {stdout}");
+    assert_eq!(
+        stdout.matches("Approve?").count(),
+        1,
+        "only the short one: {stdout}"
+    );
     assert!(!stdout.contains("characters not shown"), "{stdout}");
     let r = tool_results(&model);
     assert!(
@@ -609,7 +645,10 @@ fn cron_add_delivers_only_to_allowed_chats() {
     );
     assert!(r[1].starts_with("Added cron job"), "{}", r[1]);
     let list = text(&home.run(&["cron", "list"]).stdout);
-    assert!(!list.contains("telegram:99") && !list.contains("spam"), "{list}");
+    assert!(
+        !list.contains("telegram:99") && !list.contains("spam"),
+        "{list}"
+    );
     assert!(list.contains("telegram:42"), "{list}");
 }
 
@@ -678,7 +717,8 @@ fn tool_call_arguments_are_scrubbed_in_history() {
         assert!(!req.body.contains(API_KEY), "{}", req.body);
         assert!(!req.body.contains("sk-proj-AbCd"), "{}", req.body);
         for m in messages(&req.body) {
-            let Some(calls) = yoctoclaw::json::get(&m, "tool_calls").and_then(yoctoclaw::json::as_array)
+            let Some(calls) =
+                yoctoclaw::json::get(&m, "tool_calls").and_then(yoctoclaw::json::as_array)
             else {
                 continue;
             };
@@ -688,7 +728,10 @@ fn tool_call_arguments_are_scrubbed_in_history() {
                     .unwrap_or("");
                 let v = yoctoclaw::json::parse_value(a).expect("arguments stay valid JSON");
                 let cmd = yoctoclaw::json::str_at(&v, "command").unwrap_or("");
-                assert!(cmd.contains("[REDACTED]") && cmd.ends_with(r#""a b" > k.txt"#), "{cmd}");
+                assert!(
+                    cmd.contains("[REDACTED]") && cmd.ends_with(r#""a b" > k.txt"#),
+                    "{cmd}"
+                );
                 seen_args += 1;
             }
         }

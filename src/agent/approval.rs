@@ -534,8 +534,9 @@ mod tests {
         assert!(e.to_string().contains("too long to show"), "{e}");
         // Escapes count as shown: 300 invisible characters are 2,400 shown.
         let sneaky = format!("Run command: ls{}", "\u{200b}".repeat(300));
-        let e = smol::block_on(ex.run(a.request("telegram:1", ChannelKind::Telegram, &sneaky, None)))
-            .unwrap_err();
+        let e =
+            smol::block_on(ex.run(a.request("telegram:1", ChannelKind::Telegram, &sneaky, None)))
+                .unwrap_err();
         assert!(e.to_string().contains("too long to show"), "{e}");
         assert!(asked.borrow().is_empty());
     }
@@ -566,6 +567,11 @@ mod tests {
         }));
         assert!(r.is_err());
         let q = asked.borrow()[1].1.clone();
-        assert!(q.contains("Warning: this command hides the command it runs; /always does not cover it."), "{q}");
+        assert!(
+            q.contains(
+                "Warning: this command hides the command it runs; /always does not cover it."
+            ),
+            "{q}"
+        );
     }
 }

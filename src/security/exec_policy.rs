@@ -269,6 +269,46 @@ pub fn hidden_command(cmd: &str, ctx: &PolicyContext) -> Option<Hidden> {
     hidden::find(&normalise(cmd, &env.home))
 }
 
+/// Words [`path_words`] returns at most.
+pub const MAX_PATH_WORDS: usize = 512;
+
+/// Every word of `cmd` that could name a path, as an absolute lexical path: after the same
+/// normalising, variable and brace expansion as [`check_command`], split at `=` and `:`,
+/// relative words joined to where `cd` left the line. For a caller that consults the file
+/// system (symlinks), which this module never does. At most [`MAX_PATH_WORDS`].
+pub fn path_words(cmd: &str, ctx: &PolicyContext) -> Vec<String> {
+    let mut out = Vec::new();
+    if cmd.len() > MAX_COMMAND_BYTES {
+        return out;
+    }
+    let mut env = Env::new(ctx);
+    let norm = normalise(cmd, &env.home);
+    let toks = tokenise(&norm);
+    let mut vars: Vec<(String, String)> = Vec::new();
+    for raw in split_commands(&toks) {
+        let Ok(simple) = expand_simple(&raw, &vars) else {
+            continue;
+        };
+        let words = simple
+            .words
+            .iter()
+            .chain(&simple.redir_out)
+            .chain(&simple.redir_in);
+        for piece in words.flat_map(|w| w.split(['=', ':'])) {
+            for candidate in expand_braces(piece).unwrap_or_default() {
+                if out.len() >= MAX_PATH_WORDS {
+                    return out;
+                }
+                if !candidate.is_empty() {
+                    out.push(format!("/{}", components(&candidate, &env.cwd).join("/")));
+                }
+            }
+        }
+        remember(&simple, &mut vars, &mut env);
+    }
+    out
+}
+
 /// Variables assigned earlier in the command line are substituted (`x=/; rm -rf $x`), at most
 /// this many of them.
 const MAX_TRACKED_VARS: usize = 64;
@@ -1183,6 +1223,24 @@ mod tests {
         for cmd in ["ls ~", "cat notes.md", "rm -rf build"] {
             assert!(check_command(cmd, &c).is_ok(), "{cmd}");
         }
+    }
+
+    #[test]
+    fn path_words_are_absolute_and_follow_cd() {
+        let w = path_words("cat s > out.txt; cd /tmp && ls a{1,2} x=../y", &ctx());
+        let ws = "/home/u/.yoctoclaw/workspace";
+        for want in [
+            format!("{ws}/cat"),
+            format!("{ws}/s"),
+            format!("{ws}/out.txt"),
+            "/tmp/a1".to_string(),
+            "/tmp/a2".to_string(),
+            "/y".to_string(),
+        ] {
+            assert!(w.contains(&want), "{want}: {w:?}");
+        }
+        let many = "a; ".repeat(2000);
+        assert_eq!(path_words(&many, &ctx()).len(), MAX_PATH_WORDS);
     }
 
     #[test]

@@ -127,8 +127,7 @@ fn add_literals(list: &mut Literals, values: impl IntoIterator<Item = String>) -
         }
         list.originals.push(value.to_string());
         for spelling in spellings(value) {
-            if spelling.chars().count() >= MIN_SECRET_LITERAL_CHARS
-                && !list.all.contains(&spelling)
+            if spelling.chars().count() >= MIN_SECRET_LITERAL_CHARS && !list.all.contains(&spelling)
             {
                 list.all.push(spelling);
             }
@@ -880,9 +879,16 @@ mod tests {
         const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
         let mut out = String::new();
         for c in b.chunks(3) {
-            let n = c.iter().enumerate().fold(0u32, |n, (i, &x)| n | u32::from(x) << (16 - 8 * i));
+            let n = c
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, &x)| n | u32::from(x) << (16 - 8 * i));
             for i in 0..4 {
-                out.push(if i <= c.len() { A[(n >> (18 - 6 * i) & 63) as usize] as char } else { '=' });
+                out.push(if i <= c.len() {
+                    A[(n >> (18 - 6 * i) & 63) as usize] as char
+                } else {
+                    '='
+                });
             }
         }
         out
@@ -906,19 +912,29 @@ mod tests {
                 // The edges: the other bytes' characters, one mixed one each side, padding.
                 let edges = (4 * (before.len() + after.len())).div_ceil(3) + 2 + 2;
                 let url = std.replace('+', "-").replace('/', "_");
-                for t in [&std, std.trim_end_matches('='), &url, url.trim_end_matches('=')] {
+                for t in [
+                    &std,
+                    std.trim_end_matches('='),
+                    &url,
+                    url.trim_end_matches('='),
+                ] {
                     texts.push((t.to_string(), edges));
                 }
             }
         }
         assert!(
-            texts.iter().any(|(t, _)| t.contains('+') || t.contains('/')),
+            texts
+                .iter()
+                .any(|(t, _)| t.contains('+') || t.contains('/')),
             "the test covers URL-safe"
         );
         for (t, edges) in &texts {
             let out = s(&format!("out: {t} end"));
             assert!(out.contains(REDACTED), "{t} -> {out}");
-            let left = out.replace("out: ", "").replace(" end", "").replace(REDACTED, "");
+            let left = out
+                .replace("out: ", "")
+                .replace(" end", "")
+                .replace(REDACTED, "");
             assert!(left.len() <= *edges, "{t} -> {out}");
         }
         // Clean text stays clean.
@@ -930,7 +946,9 @@ mod tests {
         let mut rng = crate::testkit::XorShift(0x5EC2_E7A1_0000_0001);
         for _ in 0..300 {
             let n = 1 + (rng.next() % 80) as usize;
-            let v: String = (0..n).map(|_| char::from(b'!' + (rng.next() % 94) as u8)).collect();
+            let v: String = (0..n)
+                .map(|_| char::from(b'!' + (rng.next() % 94) as u8))
+                .collect();
             let sp = spellings(&v);
             assert!(sp.len() <= 10, "{}", sp.len());
             for s in &sp {

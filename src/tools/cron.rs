@@ -227,18 +227,34 @@ mod tests {
         let job = |to: &str| format!(r#"{{"schedule":"every 1h","prompt":"x","to":"{to}"}}"#);
         let term = ctx(ChannelKind::Terminal, "stdio:default");
         let chat = ctx(ChannelKind::Telegram, "telegram:-100");
-        for (c, to) in [(&term, "telegram:99"), (&chat, "telegram:99"), (&term, "telegram:-100")] {
+        for (c, to) in [
+            (&term, "telegram:99"),
+            (&chat, "telegram:99"),
+            (&term, "telegram:-100"),
+        ] {
             let a = Args::parse(&job(to)).unwrap();
-            assert!(matches!(add(&db, &cfg, c, &a, NOW), Err(ToolError::Denied(_))), "{to}");
+            assert!(
+                matches!(add(&db, &cfg, c, &a, NOW), Err(ToolError::Denied(_))),
+                "{to}"
+            );
         }
         assert_eq!(db.cron_job_count().unwrap(), 0);
-        for (c, to) in [(&term, "telegram:42"), (&chat, "telegram:-100"), (&term, "stdout"), (&term, "")] {
+        for (c, to) in [
+            (&term, "telegram:42"),
+            (&chat, "telegram:-100"),
+            (&term, "stdout"),
+            (&term, ""),
+        ] {
             let a = Args::parse(&job(to)).unwrap();
             assert!(add(&db, &cfg, c, &a, NOW).is_ok(), "{to}");
         }
         // The default target (this chat) needs no listing.
         let a = Args::parse(r#"{"schedule":"every 1h","prompt":"x"}"#).unwrap();
-        assert!(add(&db, &cfg, &chat, &a, NOW).unwrap().contains("telegram:-100"));
+        assert!(
+            add(&db, &cfg, &chat, &a, NOW)
+                .unwrap()
+                .contains("telegram:-100")
+        );
     }
 
     #[test]

@@ -246,10 +246,8 @@ mod tests {
     #[test]
     fn approval_summaries_validate_the_call_first() {
         let (t, d) = test_tools("summary", Config::default());
-        let s = |name: &str, args: &str| {
-            t.approval_summary(name, args)
-                .map(|a| a.map(|a| a.summary))
-        };
+        let s =
+            |name: &str, args: &str| t.approval_summary(name, args).map(|a| a.map(|a| a.summary));
         assert_eq!(
             s("exec", r#"{"command":"ls -la"}"#).unwrap().as_deref(),
             Some("Run command: ls -la")

@@ -63,7 +63,9 @@ pub fn scrub_json(text: &str) -> String {
             }
             Value::Array(a) => stack.extend(a.iter_mut()),
             Value::Object(o) => {
-                if o.keys().any(|k| matches!(scrub(k), std::borrow::Cow::Owned(_))) {
+                if o.keys()
+                    .any(|k| matches!(scrub(k), std::borrow::Cow::Owned(_)))
+                {
                     let old = std::mem::take(&mut **o);
                     for (k, v) in old {
                         o.insert(scrub(&k).into_owned(), v);
@@ -242,10 +244,16 @@ mod tests {
         assert!(parse_value(&args).is_ok(), "{args}");
         let out = scrub_json(&args);
         let v = parse_value(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-        assert!(!out.contains("sk-proj") && !out.contains("abc123XYZ"), "{out}");
+        assert!(
+            !out.contains("sk-proj") && !out.contains("abc123XYZ"),
+            "{out}"
+        );
         let cmd = str_at(&v, "command").unwrap();
         assert!(cmd.ends_with("echo [REDACTED] \"q\""), "{cmd}");
-        assert!(path(&v, &["n"]).is_some() && out.contains(r#""ok":true"#), "{out}");
+        assert!(
+            path(&v, &["n"]).is_some() && out.contains(r#""ok":true"#),
+            "{out}"
+        );
         // Clean arguments come back byte for byte; text that is not JSON is scrubbed.
         assert_eq!(scrub_json(r#"{"a": "b" }"#), r#"{"a": "b" }"#);
         assert_eq!(scrub_json(&format!("{{ {KEY}")), "{ [REDACTED]");

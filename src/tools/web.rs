@@ -545,7 +545,11 @@ mod tests {
             let e = fetch_blocking(&url, lim(false), pretend_public).unwrap_err();
             assert!(matches!(e, FetchError::Url(UrlError::Forbidden(_))), "{e}");
         }
-        assert_eq!(s.seen.lock().unwrap().len(), 3, "only the redirecting pages");
+        assert_eq!(
+            s.seen.lock().unwrap().len(),
+            3,
+            "only the redirecting pages"
+        );
         // A redirect that stays on the allowed host is followed.
         let url = format!("http://public.test:{}/to-public", s.port);
         let f = fetch_blocking(&url, lim(false), pretend_public).unwrap();

@@ -198,7 +198,9 @@ pub(super) fn find(norm: &str) -> Option<Hidden> {
                     return Some(h);
                 }
             }
-            '{' | '}' if top.word.is_empty() && next.is_none_or(|n| n.is_whitespace() || n == ';') => {
+            '{' | '}'
+                if top.word.is_empty() && next.is_none_or(|n| n.is_whitespace() || n == ';') =>
+            {
                 if let Some(h) = top.end_command() {
                     return Some(h);
                 }
