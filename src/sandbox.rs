@@ -13,7 +13,7 @@
 //!   or read our `/proc/<pid>/{environ,mem,maps}`.
 //! - [`Ruleset`] builds a Landlock ruleset (Linux 5.13+, where enabled) that lets a child
 //!   read and run almost everything, write only below the paths it is given, and never
-//!   touch the hidden paths (the yoctoclaw home outside the workspace, `~/.ssh`,
+//!   open anything below the hidden paths (their names can be listed) (the yoctoclaw home outside the workspace, `~/.ssh`,
 //!   `~/.gnupg`): Landlock only grants, so the tree is granted entry by entry around
 //!   them. Raw block devices and `/dev/mem` are not granted, and no device node can be
 //!   made. A Landlock domain also cannot ptrace-attach a process outside it, so the child
@@ -169,6 +169,10 @@ pub struct Ruleset {
     fd: OwnedFd,
     /// Rules added.
     pub rules: usize,
+    /// The rights this ruleset handles (a rule may grant only those).
+    handled: u64,
+    /// What a writable folder grants: everything handled but making device nodes.
+    write: u64,
 }
 
 #[repr(C)]
@@ -203,11 +207,18 @@ impl Ruleset {
         }
         // SAFETY: a new descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(fd as RawFd) };
-        let mut rs = Ruleset { fd, rules: 0 };
+        let mut rs = Ruleset {
+            fd,
+            rules: 0,
+            handled: all,
+            write: all & !(MAKE_CHAR | MAKE_BLOCK),
+        };
+        // Listing is allowed everywhere (`ls /`, `ls ~`): the hidden folders' names show,
+        // their files cannot be opened.
+        rs.add(Path::new("/"), READ_DIR)?;
         rs.grant(Path::new("/"), READ, &c.hidden)?;
-        let write = all & !(MAKE_CHAR | MAKE_BLOCK);
         for w in &c.writable {
-            rs.grant(w, write, &c.hidden)?;
+            rs.grant(w, rs.write, &c.hidden)?;
         }
         Ok(rs)
     }
@@ -225,7 +236,7 @@ impl Ruleset {
             return Ok(());
         }
         if root == Path::new("/dev") {
-            return self.grant_dev(root, access);
+            return self.grant_dev(root);
         }
         if !holds_hidden(root) {
             return self.add(root, access);
@@ -237,12 +248,12 @@ impl Ruleset {
             };
             for entry in entries.flatten() {
                 let path = entry.path();
-                if hidden.iter().any(|h| *h == path) {
+                if hidden.contains(&path) {
                     continue;
                 }
                 let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
                 if path == Path::new("/dev") {
-                    self.grant_dev(&path, access)?;
+                    self.grant_dev(&path)?;
                 } else if holds_hidden(&path) {
                     if is_dir {
                         dirs.push(path);
@@ -256,8 +267,9 @@ impl Ruleset {
     }
 
     /// `/dev`: character devices but memory and ports (read, and write for the harmless
-    /// ones), `shm` and `pts` in full; block devices and the rest not at all.
-    fn grant_dev(&mut self, root: &Path, access: u64) -> io::Result<()> {
+    /// ones), `shm` and `pts` like a writable folder; block devices and the rest not at
+    /// all (whatever `access` the caller grants around them).
+    fn grant_dev(&mut self, root: &Path) -> io::Result<()> {
         let Ok(entries) = std::fs::read_dir(root) else {
             return Ok(());
         };
@@ -267,14 +279,14 @@ impl Ruleset {
             let Ok(t) = entry.file_type() else { continue };
             use std::os::unix::fs::FileTypeExt;
             if t.is_dir() && DEV_DIRS.contains(&name.as_ref()) {
-                self.add(&entry.path(), access)?;
+                self.add(&entry.path(), self.write)?;
             } else if t.is_char_device() && !DEV_NEVER.contains(&name.as_ref()) {
                 let a = if DEV_WRITABLE.contains(&name.as_ref()) {
-                    READ_FILE | WRITE_FILE
+                    READ_FILE | WRITE_FILE | TRUNCATE
                 } else {
                     READ_FILE
                 };
-                self.add(&entry.path(), a & (access | READ_FILE))?;
+                self.add(&entry.path(), a)?;
             }
         }
         Ok(())
@@ -294,11 +306,12 @@ impl Ruleset {
         let Ok(st) = rustix::fs::fstat(&fd) else {
             return Ok(());
         };
-        let access = match FileType::from_raw_mode(st.st_mode) {
-            FileType::Directory => access,
-            FileType::Symlink => return Ok(()),
-            _ => access & FILE_RIGHTS,
-        };
+        let access = self.handled
+            & match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => access,
+                FileType::Symlink => return Ok(()),
+                _ => access & FILE_RIGHTS,
+            };
         if access == 0 {
             return Ok(());
         }
@@ -446,7 +459,7 @@ mod tests {
             rs.rules
         );
         let script = format!(
-            "cat {h}/secrets.env; echo r=$?; ls {h} >/dev/null; echo l=$?; echo w > {w}/out.txt; echo w=$?; cat {o}/readable.txt; echo x > {o}/no.txt; echo o=$?",
+            "cat {h}/secrets.env; echo r=$?; ls {h} >/dev/null; echo l=$?; echo n > /dev/null; echo d=$?; echo w > {w}/out.txt; echo w=$?; cat {o}/readable.txt; echo x > {o}/no.txt; echo o=$?",
             h = hidden.display(),
             w = ws.display(),
             o = other.display()
@@ -462,7 +475,7 @@ mod tests {
         let out = cmd.output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(!stdout.contains("KEY=v"), "{stdout}");
-        for want in ["r=1", "l=2", "w=0", "hello", "o=2"] {
+        for want in ["r=1", "l=0", "d=0", "w=0", "hello", "o=2"] {
             assert!(stdout.contains(want), "{want}: {stdout}");
         }
         assert_eq!(std::fs::read_to_string(ws.join("out.txt")).unwrap(), "w\n");

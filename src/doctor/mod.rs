@@ -204,6 +204,9 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
 /// How `exec` commands are kept from the secrets on this kernel.
 fn confine_check(cfg: Option<&Config>) -> Check {
     let user = cfg.map(|c| c.tools.exec.user.trim()).unwrap_or("");
+    if let Err(e) = crate::tools::exec::run_as(user) {
+        return Check::new(Verdict::Fail, "confine", e.to_string());
+    }
     match crate::sandbox::landlock() {
         Ok(abi) => Check::new(
             Verdict::Ok,
