@@ -383,6 +383,30 @@ fn exec_runs_as_the_configured_user() {
         "{}",
         text(&out.stderr)
     );
+    // Not running as root, another user is a config error too.
+    home.write_config(&config_for(
+        &model.url(),
+        &full(r#""tools":{"exec":{"user":"nobody"}}"#),
+    ));
+    std::fs::set_permissions(&home.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        home.dir.join("config.json"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    use std::os::unix::process::CommandExt;
+    let out = home
+        .cmd(&["status"])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("tools.exec.user") && stderr.contains("runs as uid 65534"),
+        "{stderr}"
+    );
 }
 
 /// Standard base64 of `b` (padding kept).

@@ -8,11 +8,18 @@
 //! in our process environment (`config::Env` keeps it apart), so none of its variables,
 //! the API keys or the bot token reach the command.
 //!
-//! Not a sandbox: see `security::exec_policy` for what the deny list does and does not
-//! catch. Confinement of file tools does not apply to what a command does.
+//! The deny list (`security::exec_policy`) refuses what it can read; a command that hides
+//! what it runs is marked in its [`Approval`] (asked about even after `/always`, refused
+//! in full autonomy). What a command does at run time is limited by confinement
+//! (`sandbox`): where the kernel has Landlock, each child gets a ruleset built here on the
+//! worker (nothing of the yoctoclaw home but the workspace, writes only in the workspace,
+//! the temp folder and `tools.exec.write_paths`); without it, a command naming a path
+//! that resolves into the home is refused. `tools.exec.user` runs children as another
+//! user ([`run_as`]; only when we are root).
 //!
 //! # Bounds
-//! - Command text: `exec_policy::MAX_COMMAND_BYTES`.
+//! - Command text: `exec_policy::MAX_COMMAND_BYTES`; paths checked without Landlock:
+//!   `exec_policy::MAX_PATH_WORDS`; `/etc/passwd` read up to `MAX_PASSWD_BYTES`.
 //! - Time: `tools.exec.timeout_secs` (1..=600, default 30); the model may ask for less,
 //!   never more.
 //! - Output: `tools.exec.max_output_bytes`, and never more than the agent's tool-result
