@@ -3,9 +3,10 @@
 //! `/no` or `/always` on the channel the turn came from.
 //!
 //! How the pieces meet:
-//! - [`Agent::authorize`] runs before every tool call: `full` lets it through, `read_only`
-//!   refuses it, `supervised` calls [`Approvals::request`] with the tool's one-line
-//!   summary (`Tools::approval_summary`, which also validates the call).
+//! - [`Agent::authorize`] runs before every tool call: `full` lets it through (but for an
+//!   opaque call, refused), `read_only` refuses it, `supervised` calls
+//!   [`Approvals::request`] with the tool's one-line summary (`Tools::approval_summary`,
+//!   which also validates the call).
 //! - `request` registers the session's pending approval, puts the question to the user
 //!   through the channel's [`Asker`], and waits for an answer or the timeout
 //!   (`agent.approval_timeout_secs`). No answer means no.
@@ -355,9 +356,10 @@ fn is_invisible(c: char) -> bool {
 }
 
 impl Agent {
-    /// May this call run? `full` autonomy: yes. `read_only`: not for tools that need
-    /// approval. `supervised`: those ask the user first (see the module documentation).
-    /// Other tools always may.
+    /// May this call run? `full` autonomy: yes, unless the call is opaque (a command that
+    /// hides what it runs). `read_only`: not for tools that need approval. `supervised`:
+    /// those ask the user first, opaque ones even after `/always` (see the module
+    /// documentation). Other tools always may.
     pub async fn authorize(&self, call: &ToolCall, ctx: &CallContext) -> Result<(), ToolError> {
         if !crate::tools::needs_approval(&call.name) {
             return Ok(());
