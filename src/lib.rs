@@ -43,6 +43,7 @@ pub mod memory;
 pub mod onboard;
 pub mod provider;
 pub mod runtime;
+pub mod sandbox;
 pub mod scheduler;
 pub mod security;
 pub mod signals;

@@ -96,8 +96,9 @@ pub const MAX_WRITE_FILE_BYTES: usize = 256 * 1024;
 /// Extra bytes kept beyond a cut before scrubbing, then dropped, so a secret cut in two
 /// at the cap is still recognised whole (see `tools::output`).
 pub const SCRUB_MARGIN_BYTES: usize = 1024;
-/// Longest approval question summary shown to the user (the rest is counted, not shown).
-pub const MAX_APPROVAL_SUMMARY_CHARS: usize = 1000;
+/// Longest approval summary (the command, escaped as shown) a user is asked about: an
+/// approval shows the whole of it, so a longer one is refused, never cut.
+pub const MAX_APPROVAL_COMMAND_CHARS: usize = 2000;
 /// Redirects `web_fetch` follows, each re-checked; one more is an error.
 pub const MAX_FETCH_REDIRECTS: usize = 5;
 /// After an `exec` command's shell exits, its output is read for at most this long

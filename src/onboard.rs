@@ -65,7 +65,7 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "min_relevance_milli": 100
   },
   "tools": {
-    "exec": { "timeout_secs": 30, "max_output_bytes": 16384 },
+    "exec": { "timeout_secs": 30, "max_output_bytes": 16384, "write_paths": [], "user": "" },
     "web_fetch": { "allow_private": false, "max_bytes": 524288, "timeout_secs": 20 }
   },
   "serial": { "device": "", "baud": 115200, "echo": false },

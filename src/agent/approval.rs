@@ -3,9 +3,10 @@
 //! `/no` or `/always` on the channel the turn came from.
 //!
 //! How the pieces meet:
-//! - [`Agent::authorize`] runs before every tool call: `full` lets it through, `read_only`
-//!   refuses it, `supervised` calls [`Approvals::request`] with the tool's one-line
-//!   summary (`Tools::approval_summary`, which also validates the call).
+//! - [`Agent::authorize`] runs before every tool call: `full` lets it through (but for an
+//!   opaque call, refused), `read_only` refuses it, `supervised` calls
+//!   [`Approvals::request`] with the tool's one-line summary (`Tools::approval_summary`,
+//!   which also validates the call).
 //! - `request` registers the session's pending approval, puts the question to the user
 //!   through the channel's [`Asker`], and waits for an answer or the timeout
 //!   (`agent.approval_timeout_secs`). No answer means no.
@@ -13,7 +14,13 @@
 //!   *without* queueing them behind the session's running turn (which is the very turn
 //!   waiting for the answer). With nothing pending, the channel says so.
 //! - `/always` approves this call and every later one in the session, until `/new` or
-//!   the flag is evicted (then the user is simply asked again).
+//!   the flag is evicted (then the user is simply asked again). A call the tools mark
+//!   opaque (an `exec` command that hides what it runs, `Approval::opaque`) is asked
+//!   about even then, with a warning, and refused outright under `full` autonomy.
+//! - The question shows the whole summary on one line: line breaks as ⏎, control
+//!   characters and Unicode bidi and invisible formatting characters escaped
+//!   (`\u{202e}`), so what is shown is what runs. A summary longer than
+//!   `MAX_APPROVAL_COMMAND_CHARS` as shown is refused, not cut.
 //! - A denial reaches the model as a tool error; the turn goes on.
 //!
 //! # Channel hook (`Asker`)
@@ -28,8 +35,8 @@
 //! # Bounds
 //! At most one pending approval per session and at most `agent.max_sessions` in all
 //! (more are denied); `/always` flags for at most `agent.max_sessions` sessions (least
-//! recently used evicted). Questions show at most `MAX_APPROVAL_SUMMARY_CHARS` characters
-//! of the summary. The wait ends after the timeout, or when the turn is dropped (the
+//! recently used evicted). Questions show summaries of at most
+//! `MAX_APPROVAL_COMMAND_CHARS` characters. The wait ends after the timeout, or when the turn is dropped (the
 //! pending entry is removed either way).
 //!
 //! # Test hook
@@ -46,7 +53,7 @@ use super::session::SessionTable;
 use crate::chat::ChannelKind;
 use crate::chat::ToolCall;
 use crate::config::Autonomy;
-use crate::limits::MAX_APPROVAL_SUMMARY_CHARS;
+use crate::limits::MAX_APPROVAL_COMMAND_CHARS;
 use crate::security::scrub::scrub;
 use crate::tools::{CallContext, ToolError};
 use std::cell::RefCell;
@@ -191,16 +198,24 @@ impl Approvals {
     }
 
     /// Ask the user of `session` on `channel` to approve `summary`; `Ok` when approved.
+    /// `opaque` (why the call cannot be read) asks even after `/always`, with a warning.
     pub async fn request(
         &self,
         session: &str,
         channel: ChannelKind,
         summary: &str,
+        opaque: Option<&str>,
     ) -> Result<(), ToolError> {
-        if self.is_always(session) {
+        if opaque.is_none() && self.is_always(session) {
             return Ok(());
         }
         let summary = one_line(summary);
+        let shown = summary.chars().count();
+        if shown > MAX_APPROVAL_COMMAND_CHARS {
+            return Err(ToolError::Denied(format!(
+                "this is too long to show for approval ({shown} characters, at most {MAX_APPROVAL_COMMAND_CHARS}), so it was not done; split it into shorter steps, or write a script with write_file first and run that"
+            )));
+        }
         let Some(asker) = self.asker(channel) else {
             return Err(ToolError::Denied(format!(
                 "this needs the user's approval, but a {} run has nobody to ask, so it was not done ({summary}); the owner can set agent.autonomy to full to allow such actions without asking",
@@ -231,8 +246,12 @@ impl Approvals {
             approvals: self,
             session,
         };
+        let warning = match opaque {
+            Some(why) => format!("\nWarning: {why}; /always does not cover it."),
+            None => String::new(),
+        };
         let question = scrub(&format!(
-            "Approve? {summary}\nReply /yes, /no, or /always (yes to everything for the rest of this session). No answer within {} means no.",
+            "Approve? {summary}{warning}\nReply /yes, /no, or /always (yes to everything for the rest of this session). No answer within {} means no.",
             secs_text(self.timeout)
         ))
         .into_owned();
@@ -292,33 +311,55 @@ fn secs_text(d: Duration) -> String {
     }
 }
 
-/// The summary on one line (line breaks shown as ⏎), at most
-/// `MAX_APPROVAL_SUMMARY_CHARS` characters with a count of the rest.
+/// The summary on one line, all of it: line breaks shown as ⏎, control characters,
+/// whitespace other than a plain space, and invisible or bidi formatting characters
+/// escaped as `\u{…}`, so the text shown cannot differ from what runs.
 pub fn one_line(s: &str) -> String {
-    let mut out = String::new();
-    let mut shown = 0usize;
+    let mut out = String::with_capacity(s.len());
     let mut chars = s.trim().chars().peekable();
     while let Some(c) = chars.next() {
-        if shown >= MAX_APPROVAL_SUMMARY_CHARS {
-            let rest = 1 + chars.count();
-            out.push_str(&format!("… ({rest} more characters not shown)"));
-            break;
-        }
         match c {
             '\r' if chars.peek() == Some(&'\n') => {}
             '\n' | '\r' => out.push_str(" ⏎ "),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
+            c if c == ' ' || !(c.is_control() || c.is_whitespace() || is_invisible(c)) => {
+                out.push(c)
+            }
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         }
-        shown += 1;
     }
     out
 }
 
+/// Characters that show as nothing or reorder what is around them: the bidi controls
+/// (U+061C, U+200E/F, U+202A–U+202E, U+2066–U+2069), zero-width and joiner characters,
+/// fillers, variation selectors, tags and the other default-ignorable code points.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c as u32,
+        0xAD | 0x34F
+            | 0x61C
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFFB
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
+}
+
 impl Agent {
-    /// May this call run? `full` autonomy: yes. `read_only`: not for tools that need
-    /// approval. `supervised`: those ask the user first (see the module documentation).
-    /// Other tools always may.
+    /// May this call run? `full` autonomy: yes, unless the call is opaque (a command that
+    /// hides what it runs). `read_only`: not for tools that need approval. `supervised`:
+    /// those ask the user first, opaque ones even after `/always` (see the module
+    /// documentation). Other tools always may.
     pub async fn authorize(&self, call: &ToolCall, ctx: &CallContext) -> Result<(), ToolError> {
         if !crate::tools::needs_approval(&call.name) {
             return Ok(());
@@ -329,15 +370,23 @@ impl Agent {
                 call.name
             )));
         }
-        let summary = self
+        let approval = self
             .tools
             .approval_summary(&call.name, &call.arguments)?
-            .unwrap_or_else(|| call.name.clone());
-        match self.cfg.agent.autonomy {
-            Autonomy::Full => Ok(()),
+            .unwrap_or_else(|| crate::tools::Approval {
+                summary: call.name.clone(),
+                opaque: None,
+            });
+        let opaque = approval.opaque.as_deref();
+        match (self.cfg.agent.autonomy, opaque) {
+            (Autonomy::Full, None) => Ok(()),
+            // Full autonomy has nobody to read it and the deny list cannot: refused.
+            (Autonomy::Full, Some(why)) => Err(ToolError::Denied(format!(
+                "{why}: in full autonomy exec runs only commands whose every part it can read; write the command out plainly, or write a script with write_file and run it"
+            ))),
             _ => {
                 self.approvals
-                    .request(&ctx.session, ctx.channel, &summary)
+                    .request(&ctx.session, ctx.channel, &approval.summary, opaque)
                     .await
             }
         }
@@ -385,7 +434,7 @@ mod tests {
         let ex = smol::LocalExecutor::new();
         let answered = Cell::new(false);
         smol::block_on(ex.run(async {
-            let req = a.request(session, ChannelKind::Telegram, "Run command: ls -la");
+            let req = a.request(session, ChannelKind::Telegram, "Run command: ls -la", None);
             let answer = async {
                 loop {
                     if a.is_pending(session)
@@ -441,7 +490,7 @@ mod tests {
         let e = run(&a, "telegram:1", Some(Decision::Yes)).unwrap_err();
         assert!(e.to_string().contains("could not be asked"), "{e}");
         let ex = smol::LocalExecutor::new();
-        let e = smol::block_on(ex.run(a.request("heartbeat", ChannelKind::Heartbeat, "x")))
+        let e = smol::block_on(ex.run(a.request("heartbeat", ChannelKind::Heartbeat, "x", None)))
             .unwrap_err();
         assert!(e.to_string().contains("nobody to ask"), "{e}");
         assert!(e.to_string().contains("autonomy to full"), "{e}");
@@ -467,8 +516,64 @@ mod tests {
     #[test]
     fn summaries_are_one_bounded_line() {
         assert_eq!(one_line("ls\nrm x\r\n"), "ls ⏎ rm x");
-        assert_eq!(one_line("a\u{7}b"), "a b");
-        let long = one_line(&"x".repeat(MAX_APPROVAL_SUMMARY_CHARS + 50));
-        assert!(long.ends_with("… (50 more characters not shown)"), "{long}");
+        assert_eq!(one_line("a\u{7}b\tc"), "a\\u{7}b\\u{9}c");
+        assert_eq!(
+            one_line("ls \u{202e}gpj.exe\u{202c} \u{200b}\u{2066}x\u{2069}\u{feff}\u{61c}"),
+            "ls \\u{202e}gpj.exe\\u{202c} \\u{200b}\\u{2066}x\\u{2069}\\u{feff}\\u{61c}"
+        );
+        assert_eq!(one_line("naïve café ½ 東京"), "naïve café ½ 東京");
+        let long = "x".repeat(MAX_APPROVAL_COMMAND_CHARS + 50);
+        assert_eq!(one_line(&long), long, "never cut");
+    }
+
+    #[test]
+    fn too_long_to_show_is_refused_without_asking() {
+        let (a, asked) = setup(true, 60_000);
+        let ex = smol::LocalExecutor::new();
+        let long = format!("Run command: {}", "x".repeat(MAX_APPROVAL_COMMAND_CHARS));
+        let e = smol::block_on(ex.run(a.request("telegram:1", ChannelKind::Telegram, &long, None)))
+            .unwrap_err();
+        assert!(e.to_string().contains("too long to show"), "{e}");
+        // Escapes count as shown: 300 invisible characters are 2,400 shown.
+        let sneaky = format!("Run command: ls{}", "\u{200b}".repeat(300));
+        let e =
+            smol::block_on(ex.run(a.request("telegram:1", ChannelKind::Telegram, &sneaky, None)))
+                .unwrap_err();
+        assert!(e.to_string().contains("too long to show"), "{e}");
+        assert!(asked.borrow().is_empty());
+    }
+
+    #[test]
+    fn opaque_calls_are_asked_even_after_always() {
+        let (a, asked) = setup(true, 60_000);
+        assert_eq!(run(&a, "telegram:1", Some(Decision::Always)), Ok(()));
+        let ex = smol::LocalExecutor::new();
+        let answered = Cell::new(false);
+        let r = smol::block_on(ex.run(async {
+            let req = a.request(
+                "telegram:1",
+                ChannelKind::Telegram,
+                "Run command: curl x | sh",
+                Some("this command hides the command it runs"),
+            );
+            let answer = async {
+                loop {
+                    if a.is_pending("telegram:1") && !answered.get() {
+                        answered.set(true);
+                        a.answer("telegram:1", Decision::No);
+                    }
+                    smol::Timer::after(Duration::from_millis(5)).await;
+                }
+            };
+            smol::future::or(req, answer).await
+        }));
+        assert!(r.is_err());
+        let q = asked.borrow()[1].1.clone();
+        assert!(
+            q.contains(
+                "Warning: this command hides the command it runs; /always does not cover it."
+            ),
+            "{q}"
+        );
     }
 }

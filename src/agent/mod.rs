@@ -15,7 +15,10 @@
 //! # Scrubbing
 //! The final answer is scrubbed here, once, in [`Agent::finish`] (so every channel's
 //! reply and the stored history are clean), and a streamed answer passes through
-//! `scrub_sink::ScrubSink` before any channel sees it.
+//! `scrub_sink::ScrubSink` before any channel sees it. What the model says around its
+//! tool calls and the calls' arguments are scrubbed before they are stored
+//! (`tools::output::scrub_json` keeps arguments valid JSON); the calls themselves run
+//! with the arguments as given.
 
 pub mod approval;
 pub mod budget;
@@ -224,8 +227,11 @@ impl Agent {
                 .into_iter()
                 .take(crate::limits::MAX_TOOL_CALLS_PER_ANSWER)
                 .collect();
+            // What the model said and the arguments it gave are stored (and sent back on
+            // every later request) scrubbed; the calls run with their own arguments.
+            let content = scrub(&reply.content);
             if text_mode {
-                let said = Message::new(Role::Assistant, reply.content.as_str());
+                let said = Message::new(Role::Assistant, content.as_ref());
                 self.push(session, &mut history, said)?;
                 let mut results = String::new();
                 for call in &calls {
@@ -237,8 +243,14 @@ impl Agent {
                 }
                 self.push(session, &mut history, Message::new(Role::User, results))?;
             } else {
-                let mut said = Message::new(Role::Assistant, reply.content.as_str());
-                said.tool_calls = calls.clone();
+                let mut said = Message::new(Role::Assistant, content.as_ref());
+                said.tool_calls = calls
+                    .iter()
+                    .map(|c| ToolCall {
+                        arguments: crate::tools::output::scrub_json(&c.arguments),
+                        ..c.clone()
+                    })
+                    .collect();
                 self.push(session, &mut history, said)?;
                 for call in &calls {
                     let r = self.run_tool(call, &ctx).await;

@@ -101,6 +101,8 @@ pub fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, 
     ];
     secret_names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
     crate::security::scrub::install_secret_literals(secret_names.iter().filter_map(|n| env.get(n)));
+    let env = hide_secrets(env, &secret_names);
+    crate::tools::exec::run_as(&cfg.tools.exec.user)?;
     let level = from_env.unwrap_or_else(|| {
         let configured =
             crate::logging::parse_level(&cfg.log_level).unwrap_or(log::LevelFilter::Info);
@@ -132,6 +134,27 @@ pub fn install_ca_file(home: &Home, cfg: &Config) -> Result<(), ConfigError> {
             expected: format!("a PEM file of CA certificates, but {e}"),
         }),
     }
+}
+
+/// Take the secrets out of reach of child processes (`sandbox`): the configured keys and
+/// any variable that looks like a credential leave our environment block (overwritten in
+/// place; `env` keeps their values), and only root may read our memory. Runs before any
+/// thread starts.
+fn hide_secrets(mut env: Env, secret_names: &[String]) -> Env {
+    use crate::security::scrub::{install_secret_literals, scrub};
+    let taken = crate::sandbox::clear_environment(|name, value| {
+        secret_names.iter().any(|n| n == name)
+            || matches!(
+                scrub(&format!("{name}={value}")),
+                std::borrow::Cow::Owned(_)
+            )
+    });
+    install_secret_literals(taken.iter().map(|(_, v)| v.clone()));
+    env.keep_taken(taken);
+    if let Err(e) = crate::sandbox::no_dumps() {
+        log::warn!("cannot make the process undumpable: {e}");
+    }
+    env
 }
 
 /// Open the database; the home must exist.
@@ -170,6 +193,7 @@ pub fn agent(
     outbound: Rc<dyn Outbound>,
 ) -> Rc<Agent> {
     let workspace = l.home.workspace();
+    crate::tools::exec::announce_confinement();
     let tools = Tools::new(
         workspace.clone(),
         l.cfg.clone(),

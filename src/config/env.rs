@@ -14,6 +14,9 @@ use std::path::Path;
 #[derive(Default, Clone)]
 pub struct Env {
     file: BTreeMap<String, String>,
+    /// Secrets taken out of the process environment at start (`app::load`, which wipes
+    /// them from the environment block): looked up as the process environment was.
+    taken: BTreeMap<String, String>,
     /// Test hook: when set, the process environment is not consulted.
     isolated: Option<BTreeMap<String, String>>,
 }
@@ -23,6 +26,7 @@ impl std::fmt::Debug for Env {
         // Never print values: they are secrets.
         f.debug_struct("Env")
             .field("secrets_file_keys", &self.file.keys().collect::<Vec<_>>())
+            .field("taken_keys", &self.taken.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -32,6 +36,7 @@ impl Env {
     pub fn new(file: BTreeMap<String, String>) -> Env {
         Env {
             file,
+            taken: BTreeMap::new(),
             isolated: None,
         }
     }
@@ -40,6 +45,7 @@ impl Env {
     pub fn isolated(vars: &[(&str, &str)]) -> Env {
         Env {
             file: BTreeMap::new(),
+            taken: BTreeMap::new(),
             isolated: Some(
                 vars.iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -51,11 +57,21 @@ impl Env {
     pub fn get(&self, name: &str) -> Option<String> {
         let from_process = match &self.isolated {
             Some(m) => m.get(name).cloned(),
-            None => std::env::var(name).ok(),
+            None => self
+                .taken
+                .get(name)
+                .cloned()
+                .or_else(|| std::env::var(name).ok()),
         };
         from_process
             .filter(|v| !v.is_empty())
             .or_else(|| self.file.get(name).cloned())
+    }
+
+    /// Keep variables taken out of the process environment (their values stay what
+    /// [`Env::get`] answers for them).
+    pub fn keep_taken(&mut self, vars: impl IntoIterator<Item = (String, String)>) {
+        self.taken.extend(vars);
     }
 
     /// Names of the variables defined by `secrets.env` (stripped from child processes).

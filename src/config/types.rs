@@ -188,6 +188,12 @@ pub struct ExecConfig {
     pub timeout_secs: u64,
     /// Output kept (head + tail), 1 KiB..=1 MiB, defaults to 16 KiB.
     pub max_output_bytes: u64,
+    /// Absolute folders commands may write below, besides the workspace and the temp
+    /// folder (where Landlock confines them). Defaults to none.
+    pub write_paths: Vec<String>,
+    /// Run commands as this user (a name or a numeric uid); only when yoctoclaw runs as
+    /// root. Defaults to empty: the user yoctoclaw runs as.
+    pub user: String,
 }
 
 impl Default for ExecConfig {
@@ -195,6 +201,8 @@ impl Default for ExecConfig {
         ExecConfig {
             timeout_secs: 30,
             max_output_bytes: 16 * 1024,
+            write_paths: Vec::new(),
+            user: String::new(),
         }
     }
 }
@@ -410,7 +418,15 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     let exec = ExecConfig {
         timeout_secs: e.uint("timeout_secs", de.timeout_secs, 1, 600)?,
         max_output_bytes: e.uint("max_output_bytes", de.max_output_bytes, 1024, 1024 * 1024)?,
+        write_paths: e.string_list("write_paths")?,
+        user: e.string("user", &de.user)?.trim().to_string(),
     };
+    if exec.write_paths.iter().any(|p| !p.starts_with('/')) {
+        return Err(ConfigError::BadValue {
+            key: "tools.exec.write_paths".into(),
+            expected: "a list of absolute paths (\"/var/www\")".into(),
+        });
+    }
     e.finish()?;
     let mut w = s.section("web_fetch")?;
     let dw = WebFetchConfig::default();

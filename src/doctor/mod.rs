@@ -8,7 +8,8 @@
 //!
 //! Checks, local first: home folder, `secrets.env`, `config.json`, keys present (never
 //! printed), clock (not before the build), disk free, memory available, database
-//! (`PRAGMA integrity_check`, schema version), FTS5; then the network: DNS + TCP (+ TLS
+//! (`PRAGMA integrity_check`, schema version), FTS5, how `exec` commands are confined
+//! (Landlock, or `tools.exec.user`); then the network: DNS + TCP (+ TLS
 //! for https) to the provider, the model (see `net`), and when Telegram is enabled the
 //! same to the Bot API plus the bot token (`getMe`). Every line is scrubbed of secrets.
 //!
@@ -160,6 +161,7 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
     emit(memory_check());
     emit(database_check(&home));
     emit(fts5_check());
+    emit(confine_check(cfg.as_ref()));
     let Some(cfg) = cfg else {
         emit(Check::new(
             Verdict::Warn,
@@ -222,6 +224,39 @@ fn time_source_check() -> Option<Check> {
         (Verdict::Warn, src.describe().to_string())
     };
     Some(Check::new(verdict, "time", text))
+}
+
+/// How `exec` commands are kept from the secrets on this kernel.
+fn confine_check(cfg: Option<&Config>) -> Check {
+    let user = cfg.map(|c| c.tools.exec.user.trim()).unwrap_or("");
+    if let Err(e) = crate::tools::exec::run_as(user) {
+        return Check::new(Verdict::Fail, "confine", e.to_string());
+    }
+    match crate::sandbox::landlock() {
+        Ok(abi) => Check::new(
+            Verdict::Ok,
+            "confine",
+            format!(
+                "exec commands are confined by Landlock (ABI {abi}): the yoctoclaw home outside the workspace is out of their reach"
+            ),
+        ),
+        Err(m) if !user.is_empty() => Check::new(
+            Verdict::Ok,
+            "confine",
+            format!(
+                "{} ({m}); exec commands run as user {user}",
+                crate::tools::exec::LANDLOCK_MISSING
+            ),
+        ),
+        Err(m) => Check::new(
+            Verdict::Warn,
+            "confine",
+            format!(
+                "{} ({m}): exec commands can read what yoctoclaw can; set tools.exec.user to run them as another user (yoctoclaw must run as root), or run yoctoclaw as its own user",
+                crate::tools::exec::LANDLOCK_MISSING
+            ),
+        ),
+    }
 }
 
 fn mode_of(p: &Path) -> Option<u32> {

@@ -38,12 +38,21 @@
 //!   database) is off limits to every command, including `ls ..`; a file named `secrets.env` or
 //!   a private ssh key file name is refused wherever it is.
 //!
+//! # Commands that hide what they run
+//! [`hidden_command`] (in `hidden`) finds the constructs that run text nobody can read before
+//! it runs: a shell fed by a pipe, a file or a here-document (`… | sh`, `base64 -d | sh`),
+//! `eval`, `source` of piped or fetched text, `xargs sh`, and a command *name* built by a
+//! substitution, backticks or a variable (`$(printf rm)`, `r$(…)`, `$c`). The deny list does
+//! not refuse them; the caller asks about them even after `/always` and refuses them in full
+//! autonomy.
+//!
 //! # Known gaps
-//! Anything computed at run time is invisible: `$(printf …)` or `$(cat file)` as a command or
-//! path, `… | base64 -d | sh`, scripts written first and run later, interpreters' own code
-//! (`python3 -c` is only seen through its words), symlinks (paths are resolved lexically, the
-//! file system is never consulted), `cd` inside a subshell or a condition (followed as if it
-//! always ran), and variables whose value held spaces (quotes are gone by then).
+//! Anything computed at run time is invisible to the deny list: `$(cat file)` as a path,
+//! scripts written first and run later, interpreters' own code (`python3 -c` is only seen
+//! through its words), symlinks (paths are resolved lexically, the file system is never
+//! consulted), `cd` inside a subshell or a condition (followed as if it always ran), and
+//! variables whose value held spaces (quotes are gone by then). What limits those is
+//! confinement (Landlock, see `sandbox`), not this module.
 //!
 //! # Bounds
 //! - Commands longer than [`MAX_COMMAND_BYTES`] are refused unread.
@@ -61,7 +70,10 @@ use std::sync::OnceLock;
 
 use regex_lite::Regex;
 
+mod hidden;
 mod shell;
+
+pub use hidden::Hidden;
 
 use shell::{
     Op, Simple, Tok, basename, command_of, components, expand_braces, expand_home, glob_match,
@@ -244,6 +256,57 @@ pub fn check_command(cmd: &str, ctx: &PolicyContext) -> Result<(), Denied> {
         remember(&simple, &mut vars, &mut env);
     }
     Ok(())
+}
+
+/// Whether `cmd` hides the command it runs (a shell fed by a pipe, `eval`, `source` of
+/// piped text, `xargs sh`, a command name built by a substitution or a variable); see
+/// `hidden`. Independent of [`check_command`], which the caller runs first.
+pub fn hidden_command(cmd: &str, ctx: &PolicyContext) -> Option<Hidden> {
+    if cmd.len() > MAX_COMMAND_BYTES {
+        return Some(Hidden::BuiltName);
+    }
+    let env = Env::new(ctx);
+    hidden::find(&normalise(cmd, &env.home))
+}
+
+/// Words [`path_words`] returns at most.
+pub const MAX_PATH_WORDS: usize = 512;
+
+/// Every word of `cmd` that could name a path, as an absolute lexical path: after the same
+/// normalising, variable and brace expansion as [`check_command`], split at `=` and `:`,
+/// relative words joined to where `cd` left the line. For a caller that consults the file
+/// system (symlinks), which this module never does. At most [`MAX_PATH_WORDS`].
+pub fn path_words(cmd: &str, ctx: &PolicyContext) -> Vec<String> {
+    let mut out = Vec::new();
+    if cmd.len() > MAX_COMMAND_BYTES {
+        return out;
+    }
+    let mut env = Env::new(ctx);
+    let norm = normalise(cmd, &env.home);
+    let toks = tokenise(&norm);
+    let mut vars: Vec<(String, String)> = Vec::new();
+    for raw in split_commands(&toks) {
+        let Ok(simple) = expand_simple(&raw, &vars) else {
+            continue;
+        };
+        let words = simple
+            .words
+            .iter()
+            .chain(&simple.redir_out)
+            .chain(&simple.redir_in);
+        for piece in words.flat_map(|w| w.split(['=', ':'])) {
+            for candidate in expand_braces(piece).unwrap_or_default() {
+                if out.len() >= MAX_PATH_WORDS {
+                    return out;
+                }
+                if !candidate.is_empty() {
+                    out.push(format!("/{}", components(&candidate, &env.cwd).join("/")));
+                }
+            }
+        }
+        remember(&simple, &mut vars, &mut env);
+    }
+    out
 }
 
 /// Variables assigned earlier in the command line are substituted (`x=/; rm -rf $x`), at most
@@ -1103,6 +1166,10 @@ mod tests {
             if let Err(e) = check_command(cmd, &ctx()) {
                 failures.push(format!("{cmd}: {e}"));
             }
+            // Ordinary commands are not taken for ones that hide what they run.
+            if let Some(h) = hidden_command(cmd, &ctx()) {
+                failures.push(format!("{cmd}: hidden ({h})"));
+            }
         }
         assert!(
             failures.is_empty(),
@@ -1156,6 +1223,24 @@ mod tests {
         for cmd in ["ls ~", "cat notes.md", "rm -rf build"] {
             assert!(check_command(cmd, &c).is_ok(), "{cmd}");
         }
+    }
+
+    #[test]
+    fn path_words_are_absolute_and_follow_cd() {
+        let w = path_words("cat s > out.txt; cd /tmp && ls a{1,2} x=../y", &ctx());
+        let ws = "/home/u/.yoctoclaw/workspace";
+        for want in [
+            format!("{ws}/cat"),
+            format!("{ws}/s"),
+            format!("{ws}/out.txt"),
+            "/tmp/a1".to_string(),
+            "/tmp/a2".to_string(),
+            "/y".to_string(),
+        ] {
+            assert!(w.contains(&want), "{want}: {w:?}");
+        }
+        let many = "a; ".repeat(2000);
+        assert_eq!(path_words(&many, &ctx()).len(), MAX_PATH_WORDS);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! I/O of their own (except DNS resolution in [`netguard::resolve_checked`]):
 //!
 //! - [`scrub`]: removes credentials from any text before it leaves the process.
-//! - [`exec_policy`]: refuses destructive or secret-reading shell commands before `exec` runs them.
+//! - [`exec_policy`]: refuses destructive or secret-reading shell commands before `exec` runs them,
+//!   and finds the ones that hide what they run.
 //! - [`netguard`]: parses `web_fetch` URLs strictly and refuses local and private addresses.
 //!
 //! # Bounds

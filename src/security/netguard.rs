@@ -4,8 +4,9 @@
 //! reading the board's own services (`http://127.0.0.1:…`), the router's admin page, a cloud
 //! metadata endpoint (`169.254.169.254`) or anything else on the LAN. [`parse_http_url`] accepts
 //! only plain `http`/`https` URLs in one unambiguous spelling, and [`resolve_checked`] refuses a
-//! host when **any** of its addresses is loopback, private, link-local or otherwise not public
-//! (unless the configuration allows private addresses). The caller then connects to exactly the
+//! host when **any** of its addresses is loopback, private, link-local, documentation or
+//! otherwise not globally reachable by the IANA special-purpose registries (unless the
+//! configuration allows private addresses). The caller then connects to exactly the
 //! addresses returned, so a second DNS answer cannot swap in a private one.
 //!
 //! Refused spellings, because resolvers and browsers read them differently: userinfo
@@ -128,7 +129,7 @@ impl fmt::Display for UrlError {
             UrlError::NoAddress => f.write_str("host resolves to no address"),
             UrlError::Forbidden(ip) => write!(
                 f,
-                "host resolves to {ip}, a local or private address, which is not allowed"
+                "host resolves to {ip}, a local, private or reserved address, which is not allowed"
             ),
         }
     }
@@ -136,10 +137,12 @@ impl fmt::Display for UrlError {
 
 impl Error for UrlError {}
 
-/// True for every address `web_fetch` must not reach by default: loopback, unspecified,
-/// private, shared (CGNAT), link-local, unique-local, site-local, multicast, broadcast,
-/// reserved and benchmarking ranges, and IPv6 forms that embed such an IPv4 address
-/// (mapped, compatible, NAT64, 6to4, Teredo).
+/// True for every address `web_fetch` must not reach by default: every block of the IANA
+/// IPv4 and IPv6 special-purpose address registries that is not globally reachable
+/// (loopback, unspecified, private, shared (CGNAT), link-local, unique-local,
+/// documentation, benchmarking, reserved, discard-only, protocol assignments…), multicast,
+/// broadcast and deprecated site-local, and IPv6 forms that embed a forbidden IPv4
+/// address (mapped, compatible, NAT64, 6to4). See [`forbidden_v4`] and [`forbidden_v6`].
 pub fn is_forbidden_ip(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => forbidden_v4(v4),
@@ -147,20 +150,31 @@ pub fn is_forbidden_ip(ip: IpAddr) -> bool {
     }
 }
 
+/// The IPv4 special-purpose registry (iana-ipv4-special-registry), minus its globally
+/// reachable entries (192.0.0.9 and 192.0.0.10, 192.31.196/24, 192.52.193/24,
+/// 192.175.48/24), plus multicast.
 fn forbidden_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
+    let [a, b, c, d] = ip.octets();
     a == 0                                   // 0.0.0.0/8 "this network"
         || a == 10                           // 10/8 private
         || a == 127                          // loopback
-        || (a == 100 && (b & 0xC0) == 64)    // 100.64/10 CGNAT
+        || (a == 100 && (b & 0xC0) == 64)    // 100.64/10 shared address space (CGNAT)
         || (a == 169 && b == 254)            // link-local
         || (a == 172 && (b & 0xF0) == 16)    // 172.16/12 private
         || (a == 192 && b == 168)            // 192.168/16 private
-        || (a == 192 && b == 0 && c == 0)    // 192.0.0/24 IETF protocol assignments
+        // 192.0.0/24 IETF protocol assignments, but for the two anycast /32s (PCP, TURN).
+        || (a == 192 && b == 0 && c == 0 && d != 9 && d != 10)
+        || (a == 192 && b == 0 && c == 2)    // 192.0.2/24 documentation (TEST-NET-1)
+        || (a == 192 && b == 88 && c == 99)  // 192.88.99/24 6to4 relay anycast (deprecated)
         || (a == 198 && (b & 0xFE) == 18)    // 198.18/15 benchmarking
+        || (a == 198 && b == 51 && c == 100) // 198.51.100/24 documentation (TEST-NET-2)
+        || (a == 203 && b == 0 && c == 113)  // 203.0.113/24 documentation (TEST-NET-3)
         || a >= 224 // multicast 224/4, reserved 240/4, broadcast 255.255.255.255
 }
 
+/// The IPv6 special-purpose registry (iana-ipv6-special-registry), minus its globally
+/// reachable entries, plus multicast and site-local; addresses that carry an IPv4 address
+/// get that address's verdict.
 fn forbidden_v6(ip: Ipv6Addr) -> bool {
     let s = ip.segments();
     let embedded = |hi: u16, lo: u16| {
@@ -173,24 +187,42 @@ fn forbidden_v6(ip: Ipv6Addr) -> bool {
         [0, 0, 0, 0, 0, 0, hi, lo] => (hi == 0 && lo <= 1) || embedded(hi, lo),
         // ::ffff:a.b.c.d (mapped) and ::ffff:0:a.b.c.d (SIIT).
         [0, 0, 0, 0, 0, 0xffff, hi, lo] | [0, 0, 0, 0, 0xffff, 0, hi, lo] => embedded(hi, lo),
-        // 64:ff9b::a.b.c.d (NAT64 well-known prefix).
+        // 64:ff9b::/96 NAT64 well-known prefix: reachable, so the v4 address decides.
         [0x64, 0xff9b, 0, 0, 0, 0, hi, lo] => embedded(hi, lo),
         // 64:ff9b:1::/48 local-use NAT64.
         [0x64, 0xff9b, 1, ..] => true,
-        // 100::/64 discard-only.
-        [0x100, 0, 0, 0, ..] => true,
-        // 2002:AABB:CCDD::/48 6to4 embeds AA.BB.CC.DD.
-        [0x2002, hi, lo, ..] => embedded(hi, lo),
-        // 2001:0::/32 Teredo: the client address is the last 32 bits, inverted.
-        [0x2001, 0, _, _, _, _, hi, lo] => embedded(!hi, !lo),
+        // 100::/64 discard-only, 100:0:0:1::/64 dummy prefix.
+        [0x100, 0, 0, 0 | 1, ..] => true,
+        // 2001::/23 IETF protocol assignments (Teredo 2001::/32 and benchmarking
+        // 2001:2::/48 among them), but for its globally reachable entries.
+        [0x2001, b, ..] if b < 0x200 => !global_in_2001_23(&s),
         // 2001:db8::/32 documentation.
         [0x2001, 0x0db8, ..] => true,
+        // 2002:AABB:CCDD::/48 6to4 embeds AA.BB.CC.DD.
+        [0x2002, hi, lo, ..] => embedded(hi, lo),
+        // 3fff::/20 documentation.
+        [0x3fff, b, ..] if b < 0x1000 => true,
+        // 5f00::/16 segment routing (SRv6) SIDs.
+        [0x5f00, ..] => true,
         [first, ..] => {
             (first & 0xfe00) == 0xfc00         // fc00::/7 unique local
                 || (first & 0xffc0) == 0xfe80  // fe80::/10 link-local
                 || (first & 0xffc0) == 0xfec0  // fec0::/10 site-local (deprecated)
                 || (first & 0xff00) == 0xff00 // ff00::/8 multicast
         }
+    }
+}
+
+/// The globally reachable entries inside 2001::/23: 2001:1::1, ::2 and ::3 (PCP, TURN
+/// and DNS-SD SRP anycast), 2001:3::/32 (AMT), 2001:4:112::/48 (AS112-v6),
+/// 2001:20::/28 (ORCHIDv2) and 2001:30::/28 (DRIP).
+fn global_in_2001_23(s: &[u16; 8]) -> bool {
+    match *s {
+        [0x2001, 1, 0, 0, 0, 0, 0, 1..=3] => true,
+        [0x2001, 3, ..] => true,
+        [0x2001, 4, 0x112, ..] => true,
+        [0x2001, b, ..] => (0x20..=0x3f).contains(&b),
+        _ => false,
     }
 }
 
@@ -430,6 +462,33 @@ mod tests {
             "2001:0:4136:e378:8000:63bf:80ff:fffe", // Teredo, client 127.0.0.1
             "2001:db8::1",
             "100::1",
+            // The rest of the special-purpose registries (issue 16).
+            "192.0.0.1",
+            "192.0.0.170",
+            "192.0.0.171",
+            "192.0.0.255",
+            "192.0.2.1",
+            "192.0.2.255",
+            "192.88.99.1",
+            "198.51.100.7",
+            "203.0.113.9",
+            "::ffff:192.0.2.1",
+            "::ffff:203.0.113.1",
+            "64:ff9b::c000:201",                    // NAT64 of 192.0.2.1
+            "64:ff9b::cb00:7101",                   // NAT64 of 203.0.113.1
+            "2002:c000:201::1",                     // 6to4 of 192.0.2.1
+            "2002:c633:6407::1",                    // 6to4 of 198.51.100.7
+            "100:0:0:1::1",                         // dummy prefix
+            "2001::1",                              // Teredo
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2", // Teredo, public client: still refused
+            "2001:2::1",                            // benchmarking
+            "2001:10::1",                           // ORCHID (deprecated)
+            "2001:1::4",
+            "2001:1ff:ffff::1",
+            "2001:db8:ffff::1",
+            "3fff::1",
+            "3fff:fff:ffff::1",
+            "5f00::1",
         ] {
             assert!(is_forbidden_ip(ip(s)), "{s} should be forbidden");
         }
@@ -455,6 +514,28 @@ mod tests {
             "64:ff9b::808:808",
             "2002:808:808::1",
             "fe00::1",
+            // Globally reachable entries of the registries.
+            "192.0.0.9",
+            "192.0.0.10",
+            "192.31.196.1",
+            "192.52.193.1",
+            "192.175.48.1",
+            "192.0.3.1",
+            "198.51.101.1",
+            "203.0.114.1",
+            "2001:1::1",
+            "2001:1::2",
+            "2001:1::3",
+            "2001:3::1",
+            "2001:4:112::1",
+            "2001:20::1",
+            "2001:3f::1",
+            "2001:200::1",
+            "2620:4f:8000::1",
+            "3ffe::1",
+            "3fff:1000::1",
+            "4000::1",
+            "5f01::1",
         ] {
             assert!(!is_forbidden_ip(ip(s)), "{s} should be allowed");
         }

@@ -6,7 +6,11 @@
 //!
 //! 1. **Literals**: the values of the configured secrets (API key, bot token, every value from
 //!    `secrets.env`), installed once at start with [`install_secret_literals`]. Exact and cheap;
-//!    they catch secrets of any shape, including the bot token inside Bot API URLs.
+//!    they catch secrets of any shape, including the bot token inside Bot API URLs. Each value
+//!    is also looked for as a command could print it: reversed, in hex (lower and upper case)
+//!    and in base64 (standard and URL-safe, padded or not, at each of the three byte offsets;
+//!    see `spellings`), so `rev secrets.env` or `base64 secrets.env` output is redacted too.
+//!    Line-wrapped base64, other encodings and compression are not recognised.
 //! 2. **Patterns** (regex-lite, compiled once): well-known key shapes (OpenAI, Anthropic,
 //!    OpenRouter, Groq, GitHub, Slack, AWS, Google, Hugging Face, Stripe, Telegram bot tokens),
 //!    `Bearer`/`Basic` credentials (the scheme word is kept), `key=value` style assignments of
@@ -27,6 +31,7 @@
 //!
 //! # Bounds
 //! - At most [`MAX_SECRET_LITERALS`] literals are stored; later ones are ignored with a warning.
+//!   Each is looked for in at most 10 spellings, none longer than twice the value.
 //! - Literals shorter than [`MIN_SECRET_LITERAL_CHARS`] characters are ignored (they would redact
 //!   ordinary words), and so are literals longer than [`MAX_SECRET_LITERAL_BYTES`] (a private key
 //!   that long is caught by the PEM pattern).
@@ -72,8 +77,19 @@ const PEM_LINE_BYTES: usize = 128;
 /// Key names (`OPENAI_API_KEY`) longer than this are not recognised.
 pub const MAX_KEY_NAME_BYTES: usize = 64;
 
-/// Installed literal secrets, longest first (so a secret that contains another is replaced whole).
-static LITERALS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+/// The installed secrets and the spellings looked for.
+struct Literals {
+    /// The values as installed (bounded by [`MAX_SECRET_LITERALS`]).
+    originals: Vec<String>,
+    /// Every spelling of every value ([`spellings`]), longest first (so a secret that
+    /// contains another is replaced whole).
+    all: Vec<String>,
+}
+
+static LITERALS: RwLock<Literals> = RwLock::new(Literals {
+    originals: Vec::new(),
+    all: Vec::new(),
+});
 
 /// Adds the values of configured secrets (API keys, bot token, `secrets.env` values) to the
 /// literal list. Values are trimmed; empty, too short, too long and duplicate values are skipped.
@@ -93,26 +109,73 @@ pub fn install_secret_literals(values: impl IntoIterator<Item = String>) {
     }
 }
 
-/// Adds acceptable values to `list` (kept longest first); returns how many were dropped for
-/// lack of room.
-fn add_literals(list: &mut Vec<String>, values: impl IntoIterator<Item = String>) -> usize {
+/// Adds acceptable values to `list` (with their spellings, longest first); returns how
+/// many were dropped for lack of room.
+fn add_literals(list: &mut Literals, values: impl IntoIterator<Item = String>) -> usize {
     let mut dropped = 0;
     for value in values {
         let value = value.trim();
         if value.chars().count() < MIN_SECRET_LITERAL_CHARS
             || value.len() > MAX_SECRET_LITERAL_BYTES
-            || list.iter().any(|known| known == value)
+            || list.originals.iter().any(|known| known == value)
         {
             continue;
         }
-        if list.len() >= MAX_SECRET_LITERALS {
+        if list.originals.len() >= MAX_SECRET_LITERALS {
             dropped += 1;
             continue;
         }
-        list.push(value.to_string());
+        list.originals.push(value.to_string());
+        for spelling in spellings(value) {
+            if spelling.chars().count() >= MIN_SECRET_LITERAL_CHARS && !list.all.contains(&spelling)
+            {
+                list.all.push(spelling);
+            }
+        }
     }
-    list.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    list.all.sort_by_key(|s| std::cmp::Reverse(s.len()));
     dropped
+}
+
+/// How a secret can come out of a command that transforms it: as is, reversed (`rev`),
+/// in hex (lower and upper case: `xxd -p`, `od`), and in base64, standard and URL-safe,
+/// with or without padding. Base64 spells a value three ways, by where it starts in the
+/// encoded bytes (offset 0, 1 or 2 in a group of three); for each, the characters that
+/// depend on the value's bytes alone are kept (the first and last may mix with what is
+/// around it).
+fn spellings(value: &str) -> Vec<String> {
+    const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = value.as_bytes();
+    let mut out = vec![value.to_string(), value.chars().rev().collect()];
+    let hex: String = bytes
+        .iter()
+        .flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
+        .map(char::from)
+        .collect();
+    out.push(hex.to_ascii_uppercase());
+    out.push(hex);
+    for offset in 0..3usize {
+        let mut padded = vec![0u8; offset];
+        padded.extend_from_slice(bytes);
+        let mut enc = String::with_capacity(padded.len() / 3 * 4 + 4);
+        for group in padded.chunks(3) {
+            let at = |i: usize| u32::from(group.get(i).copied().unwrap_or(0));
+            let n = (at(0) << 16) | (at(1) << 8) | at(2);
+            for shift in [18u32, 12, 6, 0] {
+                enc.push(char::from(STD[((n >> shift) & 63) as usize]));
+            }
+        }
+        // Characters whose 6 bits all come from the value.
+        let first = (8 * offset).div_ceil(6);
+        let end = 8 * padded.len() / 6;
+        let Some(part) = enc.get(first..end) else {
+            continue;
+        };
+        out.push(part.replace('+', "-").replace('/', "_"));
+        out.push(part.to_string());
+    }
+    out
 }
 
 /// Removes credentials from `s`: installed literals first, then the known shapes.
@@ -212,7 +275,7 @@ fn scrub_literals(cur: &mut Cow<'_, str>) {
     let list = LITERALS
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    for lit in list.iter() {
+    for lit in list.all.iter() {
         if cur.contains(lit.as_str()) {
             *cur = Cow::Owned(cur.replace(lit.as_str(), REDACTED));
         }
@@ -226,7 +289,7 @@ pub fn ends_inside_literal(text: &str) -> bool {
     let list = LITERALS
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    list.iter().any(|lit| {
+    list.all.iter().any(|lit| {
         let longest = lit.len().saturating_sub(1).min(text.len());
         (1..=longest)
             .filter(|&k| lit.is_char_boundary(k))
@@ -779,14 +842,22 @@ mod tests {
         assert_eq!(s("x zq-lit-AAAA y"), format!("x {REDACTED} y"));
     }
 
+    fn empty() -> Literals {
+        Literals {
+            originals: Vec::new(),
+            all: Vec::new(),
+        }
+    }
+
     #[test]
     fn literal_list_is_bounded_and_filtered() {
-        let mut list = Vec::new();
+        let mut list = empty();
         let values = (0..MAX_SECRET_LITERALS + 10).map(|i| format!("secret-value-{i:04}"));
         assert_eq!(add_literals(&mut list, values), 10);
-        assert_eq!(list.len(), MAX_SECRET_LITERALS);
+        assert_eq!(list.originals.len(), MAX_SECRET_LITERALS);
+        assert!(list.all.len() <= MAX_SECRET_LITERALS * 10);
         // Duplicates, blanks, short and huge values are skipped, not counted as dropped.
-        let mut list = Vec::new();
+        let mut list = empty();
         let dropped = add_literals(
             &mut list,
             [
@@ -799,7 +870,93 @@ mod tests {
             ],
         );
         assert_eq!(dropped, 0);
-        assert_eq!(list, vec!["abcdefgh".to_string(), "abcdef".to_string()]);
+        assert_eq!(list.originals, ["abcdef", "abcdefgh"]);
+        assert!(list.all.windows(2).all(|w| w[0].len() >= w[1].len()));
+    }
+
+    /// Standard base64 with padding (a reference for the spellings).
+    fn b64(b: &[u8]) -> String {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for c in b.chunks(3) {
+            let n = c
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, &x)| n | u32::from(x) << (16 - 8 * i));
+            for i in 0..4 {
+                out.push(if i <= c.len() {
+                    A[(n >> (18 - 6 * i) & 63) as usize] as char
+                } else {
+                    '='
+                });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn encoded_and_reversed_secrets_are_redacted() {
+        let secret = "Tr0ub4dor&3-horse?>>~~staple";
+        install_secret_literals([secret.to_string()]);
+        let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+        let mut texts = vec![
+            secret.chars().rev().collect::<String>(),
+            hex.clone(),
+            hex.to_uppercase(),
+        ];
+        // (text, how many characters of it do not depend on the secret alone)
+        let mut texts: Vec<(String, usize)> = texts.drain(..).map(|t| (t, 0)).collect();
+        for before in ["", "a", "ab", "abc", "abcd"] {
+            for after in ["", "\n", "xy"] {
+                let std = b64(format!("{before}{secret}{after}").as_bytes());
+                // The edges: the other bytes' characters, one mixed one each side, padding.
+                let edges = (4 * (before.len() + after.len())).div_ceil(3) + 2 + 2;
+                let url = std.replace('+', "-").replace('/', "_");
+                for t in [
+                    &std,
+                    std.trim_end_matches('='),
+                    &url,
+                    url.trim_end_matches('='),
+                ] {
+                    texts.push((t.to_string(), edges));
+                }
+            }
+        }
+        assert!(
+            texts
+                .iter()
+                .any(|(t, _)| t.contains('+') || t.contains('/')),
+            "the test covers URL-safe"
+        );
+        for (t, edges) in &texts {
+            let out = s(&format!("out: {t} end"));
+            assert!(out.contains(REDACTED), "{t} -> {out}");
+            let left = out
+                .replace("out: ", "")
+                .replace(" end", "")
+                .replace(REDACTED, "");
+            assert!(left.len() <= *edges, "{t} -> {out}");
+        }
+        // Clean text stays clean.
+        assert!(matches!(scrub("hello 48656c6c6f world"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn spellings_are_bounded_and_never_panic() {
+        let mut rng = crate::testkit::XorShift(0x5EC2_E7A1_0000_0001);
+        for _ in 0..300 {
+            let n = 1 + (rng.next() % 80) as usize;
+            let v: String = (0..n)
+                .map(|_| char::from(b'!' + (rng.next() % 94) as u8))
+                .collect();
+            let sp = spellings(&v);
+            assert!(sp.len() <= 10, "{}", sp.len());
+            for s in &sp {
+                assert!(s.len() <= 2 * v.len() + 4, "{v}: {s}");
+            }
+        }
+        let _ = spellings("é");
+        let _ = spellings("");
     }
 
     #[test]

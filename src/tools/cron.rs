@@ -3,7 +3,8 @@
 //!
 //! `cron_add` and `cron_remove` change what runs unattended: they are listed in
 //! `tools::needs_approval` (supervised autonomy asks the user first) and refused outright
-//! in `read_only` autonomy.
+//! in `read_only` autonomy. A Telegram chat named as a job's target passes the same check
+//! as `send_message` (`message::allowed_chat`): an id in `telegram.allow_from`, or this chat.
 //!
 //! # Bounds
 //! Job text up to `jobs::MAX_CRON_TEXT_BYTES`, at most `MAX_CRON_JOBS` jobs; the listing
@@ -77,10 +78,16 @@ pub fn add(
     refuse_read_only(cfg)?;
     let tz = jobs::timezone(&cfg.agent.timezone).map_err(|e| ToolError::Failed(e.to_string()))?;
     let default_to = default_target(ctx, cfg);
+    let chosen = args.opt_str("to")?;
+    // A chat the model names must be one `send_message` could reach; the default (this
+    // chat, or the owner's heartbeat.deliver_to) is not the model's choice.
+    if let Some(Target::Telegram(id)) = chosen.and_then(|t| Target::parse(t.trim())) {
+        super::message::allowed_chat(cfg, ctx, id)?;
+    }
     let req = JobRequest {
         schedule: args.str("schedule")?,
         text: args.str("prompt")?,
-        to: Some(args.opt_str("to")?.unwrap_or(&default_to)),
+        to: Some(chosen.unwrap_or(&default_to)),
         is_message: args.opt_bool("message")?.unwrap_or(false),
     };
     let job = jobs::add(db, &tz, &req, now, build_epoch()).map_err(tool_err)?;
@@ -210,6 +217,44 @@ mod tests {
             assert!(remove(&db, &cfg, &a).is_err(), "{bad}");
         }
         assert_eq!(db.cron_job_count().unwrap(), 0);
+    }
+
+    #[test]
+    fn a_named_chat_must_be_allowed_like_send_message() {
+        let db = Db::open_in_memory().unwrap();
+        let mut cfg = Config::default();
+        cfg.telegram.allow_from = vec!["42".into(), "@bob".into()];
+        let job = |to: &str| format!(r#"{{"schedule":"every 1h","prompt":"x","to":"{to}"}}"#);
+        let term = ctx(ChannelKind::Terminal, "stdio:default");
+        let chat = ctx(ChannelKind::Telegram, "telegram:-100");
+        for (c, to) in [
+            (&term, "telegram:99"),
+            (&chat, "telegram:99"),
+            (&term, "telegram:-100"),
+        ] {
+            let a = Args::parse(&job(to)).unwrap();
+            assert!(
+                matches!(add(&db, &cfg, c, &a, NOW), Err(ToolError::Denied(_))),
+                "{to}"
+            );
+        }
+        assert_eq!(db.cron_job_count().unwrap(), 0);
+        for (c, to) in [
+            (&term, "telegram:42"),
+            (&chat, "telegram:-100"),
+            (&term, "stdout"),
+            (&term, ""),
+        ] {
+            let a = Args::parse(&job(to)).unwrap();
+            assert!(add(&db, &cfg, c, &a, NOW).is_ok(), "{to}");
+        }
+        // The default target (this chat) needs no listing.
+        let a = Args::parse(r#"{"schedule":"every 1h","prompt":"x"}"#).unwrap();
+        assert!(
+            add(&db, &cfg, &chat, &a, NOW)
+                .unwrap()
+                .contains("telegram:-100")
+        );
     }
 
     #[test]

@@ -8,11 +8,18 @@
 //! in our process environment (`config::Env` keeps it apart), so none of its variables,
 //! the API keys or the bot token reach the command.
 //!
-//! Not a sandbox: see `security::exec_policy` for what the deny list does and does not
-//! catch. Confinement of file tools does not apply to what a command does.
+//! The deny list (`security::exec_policy`) refuses what it can read; a command that hides
+//! what it runs is marked in its [`Approval`] (asked about even after `/always`, refused
+//! in full autonomy). What a command does at run time is limited by confinement
+//! (`sandbox`): where the kernel has Landlock, each child gets a ruleset built here on the
+//! worker (nothing of the yoctoclaw home but the workspace, writes only in the workspace,
+//! the temp folder and `tools.exec.write_paths`); without it, a command naming a path
+//! that resolves into the home is refused. `tools.exec.user` runs children as another
+//! user ([`run_as`]; only when we are root).
 //!
 //! # Bounds
-//! - Command text: `exec_policy::MAX_COMMAND_BYTES`.
+//! - Command text: `exec_policy::MAX_COMMAND_BYTES`; paths checked without Landlock:
+//!   `exec_policy::MAX_PATH_WORDS`; `/etc/passwd` read up to `MAX_PASSWD_BYTES`.
 //! - Time: `tools.exec.timeout_secs` (1..=600, default 30); the model may ask for less,
 //!   never more.
 //! - Output: `tools.exec.max_output_bytes`, and never more than the agent's tool-result
@@ -22,10 +29,12 @@
 //! The command runs on a worker thread (`runtime::Workers`); the executor only awaits it.
 
 use super::process::{self, Ending, RunSpec};
-use super::{Args, ToolError, Tools};
+use super::{Approval, Args, ToolError, Tools};
 use crate::chat::ToolSpec;
+use crate::config::ConfigError;
+use crate::sandbox::{self, Confinement, Ruleset};
 use crate::security::exec_policy::{self, MAX_COMMAND_BYTES, PolicyContext};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub const EXEC: ToolSpec = ToolSpec {
@@ -59,6 +68,8 @@ const STATUS_ROOM_BYTES: usize = 256;
 struct ExecReq<'a> {
     command: &'a str,
     timeout_secs: u64,
+    /// The command hides what it runs (`exec_policy::hidden_command`).
+    hidden: Option<exec_policy::Hidden>,
 }
 
 fn exec_req<'a>(tools: &Tools, args: &'a Args) -> Result<ExecReq<'a>, ToolError> {
@@ -86,7 +97,8 @@ fn exec_req<'a>(tools: &Tools, args: &'a Args) -> Result<ExecReq<'a>, ToolError>
         }
         Some(t) => t.min(max),
     };
-    exec_policy::check_command(command, &policy_context(&tools.workspace)).map_err(|d| {
+    let ctx = policy_context(&tools.workspace);
+    exec_policy::check_command(command, &ctx).map_err(|d| {
         ToolError::Denied(format!(
             "{} ({}); exec does not run destructive or secret-reading commands",
             d.command(),
@@ -96,6 +108,7 @@ fn exec_req<'a>(tools: &Tools, args: &'a Args) -> Result<ExecReq<'a>, ToolError>
     Ok(ExecReq {
         command,
         timeout_secs,
+        hidden: exec_policy::hidden_command(command, &ctx),
     })
 }
 
@@ -112,10 +125,17 @@ pub fn policy_context(workspace: &Path) -> PolicyContext {
     }
 }
 
-/// One-line approval summary of an `exec` call (validates it and checks the policy first).
-pub fn summary(tools: &Tools, args: &Args) -> Result<String, ToolError> {
+/// The approval of an `exec` call (validates it and checks the policy first); a command
+/// that hides what it runs is marked so that it is asked about even after `/always`, and
+/// refused in full autonomy.
+pub fn summary(tools: &Tools, args: &Args) -> Result<Approval, ToolError> {
     let r = exec_req(tools, args)?;
-    Ok(format!("Run command: {}", r.command))
+    Ok(Approval {
+        summary: format!("Run command: {}", r.command),
+        opaque: r
+            .hidden
+            .map(|h| format!("this command hides the command it runs ({h})")),
+    })
 }
 
 /// The child's environment: the allowlist, minus anything holding a credential.
@@ -161,13 +181,19 @@ pub async fn exec(tools: &Tools, args: &Args) -> Result<String, ToolError> {
         env: child_env(),
         timeout: Duration::from_secs(r.timeout_secs),
         max_output,
+        user: None,
+    };
+    let plan = Plan {
+        spec,
+        ctx: policy_context(&tools.workspace),
+        write_paths: tools.cfg.tools.exec.write_paths.clone(),
+        user: tools.cfg.tools.exec.user.clone(),
     };
     let outcome = tools
         .workers
-        .run(move || process::run_blocking(spec))
+        .run(move || run_confined(plan))
         .await
-        .map_err(|_| ToolError::Failed("yoctoclaw is shutting down".into()))?
-        .map_err(ToolError::Failed)?;
+        .map_err(|_| ToolError::Failed("yoctoclaw is shutting down".into()))??;
     let status = match outcome.ending {
         Ending::Exited(code) => format!("exit code: {code}"),
         Ending::Signal(sig) => format!("killed by signal {sig}"),
@@ -184,6 +210,197 @@ pub async fn exec(tools: &Tools, args: &Args) -> Result<String, ToolError> {
     Ok(format!("{status}\n{body}"))
 }
 
+/// Everything a confined run needs, moved to the worker thread.
+struct Plan {
+    spec: RunSpec,
+    ctx: PolicyContext,
+    write_paths: Vec<String>,
+    user: String,
+}
+
+/// On a worker thread: run the command confined by Landlock where the kernel has it;
+/// elsewhere refuse a command whose paths resolve (symlinks followed) into the yoctoclaw
+/// home outside the workspace. Either way as `tools.exec.user` when set.
+fn run_confined(mut plan: Plan) -> Result<process::Outcome, ToolError> {
+    let who = run_as(&plan.user).map_err(|e| ToolError::Failed(e.to_string()))?;
+    if let Some(who) = who {
+        plan.spec.user = Some((who.uid, who.gid));
+        plan.spec
+            .env
+            .retain(|(k, _)| !matches!(k.as_str(), "HOME" | "USER" | "LOGNAME"));
+        if let Some(home) = who.home {
+            plan.spec.env.push(("HOME".into(), home));
+        }
+        if let Some(name) = who.name {
+            plan.spec.env.push(("USER".into(), name.clone()));
+            plan.spec.env.push(("LOGNAME".into(), name));
+        }
+    }
+    let workspace = canonical(&plan.spec.cwd);
+    let app_home = PathBuf::from(&plan.ctx.app_home);
+    match sandbox::landlock() {
+        Ok(abi) => {
+            let c = confinement(&workspace, &app_home, &plan.write_paths);
+            let rs = Ruleset::build(&c, abi).map_err(|e| {
+                ToolError::Failed(format!(
+                    "cannot confine the command ({e}), so it was not run"
+                ))
+            })?;
+            process::run_blocking(plan.spec, Some(&rs)).map_err(ToolError::Failed)
+        }
+        Err(_) => {
+            check_resolved_paths(&plan.spec.command, &plan.ctx, &workspace, &app_home)?;
+            process::run_blocking(plan.spec, None).map_err(ToolError::Failed)
+        }
+    }
+}
+
+/// `p` with symlinks resolved, or as it is when it cannot be.
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// What a command may reach: nothing of the yoctoclaw home but the workspace, nothing of
+/// `~/.ssh` and `~/.gnupg`; writes in the workspace, the temp folder and
+/// `tools.exec.write_paths` (those inside a hidden folder are left out).
+fn confinement(workspace: &Path, app_home: &Path, write_paths: &[String]) -> Confinement {
+    let mut hidden = vec![canonical(app_home)];
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        for d in [".ssh", ".gnupg"] {
+            if let Ok(p) = Path::new(&home).join(d).canonicalize() {
+                hidden.push(p);
+            }
+        }
+    }
+    let mut writable = vec![workspace.to_path_buf()];
+    let others = std::iter::once(std::env::temp_dir())
+        .chain(write_paths.iter().map(PathBuf::from))
+        .filter_map(|p| p.canonicalize().ok());
+    for p in others {
+        let inside_hidden = hidden.iter().any(|h| p.starts_with(h));
+        if inside_hidden && !p.starts_with(workspace) {
+            log::debug!(
+                "exec: {} is inside a protected folder: not writable",
+                p.display()
+            );
+            continue;
+        }
+        writable.push(p);
+    }
+    Confinement { hidden, writable }
+}
+
+/// Without Landlock: refuse a command naming a path that resolves into the yoctoclaw
+/// home outside the workspace (a symlink in the workspace, `cd` and `..` included). Paths
+/// built when the command runs are not seen: `tools.exec.user` is the answer to those.
+fn check_resolved_paths(
+    command: &str,
+    ctx: &PolicyContext,
+    workspace: &Path,
+    app_home: &Path,
+) -> Result<(), ToolError> {
+    let app_home = canonical(app_home);
+    for word in exec_policy::path_words(command, ctx) {
+        let p = Path::new(&word);
+        let real = match p.canonicalize() {
+            Ok(r) => r,
+            Err(_) => match (p.parent().map(Path::canonicalize), p.file_name()) {
+                (Some(Ok(dir)), Some(name)) => dir.join(name),
+                _ => continue,
+            },
+        };
+        if real.starts_with(&app_home) && !real.starts_with(workspace) {
+            return Err(ToolError::Denied(format!(
+                "{word} resolves into the yoctoclaw home outside the workspace (config, secrets, database), which commands may not touch"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Who commands run as when `tools.exec.user` is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    pub uid: u32,
+    pub gid: u32,
+    pub name: Option<String>,
+    pub home: Option<String>,
+}
+
+/// `/etc/passwd` is read up to this many bytes.
+const MAX_PASSWD_BYTES: u64 = 256 * 1024;
+
+/// `tools.exec.user` resolved through `/etc/passwd` (a name, or a numeric uid); `None`
+/// when empty. A config error when it cannot be used: unknown, or we are not root.
+pub fn run_as(user: &str) -> Result<Option<RunAs>, ConfigError> {
+    let user = user.trim();
+    if user.is_empty() {
+        return Ok(None);
+    }
+    let bad = |expected: String| ConfigError::BadValue {
+        key: "tools.exec.user".into(),
+        expected,
+    };
+    let euid = rustix::process::geteuid().as_raw();
+    if euid != 0 {
+        return Err(bad(format!(
+            "empty unless yoctoclaw runs as root (it runs as uid {euid}): only root can run commands as another user"
+        )));
+    }
+    let mut passwd = String::new();
+    if let Ok(f) = std::fs::File::open("/etc/passwd") {
+        use std::io::Read;
+        let _ = f.take(MAX_PASSWD_BYTES).read_to_string(&mut passwd);
+    }
+    match lookup_user(user, &passwd) {
+        Some(who) => Ok(Some(who)),
+        None => Err(bad(format!(
+            "a user name from /etc/passwd or a numeric uid (there is no user \"{user}\")"
+        ))),
+    }
+}
+
+/// A user by name or uid in `passwd` text; a numeric uid not listed runs with gid = uid.
+fn lookup_user(user: &str, passwd: &str) -> Option<RunAs> {
+    for line in passwd.lines() {
+        let f: Vec<&str> = line.split(':').collect();
+        let [name, _, uid, gid, _, home, ..] = f.as_slice() else {
+            continue;
+        };
+        if *name == user || *uid == user {
+            return Some(RunAs {
+                uid: uid.parse().ok()?,
+                gid: gid.parse().ok()?,
+                name: Some(name.to_string()),
+                home: Some(home.to_string()).filter(|h| h.starts_with('/')),
+            });
+        }
+    }
+    let uid: u32 = user.parse().ok()?;
+    Some(RunAs {
+        uid,
+        gid: uid,
+        name: None,
+        home: None,
+    })
+}
+
+/// Say once, at start, how `exec` commands are confined on this machine.
+pub fn announce_confinement() {
+    match sandbox::landlock() {
+        Ok(abi) => log::info!(
+            "exec: commands are confined by Landlock (ABI {abi}): no access to the yoctoclaw home outside the workspace, writes only in the workspace, the temp folder and tools.exec.write_paths"
+        ),
+        Err(m) => log::warn!(
+            "exec: {} ({m}): commands are not confined; paths that resolve into the yoctoclaw home are refused, and tools.exec.user can run commands as another user",
+            LANDLOCK_MISSING
+        ),
+    }
+}
+
+/// The words the log and `doctor` use when Landlock is missing.
+pub const LANDLOCK_MISSING: &str = "Landlock is not available";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +412,56 @@ mod tests {
         for (k, _) in &env {
             assert!(ENV_ALLOWLIST.contains(&k.as_str()), "{k}");
         }
+    }
+
+    #[test]
+    fn users_resolve_by_name_or_uid() {
+        let passwd = "root:x:0:0:root:/root:/bin/sh\nbroken line\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\npi:x:1000:1000::/home/pi:/bin/bash\n";
+        let who = |u: &str| lookup_user(u, passwd);
+        assert_eq!(who("pi").map(|r| (r.uid, r.gid)), Some((1000, 1000)));
+        assert_eq!(who("pi").and_then(|r| r.home).as_deref(), Some("/home/pi"));
+        assert_eq!(who("65534").and_then(|r| r.name).as_deref(), Some("nobody"));
+        assert_eq!(
+            who("4242").map(|r| (r.uid, r.gid, r.name)),
+            Some((4242, 4242, None))
+        );
+        assert_eq!(who("mallory"), None);
+        assert_eq!(who(""), None);
+        assert!(matches!(run_as(" "), Ok(None)));
+    }
+
+    #[test]
+    fn without_landlock_paths_into_the_home_are_refused() {
+        let base = std::env::temp_dir().join(format!("yc-exec-fallback-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let ws = base.join("workspace");
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::write(base.join("secrets.env"), "K=v").unwrap();
+        std::os::unix::fs::symlink(base.join("secrets.env"), ws.join("s")).unwrap();
+        std::os::unix::fs::symlink(&base, ws.join("up")).unwrap();
+        let base = base.canonicalize().unwrap();
+        let ws = ws.canonicalize().unwrap();
+        let ctx = policy_context(&ws);
+        let check = |c: &str| check_resolved_paths(c, &ctx, &ws, &base);
+        for bad in [
+            "cat s",
+            "ls up",
+            "cat up/config.json",
+            "echo x > up/new.txt",
+            "cd sub; cat ../s",
+        ] {
+            assert!(matches!(check(bad), Err(ToolError::Denied(_))), "{bad}");
+        }
+        for ok in [
+            "ls",
+            "cat sub/x",
+            "echo x > new.txt",
+            "ls up/workspace",
+            "cat /etc/hostname",
+        ] {
+            assert!(check(ok).is_ok(), "{ok}");
+        }
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! Telegram chat that `telegram.allow_from` lists by numeric id.
 //!
 //! Why the allowlist: the model must not be talked into messaging strangers from the
-//! owner's bot. Only numeric ids are accepted as targets (a `@username` in the allowlist
+//! owner's bot. [`allowed_chat`] is the one check; `cron_add` uses it for the chat a job
+//! delivers to. Only numeric ids are accepted as targets (a `@username` in the allowlist
 //! cannot be turned into a chat id without Telegram). Delivery goes through the
 //! outbound seam (`chat::Outbound`), which scrubs the text; inside the gateway that is the
 //! Telegram sender thread.
@@ -16,6 +17,7 @@
 use super::{Args, CallContext, ToolError, Tools};
 use crate::chat::ToolSpec;
 use crate::chat::{ChannelKind, Target};
+use crate::config::Config;
 
 /// Longest text `send_message` accepts.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
@@ -28,6 +30,11 @@ pub const SEND_MESSAGE: ToolSpec = ToolSpec {
 
 /// Where the message goes, checked.
 pub fn target(tools: &Tools, ctx: &CallContext, to: Option<&str>) -> Result<Target, ToolError> {
+    target_for(&tools.cfg, ctx, to)
+}
+
+/// [`target`] over the config alone.
+fn target_for(cfg: &Config, ctx: &CallContext, to: Option<&str>) -> Result<Target, ToolError> {
     let to = to.map(str::trim).filter(|t| !t.is_empty());
     let Some(to) = to else {
         return current_chat(ctx);
@@ -42,18 +49,28 @@ pub fn target(tools: &Tools, ctx: &CallContext, to: Option<&str>) -> Result<Targ
             "\"to\" must name a numeric chat id (telegram:123456), not {to:?}"
         ))
     })?;
-    let allowed = tools
-        .cfg
+    allowed_chat(cfg, ctx, id)?;
+    Ok(Target::Telegram(id))
+}
+
+/// The check every delivery the model chooses goes through (`send_message`, `cron_add`):
+/// a Telegram chat is allowed when `telegram.allow_from` lists its numeric id, or when it
+/// is the chat this conversation happens in.
+pub fn allowed_chat(cfg: &Config, ctx: &CallContext, id: i64) -> Result<(), ToolError> {
+    let listed = cfg
         .telegram
         .allow_from
         .iter()
         .any(|a| a.trim().parse::<i64>() == Ok(id));
-    if !allowed {
-        return Err(ToolError::Denied(format!(
+    let this_chat = ctx.channel == ChannelKind::Telegram
+        && Target::parse(&ctx.session) == Some(Target::Telegram(id));
+    if listed || this_chat {
+        Ok(())
+    } else {
+        Err(ToolError::Denied(format!(
             "telegram:{id} is not in telegram.allow_from: messages go only to allowed chats"
-        )));
+        )))
     }
-    Ok(Target::Telegram(id))
 }
 
 fn current_chat(ctx: &CallContext) -> Result<Target, ToolError> {

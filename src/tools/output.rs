@@ -8,6 +8,7 @@
 //! that margin: a secret up to the margin long that crossed the first cut is either
 //! redacted whole or dropped with the margin, never shown in part.
 //!
+//! [`scrub_json`] scrubs tool-call arguments and keeps them valid JSON.
 //! [`scrub_capped`] keeps the head of a text (tool results); [`HeadTail`] collects a
 //! stream (command output) keeping its head and its tail with a marker in the middle.
 //! A tail that starts inside a PEM private key (its `BEGIN` line was cut away) is
@@ -23,6 +24,7 @@
 
 use crate::limits::SCRUB_MARGIN_BYTES;
 use crate::security::scrub::{REDACTED, scrub};
+use miniserde::json::Value;
 
 /// The first `max` bytes of `text`, scrubbed, with a marker when something was cut.
 pub fn scrub_capped(text: &str, max: usize) -> String {
@@ -38,6 +40,43 @@ pub fn scrub_capped(text: &str, max: usize) -> String {
         shown.len(),
         text.len()
     )
+}
+
+/// Tool-call arguments (JSON text) with every string in them scrubbed, still valid JSON:
+/// the strings are scrubbed one by one and the value written again, so a redaction can
+/// never eat a quote or an escape. Text that is not JSON is scrubbed as text. Walks the
+/// value with a stack on the heap (arguments may nest deeply).
+pub fn scrub_json(text: &str) -> String {
+    if matches!(scrub(text), std::borrow::Cow::Borrowed(_)) {
+        return text.to_string();
+    }
+    let Ok(mut v) = crate::json::parse_value(text) else {
+        return scrub(text).into_owned();
+    };
+    let mut stack = vec![&mut v];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::String(s) => {
+                if let std::borrow::Cow::Owned(clean) = scrub(s) {
+                    *s = clean;
+                }
+            }
+            Value::Array(a) => stack.extend(a.iter_mut()),
+            Value::Object(o) => {
+                if o.keys()
+                    .any(|k| matches!(scrub(k), std::borrow::Cow::Owned(_)))
+                {
+                    let old = std::mem::take(&mut **o);
+                    for (k, v) in old {
+                        o.insert(scrub(&k).into_owned(), v);
+                    }
+                }
+                stack.extend(o.values_mut());
+            }
+            _ => {}
+        }
+    }
+    crate::json::to_string(&v)
 }
 
 /// Collects a byte stream, keeping its first and last bytes.
@@ -195,6 +234,34 @@ mod tests {
     use super::*;
 
     const KEY: &str = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd";
+
+    #[test]
+    fn json_arguments_stay_valid_json_when_scrubbed() {
+        use crate::json::{parse_value, path, str_at};
+        let args = format!(
+            r#"{{"command":"cd \"a b\" ; echo {KEY} \"q\"","n":[1,{{"{KEY}":"token=abc123XYZ\\"}}],"ok":true}}"#
+        );
+        assert!(parse_value(&args).is_ok(), "{args}");
+        let out = scrub_json(&args);
+        let v = parse_value(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        assert!(
+            !out.contains("sk-proj") && !out.contains("abc123XYZ"),
+            "{out}"
+        );
+        let cmd = str_at(&v, "command").unwrap();
+        assert!(cmd.ends_with("echo [REDACTED] \"q\""), "{cmd}");
+        assert!(
+            path(&v, &["n"]).is_some() && out.contains(r#""ok":true"#),
+            "{out}"
+        );
+        // Clean arguments come back byte for byte; text that is not JSON is scrubbed.
+        assert_eq!(scrub_json(r#"{"a": "b" }"#), r#"{"a": "b" }"#);
+        assert_eq!(scrub_json(&format!("{{ {KEY}")), "{ [REDACTED]");
+        // Deep nesting walks on the heap.
+        let deep = format!("{}\"{KEY}\"{}", "[".repeat(100_000), "]".repeat(100_000));
+        let out = scrub_json(&deep);
+        assert!(!out.contains("sk-proj") && out.len() > 200_000);
+    }
 
     #[test]
     fn short_text_is_scrubbed_whole() {

@@ -2,6 +2,9 @@
 //! environment, stdout and stderr merged into one pipe read without blocking forever, a
 //! deadline after which the whole group is killed.
 //!
+//! Confinement (`sandbox`): the caller may hand a Landlock ruleset, which the child
+//! applies to itself between fork and exec, and a user to run as.
+//!
 //! Why a process group: `sh -c 'sleep 60 & sleep 60'` leaves children that killing the
 //! shell alone would orphan. The child is started with `process_group(0)` (its pid is the
 //! group id) and every kill is `kill(-pgid, SIGKILL)`. When the shell exits by itself,
@@ -20,6 +23,7 @@
 
 use super::output::HeadTail;
 use crate::limits::EXEC_DRAIN_AFTER_EXIT_MS;
+use crate::sandbox::Ruleset;
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -40,6 +44,8 @@ pub struct RunSpec {
     pub env: Vec<(String, String)>,
     pub timeout: Duration,
     pub max_output: usize,
+    /// Run as this (uid, gid) instead of ours (`tools.exec.user`; we are root then).
+    pub user: Option<(u32, u32)>,
 }
 
 /// How the command ended.
@@ -61,8 +67,9 @@ pub struct Outcome {
     pub total_bytes: u64,
 }
 
-/// Run `spec` and wait for it (see the module documentation).
-pub fn run_blocking(spec: RunSpec) -> Result<Outcome, String> {
+/// Run `spec` and wait for it (see the module documentation); with `ruleset`, the child
+/// restricts itself to it (Landlock) between fork and exec.
+pub fn run_blocking(spec: RunSpec, ruleset: Option<&Ruleset>) -> Result<Outcome, String> {
     let (mut reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
     let writer2 = writer
         .try_clone()
@@ -77,6 +84,19 @@ pub fn run_blocking(spec: RunSpec) -> Result<Outcome, String> {
         .stdout(writer)
         .stderr(writer2)
         .process_group(0);
+    if let Some((uid, gid)) = spec.user {
+        // std drops the supplementary groups too when we are root.
+        cmd.uid(uid).gid(gid);
+    }
+    if let Some(rs) = ruleset {
+        let fd = rs.raw();
+        // SAFETY: runs in the child between fork and exec: `restrict_self` makes two
+        // system calls on integers and allocates nothing (async-signal-safe). `rs`
+        // outlives the spawn.
+        unsafe {
+            cmd.pre_exec(move || crate::sandbox::restrict_self(fd));
+        }
+    }
     let spawned = cmd.spawn();
     // The Command holds our copies of the pipe's write end: drop them, or the pipe never
     // reaches end of file.
@@ -197,6 +217,10 @@ fn drain_now(reader: &mut std::io::PipeReader, out: &mut HeadTail, buf: &mut [u8
 mod tests {
     use super::*;
 
+    fn run_blocking_plain(s: RunSpec) -> Result<Outcome, String> {
+        run_blocking(s, None)
+    }
+
     fn spec(cmd: &str, timeout_ms: u64) -> RunSpec {
         RunSpec {
             command: cmd.to_string(),
@@ -204,12 +228,13 @@ mod tests {
             env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
             timeout: Duration::from_millis(timeout_ms),
             max_output: 4096,
+            user: None,
         }
     }
 
     #[test]
     fn output_and_exit_code_are_reported() {
-        let o = run_blocking(spec("echo out; echo err >&2; exit 3", 10_000)).unwrap();
+        let o = run_blocking_plain(spec("echo out; echo err >&2; exit 3", 10_000)).unwrap();
         assert_eq!(o.ending, Ending::Exited(3));
         assert!(
             o.output.contains("out\n") && o.output.contains("err\n"),
@@ -220,7 +245,7 @@ mod tests {
     #[test]
     fn the_environment_is_only_what_was_given() {
         // SAFETY-free: reading our own env only; the child must not inherit it.
-        let o = run_blocking(spec("env", 10_000)).unwrap();
+        let o = run_blocking_plain(spec("env", 10_000)).unwrap();
         let vars: Vec<&str> = o
             .output
             .lines()
@@ -245,7 +270,7 @@ mod tests {
         // Unique sleep lengths so this test can find its own processes.
         let a = format!("sleep 7{}", std::process::id());
         let b = format!("sleep 8{}", std::process::id());
-        let o = run_blocking(spec(&format!("{a} & {b}"), 300)).unwrap();
+        let o = run_blocking_plain(spec(&format!("{a} & {b}"), 300)).unwrap();
         assert_eq!(o.ending, Ending::TimedOut);
         // SIGKILL is delivered at once; the processes vanish as soon as they are reaped.
         let start = Instant::now();
@@ -257,14 +282,14 @@ mod tests {
 
     #[test]
     fn background_children_do_not_hold_the_call() {
-        let o = run_blocking(spec("sleep 60 & echo started", 30_000)).unwrap();
+        let o = run_blocking_plain(spec("sleep 60 & echo started", 30_000)).unwrap();
         assert_eq!(o.ending, Ending::Exited(0));
         assert!(o.output.contains("started"));
     }
 
     #[test]
     fn huge_output_keeps_head_and_tail() {
-        let o = run_blocking(spec("seq 1 200000", 30_000)).unwrap();
+        let o = run_blocking_plain(spec("seq 1 200000", 30_000)).unwrap();
         assert_eq!(o.ending, Ending::Exited(0));
         assert!(o.output.starts_with("1\n2\n3\n"), "{}", &o.output[..20]);
         assert!(o.output.ends_with("199999\n200000\n"));
@@ -276,6 +301,6 @@ mod tests {
     fn a_missing_folder_is_an_error_not_a_panic() {
         let mut s = spec("true", 1000);
         s.cwd = PathBuf::from("/nonexistent/yc");
-        assert!(run_blocking(s).is_err());
+        assert!(run_blocking(s, None).is_err());
     }
 }

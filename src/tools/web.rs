@@ -490,6 +490,16 @@ mod tests {
                 "",
             ),
             "/to-public" => resp("301 Moved", "Location: /plain\r\n", ""),
+            "/to-doc" => resp(
+                "302 Found",
+                &format!("Location: http://198.51.100.7:{port}/secret\r\n"),
+                "",
+            ),
+            "/to-doc6" => resp(
+                "302 Found",
+                &format!("Location: http://[64:ff9b::c000:201]:{port}/secret\r\n"),
+                "",
+            ),
             "/to-file" => resp("302 Found", "Location: file:///etc/passwd\r\n", ""),
             "/loop" => resp("302 Found", "Location: loop\r\n", ""),
             "/big" => resp(
@@ -529,6 +539,17 @@ mod tests {
         let e = fetch_blocking(&url, lim(false), pretend_public).unwrap_err();
         assert!(matches!(e, FetchError::Url(UrlError::Forbidden(_))), "{e}");
         assert_eq!(*s.seen.lock().unwrap(), vec!["/to-private".to_string()]);
+        // Documentation ranges too, IPv4 and embedded in NAT64 (issue 16).
+        for path in ["/to-doc", "/to-doc6"] {
+            let url = format!("http://public.test:{}{path}", s.port);
+            let e = fetch_blocking(&url, lim(false), pretend_public).unwrap_err();
+            assert!(matches!(e, FetchError::Url(UrlError::Forbidden(_))), "{e}");
+        }
+        assert_eq!(
+            s.seen.lock().unwrap().len(),
+            3,
+            "only the redirecting pages"
+        );
         // A redirect that stays on the allowed host is followed.
         let url = format!("http://public.test:{}/to-public", s.port);
         let f = fetch_blocking(&url, lim(false), pretend_public).unwrap();

@@ -398,8 +398,27 @@ pub(super) fn wrapper_options(name: &str) -> Option<&'static [&'static str]> {
 pub(super) const WRAPPERS_WITH_POSITIONAL: &[&str] =
     &["timeout", "chroot", "taskset", "chrt", "flock"];
 
+/// What [`command_walk`] stepped through on its way to the command.
+#[derive(Debug, Default)]
+pub(super) struct Walked {
+    /// `eval` ran the rest.
+    pub(super) eval: bool,
+    /// `xargs` ran the rest (with arguments from its input).
+    pub(super) xargs: bool,
+    /// A shell's `-c` string was unwrapped.
+    pub(super) shell_c: bool,
+}
+
 /// Finds the command actually run by `words` and its arguments.
 pub(super) fn command_of(words: &[String]) -> Option<(&str, &[String])> {
+    command_walk(words, &mut Walked::default())
+}
+
+/// [`command_of`], noting in `seen` the wrappers it stepped through.
+pub(super) fn command_walk<'a>(
+    words: &'a [String],
+    seen: &mut Walked,
+) -> Option<(&'a str, &'a [String])> {
     let mut i = 0;
     loop {
         while words.get(i).is_some_and(|w| is_assignment(w)) {
@@ -411,6 +430,8 @@ pub(super) fn command_of(words: &[String]) -> Option<(&str, &[String])> {
             continue;
         }
         if let Some(with_arg) = wrapper_options(name) {
+            seen.eval |= name == "eval";
+            seen.xargs |= name == "xargs";
             i += 1;
             while let Some(w) = words.get(i) {
                 if w == "--" {
@@ -442,6 +463,7 @@ pub(super) fn command_of(words: &[String]) -> Option<(&str, &[String])> {
                     && w.contains('c')
             });
             if let Some(k) = dash_c {
+                seen.shell_c = true;
                 i += 1 + k + 1;
                 continue;
             }
