@@ -31,6 +31,7 @@ pub mod doctor;
 pub mod files;
 pub mod gateway;
 pub mod heap;
+pub mod hw;
 pub mod json;
 pub mod limits;
 pub mod logging;

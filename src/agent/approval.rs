@@ -316,7 +316,7 @@ impl Agent {
     /// approval. `supervised`: those ask the user first (see the module documentation).
     /// Other tools always may.
     pub async fn authorize(&self, call: &ToolCall, ctx: &CallContext) -> Result<(), ToolError> {
-        if !crate::tools::needs_approval(&call.name) {
+        if !self.tools.call_needs_approval(&call.name, &call.arguments) {
             return Ok(());
         }
         if self.cfg.agent.autonomy == Autonomy::ReadOnly {

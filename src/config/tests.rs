@@ -193,3 +193,38 @@ fn an_unknown_timezone_is_a_config_error() {
     assert!(parse_str(r#"{"agent":{"timezone":"+05:30"}}"#).is_ok());
     assert!(parse_str(r#"{"agent":{"timezone":"UTC"}}"#).is_ok());
 }
+
+#[test]
+fn hardware_allow_is_parsed_and_a_bad_entry_is_named() {
+    let c =
+        parse_str(r#"{"hardware":{"allow":["gpiochip0:17,27 write","i2c-1:0x48 read"]}}"#).unwrap();
+    let e = c.hardware.allow.entries();
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[0].device, "/dev/gpiochip0");
+    assert_eq!(e[0].which, vec![(17, 17), (27, 27)]);
+    assert!(e[0].write && !e[1].write);
+    let err = parse_str(r#"{"hardware":{"allow":["gpiochip0 read","i2c-1:0x48 maybe"]}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("\"hardware.allow\""), "{err}");
+    assert!(
+        err.contains("\"i2c-1:0x48 maybe\": mode must be read or write"),
+        "{err}"
+    );
+    let err = parse_str(r#"{"hardware":{"allow":["/dev/../etc/shadow read"]}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("/dev/../etc/shadow"), "{err}");
+    let err = parse_str(r#"{"hardware":{"allowed":[]}}"#).unwrap_err();
+    assert!(matches!(err, ConfigError::UnknownKey(k) if k == "hardware.allowed"));
+    // From the environment, entries are separated by ';' (commas list lines).
+    let env = Env::isolated(&[(
+        "YOCTOCLAW_HARDWARE_ALLOW",
+        "gpiochip0:17,27 write; /dev/ttyUSB0 read",
+    )]);
+    let c = parse(Some("{}"), Path::new("c"), &env).unwrap();
+    let e = c.hardware.allow.entries();
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[0].which, vec![(17, 17), (27, 27)]);
+    assert_eq!(e[1].device, "/dev/ttyUSB0");
+}
