@@ -49,6 +49,10 @@ pub struct OnboardCmd {
     /// overwrite existing files
     #[argh(switch)]
     pub force: bool,
+    /// add the pinout skill of a board: raspberry-pi, orange-pi-zero3, milkv-duo or
+    /// licheerv-nano
+    #[argh(option)]
+    pub board: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]
@@ -403,7 +407,11 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
         }
         Cmd::Onboard(o) => {
             let h = Home::resolve(home)?;
-            let report = crate::onboard::run(&h, o.force).map_err(|e| {
+            let pinout = match o.board.as_deref() {
+                Some(b) => Some(crate::onboard::board_skill(b).map_err(CliError::Usage)?),
+                None => None,
+            };
+            let report = crate::onboard::run(&h, o.force, pinout).map_err(|e| {
                 CliError::Runtime(format!("cannot create {}: {e}", h.dir.display()))
             })?;
             println!("{}", crate::onboard::summary(&h, &report));
