@@ -319,9 +319,12 @@ mod tests {
         None
     }
 
+    /// Entry text, device, ranges, write.
+    type EntryCase<'a> = (&'a str, &'a str, &'a [(u32, u32)], bool);
+
     #[test]
     fn entries_parse_with_and_without_dev_and_which() {
-        let cases: &[(&str, &str, &[(u32, u32)], bool)] = &[
+        let cases: &[EntryCase] = &[
             (
                 "gpiochip0:17,27 write",
                 "/dev/gpiochip0",

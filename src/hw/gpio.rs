@@ -555,11 +555,11 @@ mod tests {
     ))]
     #[test]
     fn ioctl_numbers_match_linux_gpio_h() {
-        assert_eq!(GPIO_GET_CHIPINFO_IOCTL as u32, 0x8044_b401);
-        assert_eq!(GPIO_V2_GET_LINEINFO_IOCTL as u32, 0xc100_b405);
-        assert_eq!(GPIO_V2_GET_LINE_IOCTL as u32, 0xc250_b407);
-        assert_eq!(GPIO_V2_LINE_GET_VALUES_IOCTL as u32, 0xc010_b40e);
-        assert_eq!(GPIO_V2_LINE_SET_VALUES_IOCTL as u32, 0xc010_b40f);
+        assert_eq!(u64::from(GPIO_GET_CHIPINFO_IOCTL), 0x8044_b401);
+        assert_eq!(u64::from(GPIO_V2_GET_LINEINFO_IOCTL), 0xc100_b405);
+        assert_eq!(u64::from(GPIO_V2_GET_LINE_IOCTL), 0xc250_b407);
+        assert_eq!(u64::from(GPIO_V2_LINE_GET_VALUES_IOCTL), 0xc010_b40e);
+        assert_eq!(u64::from(GPIO_V2_LINE_SET_VALUES_IOCTL), 0xc010_b40f);
     }
 
     #[test]

@@ -427,10 +427,10 @@ mod tests {
     // (x86_64, Linux 6.x headers); pointer-holding structs are checked per pointer width.
     #[test]
     fn structures_and_requests_match_linux_i2c_dev_h() {
-        assert_eq!(I2C_SLAVE as u32, 0x0703);
-        assert_eq!(I2C_FUNCS as u32, 0x0705);
-        assert_eq!(I2C_RDWR as u32, 0x0707);
-        assert_eq!(I2C_SMBUS as u32, 0x0720);
+        assert_eq!(u64::from(I2C_SLAVE), 0x0703);
+        assert_eq!(u64::from(I2C_FUNCS), 0x0705);
+        assert_eq!(u64::from(I2C_RDWR), 0x0707);
+        assert_eq!(u64::from(I2C_SMBUS), 0x0720);
         assert_eq!(size_of::<SmbusData>(), 34);
         assert_eq!(std::mem::offset_of!(SmbusIoctlData, size), 4);
         assert_eq!(std::mem::offset_of!(SmbusIoctlData, data), 8);

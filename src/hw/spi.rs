@@ -148,9 +148,9 @@ mod tests {
     ))]
     #[test]
     fn ioctl_numbers_match_spidev_h() {
-        assert_eq!(SPI_IOC_MESSAGE_1 as u32, 0x4020_6b00);
-        assert_eq!(SPI_IOC_RD_MODE as u32, 0x8001_6b01);
-        assert_eq!(SPI_IOC_WR_MODE as u32, 0x4001_6b01);
+        assert_eq!(u64::from(SPI_IOC_MESSAGE_1), 0x4020_6b00);
+        assert_eq!(u64::from(SPI_IOC_RD_MODE), 0x8001_6b01);
+        assert_eq!(u64::from(SPI_IOC_WR_MODE), 0x4001_6b01);
     }
 
     #[test]
