@@ -158,7 +158,8 @@ pub fn canonical(path: &str) -> Option<String> {
     real.starts_with("/dev/").then(|| real.to_string())
 }
 
-fn parse_num(s: &str) -> Option<u32> {
+/// `72` or `0x48` (also used by the tools for numeric arguments given as strings).
+pub fn parse_num(s: &str) -> Option<u32> {
     let s = s.trim();
     match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) if !h.is_empty() => u32::from_str_radix(h, 16).ok(),

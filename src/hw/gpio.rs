@@ -2,22 +2,20 @@
 //! line information, one line requested as an input or output with bias and active-low,
 //! its value read or set, and one edge waited for. Never the deprecated sysfs interface.
 //!
-//! A requested line belongs to us until its file descriptor closes: every function here
-//! requests, acts and releases within one call. After release the kernel keeps most
-//! controllers' output level, but does not promise it; [`pulse`] holds the line for its
-//! whole duration.
+//! A requested line belongs to us until its [`Line`] is dropped (its file descriptor
+//! closes); callers request, act and release within one call. After release the kernel
+//! keeps most controllers' output level, but does not promise it.
 //!
 //! The structures below mirror linux/gpio.h field for field; unit tests check their sizes
 //! and the ioctl numbers against values taken from the header (see the test).
 //!
 //! # Bounds
 //! - One line per request (`num_lines = 1`); the kernel's own limit is 64.
-//! - [`MAX_WAIT_MS`] for an edge, [`MAX_PULSE_MS`] for a pulse.
+//! - [`MAX_WAIT_MS`] for an edge; [`MAX_PULSE_MS`], the longest pulse callers may hold.
 //! - [`MAX_LINES_SCANNED`] lines per chip when looking a line up by name.
 //!
 //! # Blocking
-//! Every function blocks (ioctls, `poll` up to [`MAX_WAIT_MS`], `sleep` up to
-//! [`MAX_PULSE_MS`]): run on a worker thread.
+//! Every function blocks (ioctls, `poll` up to [`MAX_WAIT_MS`]): run on a worker thread.
 
 use super::{HwError, c_name, ioctl, open_rw};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -463,62 +461,6 @@ impl Line {
     }
 }
 
-/// Read line `offset` of `chip` as an input.
-pub fn read(chip: &str, offset: u32, s: &Settings) -> Result<bool, HwError> {
-    let s = Settings {
-        output: None,
-        edge: None,
-        ..*s
-    };
-    Chip::open(chip)?.request(offset, &s)?.get()
-}
-
-/// Drive line `offset` of `chip` to `level` (logical), then release it.
-pub fn write(chip: &str, offset: u32, level: bool, s: &Settings) -> Result<(), HwError> {
-    let s = Settings {
-        output: Some(level),
-        edge: None,
-        ..*s
-    };
-    let line = Chip::open(chip)?.request(offset, &s)?;
-    line.set(level)
-}
-
-/// Drive line `offset` to `level` for `dur` (at most [`MAX_PULSE_MS`]), then to `!level`,
-/// then release it.
-pub fn pulse(
-    chip: &str,
-    offset: u32,
-    level: bool,
-    dur: Duration,
-    s: &Settings,
-) -> Result<(), HwError> {
-    let s = Settings {
-        output: Some(level),
-        edge: None,
-        ..*s
-    };
-    let line = Chip::open(chip)?.request(offset, &s)?;
-    std::thread::sleep(dur.min(Duration::from_millis(MAX_PULSE_MS)));
-    line.set(!level)
-}
-
-/// Wait up to `timeout` for `edge` on line `offset` (an input with `s`'s bias).
-pub fn wait_edge(
-    chip: &str,
-    offset: u32,
-    edge: Edge,
-    timeout: Duration,
-    s: &Settings,
-) -> Result<Option<EdgeEvent>, HwError> {
-    let s = Settings {
-        output: None,
-        edge: Some(edge),
-        ..*s
-    };
-    Chip::open(chip)?.request(offset, &s)?.wait_edge(timeout)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -599,7 +541,7 @@ mod tests {
         let chip = Chip::open("/dev/null").unwrap();
         assert!(matches!(chip.info(), Err(HwError::Unsupported(_))));
         assert!(matches!(
-            read("/dev/yoctoclaw-no-gpiochip", 0, &Settings::INPUT),
+            Chip::open("/dev/yoctoclaw-no-gpiochip"),
             Err(HwError::NoDevice(_))
         ));
     }

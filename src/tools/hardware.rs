@@ -35,26 +35,26 @@ use std::time::Duration;
 
 pub const GPIO: ToolSpec = ToolSpec {
     name: "gpio",
-    description: "Read or drive one GPIO line of this board (Linux GPIO character device), only lines listed in hardware.allow. Actions: info (a chip's lines and names), read, write (set value 0 or 1, then release the line), pulse (value for duration_ms, then the opposite), wait_edge (wait up to timeout_ms for an edge). Give chip and line offset (on a Raspberry Pi, gpiochip0 line 17 is BCM GPIO17) or the line's kernel name.",
-    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["info","read","write","pulse","wait_edge"]},"chip":{"type":"string","description":"GPIO chip, e.g. gpiochip0"},"line":{"type":"integer","minimum":0,"description":"line offset on the chip"},"name":{"type":"string","description":"the line's kernel name (e.g. GPIO17), instead of line"},"value":{"type":"integer","enum":[0,1],"description":"level for write and pulse"},"duration_ms":{"type":"integer","minimum":1,"maximum":10000,"description":"pulse length"},"edge":{"type":"string","enum":["rising","falling","both"],"description":"for wait_edge, default both"},"timeout_ms":{"type":"integer","minimum":1,"maximum":60000,"description":"for wait_edge, default 10000"},"bias":{"type":"string","enum":["pull_up","pull_down","disabled"],"description":"pull resistor; default: leave as is"},"active_low":{"type":"boolean","description":"1 means the line is low"}},"required":["action"]}"#,
+    description: "Read or drive a GPIO line listed in hardware.allow. Actions: info (a chip's line names), read, write (set value, then release the line), pulse (value for duration_ms, then the opposite), wait_edge (up to timeout_ms). A line is chip + offset (Raspberry Pi: gpiochip0 line 17 is GPIO17) or its kernel name.",
+    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["info","read","write","pulse","wait_edge"]},"chip":{"type":"string","description":"e.g. gpiochip0"},"line":{"type":"integer","minimum":0},"name":{"type":"string","description":"line name, e.g. GPIO17, instead of line"},"value":{"type":"integer","enum":[0,1]},"duration_ms":{"type":"integer","minimum":1,"maximum":10000},"edge":{"type":"string","enum":["rising","falling","both"]},"timeout_ms":{"type":"integer","minimum":1,"maximum":60000,"description":"default 10000"},"bias":{"type":"string","enum":["pull_up","pull_down","disabled"]},"active_low":{"type":"boolean"}},"required":["action"]}"#,
 };
 
 pub const I2C: ToolSpec = ToolSpec {
     name: "i2c",
-    description: "Talk to I2C devices on a bus listed in hardware.allow. Actions: scan (which addresses answer, like i2cdetect), read_reg (length bytes from a register), write_reg (data to a register), read and write (raw bytes, no register). 7-bit addresses 0x08-0x77; bytes are in bus order (the device's datasheet order).",
-    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["scan","read_reg","write_reg","read","write"]},"bus":{"type":"string","description":"I2C bus, e.g. i2c-1"},"address":{"type":"string","description":"device address, e.g. 0x48"},"register":{"type":"string","description":"register, e.g. 0x00"},"length":{"type":"integer","minimum":1,"maximum":32,"description":"bytes to read, default 1"},"data":{"type":"array","items":{"type":"integer","minimum":0,"maximum":255},"description":"bytes to write (1 to 32)"}},"required":["action","bus"]}"#,
+    description: "Talk to I2C devices on a bus listed in hardware.allow. Actions: scan (like i2cdetect), read_reg, write_reg, read and write (raw, no register). 7-bit addresses; bytes in bus order.",
+    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["scan","read_reg","write_reg","read","write"]},"bus":{"type":"string","description":"e.g. i2c-1"},"address":{"type":"string","description":"e.g. 0x48"},"register":{"type":"string","description":"e.g. 0x00"},"length":{"type":"integer","minimum":1,"maximum":32,"description":"default 1"},"data":{"type":"array","items":{"type":"integer","minimum":0,"maximum":255}}},"required":["action","bus"]}"#,
 };
 
 pub const SPI: ToolSpec = ToolSpec {
     name: "spi",
-    description: "One full-duplex SPI transfer on a spidev device listed in hardware.allow as write: clocks data out and returns the bytes clocked in at the same time (as many).",
-    parameters: r#"{"type":"object","properties":{"device":{"type":"string","description":"e.g. spidev0.0"},"data":{"type":"array","items":{"type":"integer","minimum":0,"maximum":255},"description":"bytes to send (1 to 4096)"},"mode":{"type":"integer","enum":[0,1,2,3],"description":"SPI mode, default 0"},"speed_hz":{"type":"integer","minimum":1000,"description":"clock, default 500000"},"bits_per_word":{"type":"integer","minimum":1,"maximum":32,"description":"default 8"}},"required":["device","data"]}"#,
+    description: "One full-duplex SPI transfer on a spidev device listed in hardware.allow: sends data, returns the bytes received meanwhile.",
+    parameters: r#"{"type":"object","properties":{"device":{"type":"string","description":"e.g. spidev0.0"},"data":{"type":"array","items":{"type":"integer","minimum":0,"maximum":255}},"mode":{"type":"integer","enum":[0,1,2,3]},"speed_hz":{"type":"integer","minimum":1000,"description":"default 500000"},"bits_per_word":{"type":"integer","minimum":1,"maximum":32}},"required":["device","data"]}"#,
 };
 
 pub const SERIAL_PORT: ToolSpec = ToolSpec {
     name: "serial_port",
-    description: "Write to and read from a serial port listed in hardware.allow (not the chat console's). Actions: write, read, exchange (write, then read the answer). A read stops after the until text (default a newline; empty: none), max_bytes, or timeout_ms. The port is opened and closed on each call.",
-    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["write","read","exchange"]},"device":{"type":"string","description":"e.g. ttyUSB0 or /dev/serial/by-id/..."},"baud":{"type":"integer","minimum":50,"description":"default 115200"},"data":{"type":"string","description":"text to send"},"hex":{"type":"boolean","description":"data is hex bytes, e.g. \"0d 0a\""},"end":{"type":"string","enum":["none","lf","cr","crlf"],"description":"appended to data, default none"},"until":{"type":"string","description":"stop reading after this text, default \"\\n\""},"max_bytes":{"type":"integer","minimum":1,"maximum":4096,"description":"default 1024"},"timeout_ms":{"type":"integer","minimum":1,"maximum":30000,"description":"for the whole call, default 2000"}},"required":["action","device"]}"#,
+    description: "Write to and read from a serial port listed in hardware.allow. Actions: write, read, exchange (write, then read). A read stops after the until text (default newline, \"\" for none), max_bytes or timeout_ms.",
+    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["write","read","exchange"]},"device":{"type":"string","description":"e.g. ttyUSB0"},"baud":{"type":"integer","minimum":50,"description":"default 115200"},"data":{"type":"string"},"hex":{"type":"boolean","description":"data is hex bytes, e.g. 0d 0a"},"end":{"type":"string","enum":["none","lf","cr","crlf"],"description":"appended to data"},"until":{"type":"string"},"max_bytes":{"type":"integer","minimum":1,"maximum":4096,"description":"default 1024"},"timeout_ms":{"type":"integer","minimum":1,"maximum":30000,"description":"default 2000"}},"required":["action","device"]}"#,
 };
 
 /// The four tools, in the order they are offered.
@@ -75,62 +75,44 @@ pub fn offered(cfg: &Config) -> bool {
     !cfg.hardware.allow.is_empty()
 }
 
+/// What to do with a requested GPIO line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpioAct {
+    Read,
+    Write(bool),
+    /// Level, then its opposite after this many ms.
+    Pulse(bool, u64),
+    /// Wait up to this many ms.
+    Wait(gpio::Edge, u64),
+}
+
+/// What to do on an I2C bus.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum I2cAct {
+    /// Probe these addresses.
+    Scan(Vec<u16>),
+    ReadReg(u8, usize),
+    WriteReg(u8, Vec<u8>),
+    Read(usize),
+    Write(Vec<u8>),
+}
+
 /// Device work, ready for a worker: everything owned and checked.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     GpioInfo {
         chip: String,
     },
-    GpioRead {
+    Gpio {
         chip: String,
         line: u32,
+        act: GpioAct,
         s: gpio::Settings,
     },
-    GpioWrite {
-        chip: String,
-        line: u32,
-        level: bool,
-        s: gpio::Settings,
-    },
-    GpioPulse {
-        chip: String,
-        line: u32,
-        level: bool,
-        ms: u64,
-        s: gpio::Settings,
-    },
-    GpioWait {
-        chip: String,
-        line: u32,
-        edge: gpio::Edge,
-        ms: u64,
-        s: gpio::Settings,
-    },
-    I2cScan {
-        bus: String,
-        addrs: Vec<u16>,
-    },
-    I2cReadReg {
+    I2c {
         bus: String,
         addr: u16,
-        reg: u8,
-        len: usize,
-    },
-    I2cWriteReg {
-        bus: String,
-        addr: u16,
-        reg: u8,
-        data: Vec<u8>,
-    },
-    I2cRead {
-        bus: String,
-        addr: u16,
-        len: usize,
-    },
-    I2cWrite {
-        bus: String,
-        addr: u16,
-        data: Vec<u8>,
+        act: I2cAct,
     },
     Spi {
         device: String,
@@ -147,7 +129,7 @@ pub enum Op {
 }
 
 /// A checked call: what to do, what the allowlist says, and one line saying what it
-/// touches (logged, and shown to the user when approval is needed).
+/// touches (logged, shown to the user when approval is needed, and heading the result).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub op: Op,
@@ -166,98 +148,65 @@ fn failed(e: HwError) -> ToolError {
 /// `72`, `"72"` or `"0x48"`.
 fn num(args: &Args, key: &str) -> Result<Option<u64>, ToolError> {
     if let Some(Value::String(s)) = json::get(args.value(), key) {
-        let s = s.trim();
-        let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            Some(h) => u64::from_str_radix(h, 16).ok(),
-            None => s.parse().ok(),
-        };
-        return v
-            .map(Some)
+        return allow::parse_num(s)
+            .map(|n| Some(n as u64))
             .ok_or_else(|| bad(format!("\"{key}\" must be a number like 72 or 0x48")));
     }
     args.opt_u64(key)
 }
 
-fn num_in(args: &Args, key: &str, min: u64, max: u64, default: u64) -> Result<u64, ToolError> {
-    let v = num(args, key)?.unwrap_or(default);
-    if (min..=max).contains(&v) {
-        Ok(v)
-    } else {
-        Err(bad(format!("\"{key}\" must be {min} to {max}")))
+/// `key` within `min..=max`, `default` when absent (`None`: required).
+fn num_in(
+    args: &Args,
+    key: &str,
+    min: u64,
+    max: u64,
+    default: Option<u64>,
+) -> Result<u64, ToolError> {
+    match num(args, key)?.or(default) {
+        Some(v) if (min..=max).contains(&v) => Ok(v),
+        Some(_) => Err(bad(format!("\"{key}\" must be {min} to {max}"))),
+        None => Err(bad(format!("\"{key}\" is required"))),
     }
-}
-
-fn required(args: &Args, key: &str, max: u64) -> Result<u64, ToolError> {
-    let v = num(args, key)?.ok_or_else(|| bad(format!("\"{key}\" is required")))?;
-    if v > max {
-        return Err(bad(format!("\"{key}\" must be at most {max}")));
-    }
-    Ok(v)
 }
 
 /// Bytes from a JSON array of 0..=255, or a string of hex bytes (`"0a ff"`, `"0x0a,0xff"`).
 fn bytes(args: &Args, key: &str, max: usize) -> Result<Vec<u8>, ToolError> {
-    let too_many = || bad(format!("\"{key}\" holds more than {max} bytes"));
-    let mut out = Vec::new();
-    match json::get(args.value(), key) {
-        None | Some(Value::Null) => return Err(bad(format!("\"{key}\" is required"))),
-        Some(Value::Array(items)) => {
-            for v in items.iter() {
-                let b = json::as_u64(v)
-                    .filter(|b| *b <= 255)
-                    .ok_or_else(|| bad(format!("\"{key}\" must hold bytes 0 to 255")))?;
-                if out.len() == max {
-                    return Err(too_many());
-                }
-                out.push(b as u8);
-            }
-        }
-        Some(Value::String(s)) => {
-            return hex_bytes(s, max).ok_or_else(|| {
-                bad(format!(
-                    "\"{key}\" must be an array of bytes or hex like \"0a ff\" (at most {max})"
-                ))
-            });
-        }
-        Some(_) => return Err(bad(format!("\"{key}\" must be an array of bytes"))),
+    let out = match json::get(args.value(), key) {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| json::as_u64(v).filter(|b| *b <= 255).map(|b| b as u8))
+            .collect::<Option<Vec<u8>>>(),
+        Some(Value::String(s)) => hex_bytes(s),
+        _ => return Err(bad(format!("\"{key}\" is required"))),
+    };
+    match out {
+        Some(v) if !v.is_empty() && v.len() <= max => Ok(v),
+        _ => Err(bad(format!(
+            "\"{key}\" must be 1 to {max} bytes: an array of 0-255 or hex like \"0a ff\""
+        ))),
     }
-    if out.is_empty() {
-        return Err(bad(format!("\"{key}\" is empty")));
-    }
-    Ok(out)
 }
 
-/// `"0a ff"`, `"0x0a,0xff"`, `"0aff"` → bytes; `None` when malformed or longer than `max`.
-fn hex_bytes(s: &str, max: usize) -> Option<Vec<u8>> {
-    let mut digits = Vec::new();
-    for word in s.split(|c: char| c.is_whitespace() || c == ',') {
-        let w = word
-            .strip_prefix("0x")
-            .or_else(|| word.strip_prefix("0X"))
-            .unwrap_or(word);
-        if w.len() % 2 == 1 && word.len() != w.len() {
-            digits.push(b'0'); // "0xa" is 0x0a
-        } else if w.len() % 2 == 1 {
-            return None;
-        }
-        digits.extend_from_slice(w.as_bytes());
-    }
-    if digits.is_empty() || digits.len() / 2 > max {
-        return None;
-    }
-    digits
-        .chunks(2)
-        .map(|p| {
-            let h = (p[0] as char).to_digit(16)?;
-            let l = (p[1] as char).to_digit(16)?;
-            Some((h * 16 + l) as u8)
+/// `"0a ff"`, `"0x0a,0xff"` → bytes; `None` when a token is not one hex byte.
+fn hex_bytes(s: &str) -> Option<Vec<u8>> {
+    s.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let h = w
+                .strip_prefix("0x")
+                .or_else(|| w.strip_prefix("0X"))
+                .unwrap_or(w);
+            if h.is_empty() || h.len() > 2 {
+                return None;
+            }
+            u8::from_str_radix(h, 16).ok()
         })
         .collect()
 }
 
-/// `0x1a 0x80 …`, shortened after `max` bytes.
-fn hex(data: &[u8], max: usize) -> String {
-    let mut s = String::new();
+/// Append `0x1a 0x80 …` (at most `max` bytes, then the count).
+fn push_hex(s: &mut String, data: &[u8], max: usize) {
     for (i, b) in data.iter().enumerate() {
         if i == max {
             let _ = write!(s, " … ({} bytes)", data.len());
@@ -268,13 +217,12 @@ fn hex(data: &[u8], max: usize) -> String {
         }
         let _ = write!(s, "0x{b:02x}");
     }
-    s
 }
 
-/// Bytes as text: printable ASCII as is, `\r` `\n` `\t` and `\xNN` for the rest.
-fn shown_text(data: &[u8]) -> String {
-    let mut s = String::with_capacity(data.len());
-    for &b in data {
+/// Append bytes as quoted text: printable ASCII as is, `\r` `\n` `\t` `\\` and `\xNN`.
+fn push_text(s: &mut String, data: &[u8], max: usize) {
+    s.push('"');
+    for &b in data.iter().take(max) {
         match b {
             b'\n' => s.push_str("\\n"),
             b'\r' => s.push_str("\\r"),
@@ -286,21 +234,15 @@ fn shown_text(data: &[u8]) -> String {
             }
         }
     }
-    s
+    s.push_str(if data.len() > max { "…\"" } else { "\"" });
 }
 
-/// The device an argument names, normalised and resolved; refused when the allowlist
-/// does not name it at all is left to the caller. `kind` must match the node.
+/// The device an argument names, normalised and resolved, whether it exists; `kind` must
+/// match the node. `"bus": 1` and `"chip": 0` mean i2c-1 and gpiochip0.
 fn device(args: &Args, key: &str, kind: Kind) -> Result<(String, bool), ToolError> {
-    let raw = match (json::get(args.value(), key), kind) {
-        // `"bus": 1` and `"chip": 0` mean i2c-1 and gpiochip0.
-        (Some(v), Kind::I2c | Kind::Gpio) if json::as_u64(v).is_some() => {
-            let n = json::as_u64(v).unwrap_or_default();
-            match kind {
-                Kind::I2c => format!("i2c-{n}"),
-                _ => format!("gpiochip{n}"),
-            }
-        }
+    let raw = match json::get(args.value(), key).and_then(json::as_u64) {
+        Some(n) if kind == Kind::I2c => format!("i2c-{n}"),
+        Some(n) if kind == Kind::Gpio => format!("gpiochip{n}"),
         _ => args.str(key)?.to_string(),
     };
     let norm = allow::normalize(&raw).map_err(|e| ToolError::Denied(e.to_string()))?;
@@ -328,21 +270,60 @@ fn resolver(p: &str) -> Option<String> {
     allow::canonical(p)
 }
 
-fn refused(what: &str, example: &str) -> ToolError {
-    ToolError::Denied(format!(
-        "{what} is not in hardware.allow; the owner can add an entry like \"{example}\" to config.json"
-    ))
+/// What a `plan_*` function found: the work, its summary, and what the allowlist
+/// decides on.
+struct Draft {
+    op: Op,
+    summary: String,
+    device: String,
+    exists: bool,
+    /// The line or address; `None` for devices without one, and for chip-wide or
+    /// bus-wide actions (`info`, `scan`), which need any entry for the device.
+    which: Option<u32>,
+    write: bool,
 }
 
 /// Check a call and decide it against `cfg`'s allowlist (see the module documentation).
 pub fn plan(name: &str, args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
-    match name {
-        "gpio" => plan_gpio(args, cfg),
-        "i2c" => plan_i2c(args, cfg),
-        "spi" => plan_spi(args, cfg),
-        "serial_port" => plan_serial(args, cfg),
-        other => Err(ToolError::Unknown(other.to_string())),
+    let mut d = match name {
+        "gpio" => plan_gpio(args, cfg)?,
+        "i2c" => plan_i2c(args)?,
+        "spi" => plan_spi(args)?,
+        "serial_port" => plan_serial(args, cfg)?,
+        other => return Err(ToolError::Unknown(other.to_string())),
+    };
+    let rules = cfg.hardware.allow.for_device(&d.device, &resolver);
+    let mut decision = rules.decide(d.which, d.write);
+    match &mut d.op {
+        Op::GpioInfo { .. } if !rules.is_empty() => decision = Decision::Allowed,
+        Op::I2c {
+            act: I2cAct::Scan(addrs),
+            ..
+        } => {
+            addrs.extend(
+                (i2c::SCAN_FIRST..=i2c::SCAN_LAST)
+                    .filter(|&a| rules.decide(Some(a as u32), false) == Decision::Allowed),
+            );
+            if !addrs.is_empty() {
+                decision = Decision::Allowed;
+            }
+        }
+        _ => {}
     }
+    if decision == Decision::Refused {
+        return Err(ToolError::Denied(format!(
+            "{}: hardware.allow does not list this; the owner can add an entry to config.json (docs/hardware.md)",
+            d.summary
+        )));
+    }
+    if !d.exists {
+        return Err(failed(HwError::NoDevice(d.device)));
+    }
+    Ok(Plan {
+        op: d.op,
+        decision,
+        summary: d.summary,
+    })
 }
 
 fn gpio_settings(args: &Args) -> Result<gpio::Settings, ToolError> {
@@ -362,26 +343,22 @@ fn gpio_settings(args: &Args) -> Result<gpio::Settings, ToolError> {
 
 /// The chip and offset of a line named by the kernel, among the allowed chips (or the one
 /// given).
-fn find_named(cfg: &Config, chip: Option<&str>, name: &str) -> Result<(String, u32), ToolError> {
-    let mut chips: Vec<String> = Vec::new();
-    match chip {
-        Some(c) => chips.push(c.to_string()),
-        None => {
-            for e in cfg.hardware.allow.entries() {
-                let dev = resolver(&e.device).unwrap_or_else(|| e.device.clone());
-                if Kind::of(&dev) == Kind::Gpio && !chips.contains(&dev) {
-                    chips.push(dev);
-                }
+fn find_named(cfg: &Config, chip: Option<String>, name: &str) -> Result<(String, u32), ToolError> {
+    let mut chips: Vec<String> = chip.into_iter().collect();
+    if chips.is_empty() {
+        for e in cfg.hardware.allow.entries() {
+            let dev = resolver(&e.device).unwrap_or_else(|| e.device.clone());
+            if Kind::of(&dev) == Kind::Gpio && !chips.contains(&dev) {
+                chips.push(dev);
             }
         }
     }
-    for c in &chips {
-        if cfg.hardware.allow.for_device(c, &resolver).is_empty() {
+    for c in chips {
+        if cfg.hardware.allow.for_device(&c, &resolver).is_empty() {
             continue;
         }
-        let found = gpio::Chip::open(c).and_then(|chip| chip.find_line(name));
-        if let Ok(Some(offset)) = found {
-            return Ok((c.clone(), offset));
+        if let Ok(Some(offset)) = gpio::Chip::open(&c).and_then(|chip| chip.find_line(name)) {
+            return Ok((c, offset));
         }
     }
     Err(bad(format!(
@@ -389,264 +366,202 @@ fn find_named(cfg: &Config, chip: Option<&str>, name: &str) -> Result<(String, u
     )))
 }
 
-fn plan_gpio(args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
+fn plan_gpio(args: &Args, cfg: &Config) -> Result<Draft, ToolError> {
     let action = args.str("action")?;
-    let write = matches!(action, "write" | "pulse");
-    if !matches!(action, "info" | "read" | "write" | "pulse" | "wait_edge") {
-        return Err(bad(
-            "\"action\" must be info, read, write, pulse or wait_edge",
-        ));
-    }
     let s = gpio_settings(args)?;
-    let allow = &cfg.hardware.allow;
-    let mut missing = false;
-    let (chip, line) = match args.opt_str("name")?.filter(|_| action != "info") {
-        Some(name) => {
-            let given = match json::get(args.value(), "chip") {
-                None | Some(Value::Null) => None,
-                Some(_) => Some(device(args, "chip", Kind::Gpio)?.0),
-            };
-            let (c, l) = find_named(cfg, given.as_deref(), name)?;
-            (c, Some(l))
-        }
-        None => {
-            let (c, exists) = device(args, "chip", Kind::Gpio)?;
-            let line = match action {
-                "info" => None,
-                _ => Some(required(args, "line", allow::MAX_GPIO_OFFSET as u64)? as u32),
-            };
-            missing = !exists;
-            (c, line)
-        }
+    let level = || match json::get(args.value(), "value") {
+        Some(Value::Bool(b)) => Ok(*b),
+        _ => num_in(args, "value", 0, 1, None).map(|v| v == 1),
     };
-    let rules = allow.for_device(&chip, &resolver);
-    let decision = match line {
-        None if rules.is_empty() => Decision::Refused,
-        None => Decision::Allowed,
-        Some(l) => rules.decide(Some(l), write),
-    };
-    if decision == Decision::Refused {
-        let what = match line {
-            Some(l) => format!("line {l} of {chip}"),
-            None => chip.clone(),
-        };
-        let example = format!(
-            "{}:{} {}",
-            chip.trim_start_matches("/dev/"),
-            line.unwrap_or(0),
-            if write { "write" } else { "read" }
-        );
-        return Err(refused(&what, &example));
-    }
-    if missing {
-        return Err(failed(HwError::NoDevice(chip)));
-    }
-    let level = || -> Result<bool, ToolError> {
-        match json::get(args.value(), "value") {
-            Some(Value::Bool(b)) => Ok(*b),
-            _ => match args.opt_u64("value") {
-                Ok(Some(0)) => Ok(false),
-                Ok(Some(1)) => Ok(true),
-                Ok(None) => Err(bad("\"value\" is required (0 or 1)")),
-                _ => Err(bad("\"value\" must be 0 or 1")),
-            },
-        }
-    };
-    let line = line.unwrap_or(0);
-    let at = format!("{chip} line {line}");
-    let (op, summary) = match action {
-        "info" => (
-            Op::GpioInfo { chip: chip.clone() },
-            format!("GPIO info of {chip}"),
-        ),
-        "read" => (Op::GpioRead { chip, line, s }, format!("GPIO read {at}")),
-        "write" => {
-            let level = level()?;
-            (
-                Op::GpioWrite {
-                    chip,
-                    line,
-                    level,
-                    s,
-                },
-                format!("GPIO write {at} = {}", level as u8),
-            )
-        }
-        "pulse" => {
-            let level = level()?;
-            let ms = required(args, "duration_ms", gpio::MAX_PULSE_MS)?.max(1);
-            (
-                Op::GpioPulse {
-                    chip,
-                    line,
-                    level,
-                    ms,
-                    s,
-                },
-                format!("GPIO pulse {at} = {} for {ms} ms", level as u8),
-            )
-        }
-        _ => {
-            let edge = match args.opt_str("edge")? {
+    let act = match action {
+        "info" => None,
+        "read" => Some(GpioAct::Read),
+        "write" => Some(GpioAct::Write(level()?)),
+        "pulse" => Some(GpioAct::Pulse(
+            level()?,
+            num_in(args, "duration_ms", 1, gpio::MAX_PULSE_MS, None)?,
+        )),
+        "wait_edge" => Some(GpioAct::Wait(
+            match args.opt_str("edge")? {
                 None | Some("both") => gpio::Edge::Both,
                 Some("rising") => gpio::Edge::Rising,
                 Some("falling") => gpio::Edge::Falling,
                 Some(_) => return Err(bad("\"edge\" must be rising, falling or both")),
-            };
-            let ms = num_in(args, "timeout_ms", 1, gpio::MAX_WAIT_MS, 10_000)?;
-            (
-                Op::GpioWait {
-                    chip,
-                    line,
-                    edge,
-                    ms,
-                    s,
-                },
-                format!("GPIO wait for an edge on {at} (up to {ms} ms)"),
-            )
+            },
+            num_in(args, "timeout_ms", 1, gpio::MAX_WAIT_MS, Some(10_000))?,
+        )),
+        _ => {
+            return Err(bad(
+                "\"action\" must be info, read, write, pulse or wait_edge",
+            ));
         }
     };
-    Ok(Plan {
-        op,
-        decision,
+    let named = args.opt_str("name")?.filter(|_| act.is_some());
+    let given = match (named, json::get(args.value(), "chip")) {
+        (Some(_), None | Some(Value::Null)) => None,
+        _ => Some(device(args, "chip", Kind::Gpio)?),
+    };
+    let (chip, exists, line) = match (named, given) {
+        (Some(name), given) => {
+            let (c, l) = find_named(cfg, given.map(|g| g.0), name)?;
+            (c, true, l)
+        }
+        (None, Some((c, exists))) => {
+            let line = match act {
+                Some(_) => num_in(args, "line", 0, allow::MAX_GPIO_OFFSET as u64, None)? as u32,
+                None => 0,
+            };
+            (c, exists, line)
+        }
+        (None, None) => return Err(bad("\"chip\" is required")),
+    };
+    let mut summary = String::from("GPIO ");
+    let Some(act) = act else {
+        summary.push_str("info ");
+        summary.push_str(&chip);
+        return Ok(Draft {
+            op: Op::GpioInfo { chip: chip.clone() },
+            summary,
+            device: chip,
+            exists,
+            which: None,
+            write: false,
+        });
+    };
+    let _ = match act {
+        GpioAct::Read => write!(summary, "read {chip} line {line}"),
+        GpioAct::Write(l) => write!(summary, "write {chip} line {line} = {}", l as u8),
+        GpioAct::Pulse(l, ms) => write!(
+            summary,
+            "pulse {chip} line {line} = {} for {ms} ms",
+            l as u8
+        ),
+        GpioAct::Wait(_, ms) => write!(
+            summary,
+            "wait for an edge on {chip} line {line} (up to {ms} ms)"
+        ),
+    };
+    Ok(Draft {
+        op: Op::Gpio {
+            chip: chip.clone(),
+            line,
+            act,
+            s,
+        },
         summary,
+        device: chip,
+        exists,
+        which: Some(line),
+        write: matches!(act, GpioAct::Write(_) | GpioAct::Pulse(..)),
     })
 }
 
-fn plan_i2c(args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
+fn plan_i2c(args: &Args) -> Result<Draft, ToolError> {
     let action = args.str("action")?;
-    if !matches!(action, "scan" | "read_reg" | "write_reg" | "read" | "write") {
-        return Err(bad(
-            "\"action\" must be scan, read_reg, write_reg, read or write",
-        ));
-    }
-    let write = action.starts_with("write");
     let (bus, exists) = device(args, "bus", Kind::I2c)?;
-    let rules = cfg.hardware.allow.for_device(&bus, &resolver);
-    let short = bus.trim_start_matches("/dev/");
+    let max = i2c::MAX_TRANSFER_BYTES;
+    let reg = || num_in(args, "register", 0, 255, None).map(|r| r as u8);
+    let len = || num_in(args, "length", 1, max as u64, Some(1)).map(|n| n as usize);
+    let mut summary = String::from("I2C ");
     if action == "scan" {
-        let addrs: Vec<u16> = (i2c::SCAN_FIRST..=i2c::SCAN_LAST)
-            .filter(|&a| rules.decide(Some(a as u32), false) == Decision::Allowed)
-            .collect();
-        if addrs.is_empty() {
-            return Err(refused(&bus, &format!("{short} read")));
-        }
-        if !exists {
-            return Err(failed(HwError::NoDevice(bus)));
-        }
-        let summary = format!("I2C scan of {bus} ({} addresses)", addrs.len());
-        return Ok(Plan {
-            op: Op::I2cScan { bus, addrs },
-            decision: Decision::Allowed,
+        summary.push_str("scan ");
+        summary.push_str(&bus);
+        return Ok(Draft {
+            op: Op::I2c {
+                bus: bus.clone(),
+                addr: 0,
+                act: I2cAct::Scan(Vec::new()),
+            },
             summary,
+            device: bus,
+            exists,
+            which: None,
+            write: false,
         });
     }
-    let addr = required(args, "address", allow::MAX_I2C_ADDRESS as u64)? as u16;
-    let decision = rules.decide(Some(addr as u32), write);
-    if decision == Decision::Refused {
-        return Err(refused(
-            &format!("address 0x{addr:02x} on {bus}"),
-            &format!(
-                "{short}:0x{addr:02x} {}",
-                if write { "write" } else { "read" }
-            ),
-        ));
-    }
-    if !exists {
-        return Err(failed(HwError::NoDevice(bus)));
-    }
-    let max = i2c::MAX_TRANSFER_BYTES;
-    let at = format!("{bus} address 0x{addr:02x}");
-    let reg = || required(args, "register", 255).map(|r| r as u8);
-    let len = || num_in(args, "length", 1, max as u64, 1).map(|n| n as usize);
-    let (op, summary) = match action {
-        "read_reg" => {
-            let (reg, len) = (reg()?, len()?);
-            (
-                Op::I2cReadReg {
-                    bus,
-                    addr,
-                    reg,
-                    len,
-                },
-                format!("I2C read {at} register 0x{reg:02x}, {len} bytes"),
-            )
-        }
-        "write_reg" => {
-            let (reg, data) = (reg()?, bytes(args, "data", max)?);
-            let summary = format!(
-                "I2C write {at} register 0x{reg:02x}: {}",
-                hex(&data, SUMMARY_DATA_BYTES)
-            );
-            (
-                Op::I2cWriteReg {
-                    bus,
-                    addr,
-                    reg,
-                    data,
-                },
-                summary,
-            )
-        }
-        "read" => {
-            let len = len()?;
-            (
-                Op::I2cRead { bus, addr, len },
-                format!("I2C read {at}, {len} bytes"),
-            )
-        }
+    let act = match action {
+        "read_reg" => I2cAct::ReadReg(reg()?, len()?),
+        "write_reg" => I2cAct::WriteReg(reg()?, bytes(args, "data", max)?),
+        "read" => I2cAct::Read(len()?),
+        "write" => I2cAct::Write(bytes(args, "data", max)?),
         _ => {
-            let data = bytes(args, "data", max)?;
-            let summary = format!("I2C write {at}: {}", hex(&data, SUMMARY_DATA_BYTES));
-            (Op::I2cWrite { bus, addr, data }, summary)
+            return Err(bad(
+                "\"action\" must be scan, read_reg, write_reg, read or write",
+            ));
         }
     };
-    Ok(Plan {
-        op,
-        decision,
+    let addr = num_in(args, "address", 0, allow::MAX_I2C_ADDRESS as u64, None)? as u16;
+    let write = matches!(act, I2cAct::WriteReg(..) | I2cAct::Write(_));
+    let _ = write!(
         summary,
+        "{} {bus} address 0x{addr:02x}",
+        if write { "write" } else { "read" }
+    );
+    match &act {
+        I2cAct::ReadReg(r, _) | I2cAct::WriteReg(r, _) => {
+            let _ = write!(summary, " register 0x{r:02x}");
+        }
+        _ => {}
+    }
+    match &act {
+        I2cAct::ReadReg(_, n) | I2cAct::Read(n) => {
+            let _ = write!(summary, ", {n} bytes");
+        }
+        I2cAct::WriteReg(_, data) | I2cAct::Write(data) => {
+            summary.push_str(": ");
+            push_hex(&mut summary, data, SUMMARY_DATA_BYTES);
+        }
+        I2cAct::Scan(_) => {}
+    }
+    Ok(Draft {
+        op: Op::I2c {
+            bus: bus.clone(),
+            addr,
+            act,
+        },
+        summary,
+        device: bus,
+        exists,
+        which: Some(addr as u32),
+        write,
     })
 }
 
-fn plan_spi(args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
+fn plan_spi(args: &Args) -> Result<Draft, ToolError> {
     let (device, exists) = device(args, "device", Kind::Spi)?;
-    // Every transfer clocks bytes out, which the device may take as commands: a write.
-    let decision = cfg.hardware.allow.decide(&device, None, true, &resolver);
-    if decision == Decision::Refused {
-        return Err(refused(
-            &device,
-            &format!("{} write", device.trim_start_matches("/dev/")),
-        ));
-    }
-    if !exists {
-        return Err(failed(HwError::NoDevice(device)));
-    }
     let s = spi::Settings {
-        mode: num_in(args, "mode", 0, 3, 0)? as u8,
+        mode: num_in(args, "mode", 0, 3, Some(0))? as u8,
         speed_hz: num_in(
             args,
             "speed_hz",
             spi::MIN_SPEED_HZ as u64,
             spi::MAX_SPEED_HZ as u64,
-            500_000,
+            Some(500_000),
         )? as u32,
-        bits_per_word: num_in(args, "bits_per_word", 1, 32, 8)? as u8,
+        bits_per_word: num_in(args, "bits_per_word", 1, 32, Some(8))? as u8,
     };
     let data = bytes(args, "data", spi::MAX_TRANSFER_BYTES)?;
-    let summary = format!(
-        "SPI transfer on {device} (mode {}, {} Hz): {}",
-        s.mode,
-        s.speed_hz,
-        hex(&data, SUMMARY_DATA_BYTES)
+    let mut summary = format!(
+        "SPI transfer on {device} (mode {}, {} Hz): ",
+        s.mode, s.speed_hz
     );
-    Ok(Plan {
-        op: Op::Spi { device, s, data },
-        decision,
+    push_hex(&mut summary, &data, SUMMARY_DATA_BYTES);
+    Ok(Draft {
+        op: Op::Spi {
+            device: device.clone(),
+            s,
+            data,
+        },
         summary,
+        device,
+        exists,
+        which: None,
+        // Every transfer clocks bytes out, which the device may take as commands.
+        write: true,
     })
 }
 
-fn plan_serial(args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
+fn plan_serial(args: &Args, cfg: &Config) -> Result<Draft, ToolError> {
     let action = args.str("action")?;
     let (writes, reads) = match action {
         "write" => (true, false),
@@ -655,45 +570,28 @@ fn plan_serial(args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
         _ => return Err(bad("\"action\" must be write, read or exchange")),
     };
     let (device, exists) = device(args, "device", Kind::Serial)?;
-    let console = cfg.serial.device.trim();
-    if !console.is_empty() {
-        let console = allow::normalize(console)
-            .ok()
-            .map(|c| resolver(&c).unwrap_or(c));
-        if console.as_deref() == Some(device.as_str()) {
-            return Err(ToolError::Denied(format!(
-                "{device} is the serial chat console (serial.device); the serial_port tool does not use it"
-            )));
-        }
-    }
-    let decision = cfg.hardware.allow.decide(&device, None, writes, &resolver);
-    if decision == Decision::Refused {
-        return Err(refused(
-            &device,
-            &format!(
-                "{} {}",
-                device.trim_start_matches("/dev/"),
-                if writes { "write" } else { "read" }
-            ),
-        ));
-    }
-    if !exists {
-        return Err(failed(HwError::NoDevice(device)));
+    let console = allow::normalize(&cfg.serial.device)
+        .ok()
+        .map(|c| resolver(&c).unwrap_or(c));
+    if console.as_deref() == Some(device.as_str()) {
+        return Err(ToolError::Denied(format!(
+            "{device} is the serial chat console (serial.device); the serial_port tool does not use it"
+        )));
     }
     let baud = num_in(
         args,
         "baud",
         uart::MIN_BAUD as u64,
         uart::MAX_BAUD as u64,
-        115_200,
+        Some(115_200),
     )? as u32;
-    let ms = num_in(args, "timeout_ms", 1, uart::MAX_TIMEOUT_MS, 2000)?;
+    let ms = num_in(args, "timeout_ms", 1, uart::MAX_TIMEOUT_MS, Some(2000))?;
     let mut data = Vec::new();
     if writes {
         let text = args.str("data")?;
         if args.opt_bool("hex")?.unwrap_or(false) {
-            data = hex_bytes(text, uart::MAX_WRITE_BYTES)
-                .ok_or_else(|| bad("\"data\" must be hex bytes like \"0d 0a\""))?;
+            data =
+                hex_bytes(text).ok_or_else(|| bad("\"data\" must be hex bytes like \"0d 0a\""))?;
         } else {
             data.extend_from_slice(text.as_bytes());
         }
@@ -721,153 +619,118 @@ fn plan_serial(args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
         }
         Some(uart::Until {
             delimiter,
-            max_bytes: num_in(args, "max_bytes", 1, uart::MAX_READ_BYTES as u64, 1024)? as usize,
+            max_bytes: num_in(
+                args,
+                "max_bytes",
+                1,
+                uart::MAX_READ_BYTES as u64,
+                Some(1024),
+            )? as usize,
         })
     } else {
         None
     };
     let mut summary = format!("Serial {action} on {device} at {baud} baud");
     if writes {
-        let shown = shown_text(&data);
-        let cut: String = shown.chars().take(80).collect();
-        let _ = write!(
-            summary,
-            ": \"{cut}{}\"",
-            if cut.len() < shown.len() { "…" } else { "" }
-        );
+        summary.push_str(": ");
+        push_text(&mut summary, &data, 80);
     }
-    Ok(Plan {
+    Ok(Draft {
         op: Op::Serial {
-            device,
+            device: device.clone(),
             baud,
             data,
             until,
             ms,
         },
-        decision,
         summary,
+        device,
+        exists,
+        which: None,
+        write: writes,
     })
 }
 
-/// Run the device work of a plan (blocking: on a worker, or the CLI's own thread).
+/// Run the device work of a plan (blocking: on a worker, or the CLI's own thread) and
+/// say how it ended, briefly: the plan's summary heads the result.
 pub fn execute(op: Op) -> Result<String, HwError> {
+    let mut out = String::new();
     match op {
-        Op::GpioInfo { chip } => gpio_info(&chip),
-        Op::GpioRead { chip, line, s } => {
-            let v = gpio::read(&chip, line, &s)?;
-            Ok(format!("{chip} line {line}: {}", v as u8))
-        }
-        Op::GpioWrite {
+        Op::GpioInfo { chip } => gpio_info(&chip, &mut out)?,
+        Op::Gpio {
             chip,
             line,
-            level,
-            s,
+            act,
+            mut s,
         } => {
-            gpio::write(&chip, line, level, &s)?;
-            Ok(format!(
-                "{chip} line {line} set to {} and released (most controllers keep the level)",
-                level as u8
-            ))
-        }
-        Op::GpioPulse {
-            chip,
-            line,
-            level,
-            ms,
-            s,
-        } => {
-            gpio::pulse(&chip, line, level, Duration::from_millis(ms), &s)?;
-            Ok(format!(
-                "{chip} line {line}: {} for {ms} ms, then {}",
-                level as u8, !level as u8
-            ))
-        }
-        Op::GpioWait {
-            chip,
-            line,
-            edge,
-            ms,
-            s,
-        } => match gpio::wait_edge(&chip, line, edge, Duration::from_millis(ms), &s)? {
-            Some(e) => Ok(format!(
-                "{} edge on {chip} line {line} after {} ms",
-                if e.rising { "rising" } else { "falling" },
-                e.after.as_millis()
-            )),
-            None => Ok(format!("no edge on {chip} line {line} within {ms} ms")),
-        },
-        Op::I2cScan { bus, addrs } => {
-            let b = i2c::Bus::open(&bus)?;
-            let r = b.scan(&|a| addrs.contains(&a))?;
-            let list = |v: &[u16]| {
-                v.iter()
-                    .map(|a| format!("0x{a:02x}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+            s.output = match act {
+                GpioAct::Write(l) | GpioAct::Pulse(l, _) => Some(l),
+                _ => None,
             };
-            let mut s = format!("{bus}: {} addresses probed; ", addrs.len());
-            if r.found.is_empty() {
-                s.push_str("no device answered");
-            } else {
-                let _ = write!(s, "answered: {}", list(&r.found));
+            s.edge = match act {
+                GpioAct::Wait(e, _) => Some(e),
+                _ => None,
+            };
+            // A write's level goes in with the request: no glitch, nothing more to do.
+            let l = gpio::Chip::open(&chip)?.request(line, &s)?;
+            match act {
+                GpioAct::Read => out.push(if l.get()? { '1' } else { '0' }),
+                GpioAct::Write(_) => out.push_str("done; the line is released"),
+                GpioAct::Pulse(level, ms) => {
+                    std::thread::sleep(Duration::from_millis(ms.min(gpio::MAX_PULSE_MS)));
+                    l.set(!level)?;
+                    out.push_str("done");
+                }
+                GpioAct::Wait(_, ms) => match l.wait_edge(Duration::from_millis(ms))? {
+                    Some(e) => {
+                        let _ = write!(
+                            out,
+                            "{} edge after {} ms",
+                            if e.rising { "rising" } else { "falling" },
+                            e.after.as_millis()
+                        );
+                    }
+                    None => out.push_str("no edge in time"),
+                },
             }
-            if !r.busy.is_empty() {
-                let _ = write!(s, "; busy (held by a kernel driver): {}", list(&r.busy));
+        }
+        Op::I2c { bus, addr, act } => {
+            let b = i2c::Bus::open(&bus)?;
+            match act {
+                I2cAct::Scan(addrs) => {
+                    let r = b.scan(&|a| addrs.contains(&a))?;
+                    for (label, list) in [
+                        ("answered:", &r.found),
+                        ("; busy (held by a kernel driver):", &r.busy),
+                        ("; not probed (no safe probe on this adapter):", &r.skipped),
+                    ] {
+                        if list.is_empty() {
+                            continue;
+                        }
+                        out.push_str(label);
+                        for a in list {
+                            let _ = write!(out, " 0x{a:02x}");
+                        }
+                    }
+                    if r.found.is_empty() {
+                        out.insert_str(0, "no device answered");
+                    }
+                }
+                I2cAct::ReadReg(reg, n) => push_hex(&mut out, &b.read_reg(addr, reg, n)?, n),
+                I2cAct::WriteReg(reg, data) => {
+                    b.write_reg(addr, reg, &data)?;
+                    out.push_str("done");
+                }
+                I2cAct::Read(n) => push_hex(&mut out, &b.read(addr, n)?, n),
+                I2cAct::Write(data) => {
+                    b.write(addr, &data)?;
+                    out.push_str("done");
+                }
             }
-            if !r.skipped.is_empty() {
-                let _ = write!(
-                    s,
-                    "; not probed (the adapter cannot do the safe probe): {}",
-                    list(&r.skipped)
-                );
-            }
-            Ok(s)
-        }
-        Op::I2cReadReg {
-            bus,
-            addr,
-            reg,
-            len,
-        } => {
-            let d = i2c::Bus::open(&bus)?.read_reg(addr, reg, len)?;
-            Ok(format!(
-                "{bus} address 0x{addr:02x} register 0x{reg:02x}: {}",
-                hex(&d, usize::MAX)
-            ))
-        }
-        Op::I2cWriteReg {
-            bus,
-            addr,
-            reg,
-            data,
-        } => {
-            i2c::Bus::open(&bus)?.write_reg(addr, reg, &data)?;
-            Ok(format!(
-                "wrote {} bytes to {bus} address 0x{addr:02x} register 0x{reg:02x}",
-                data.len()
-            ))
-        }
-        Op::I2cRead { bus, addr, len } => {
-            let d = i2c::Bus::open(&bus)?.read(addr, len)?;
-            Ok(format!(
-                "{bus} address 0x{addr:02x}: {}",
-                hex(&d, usize::MAX)
-            ))
-        }
-        Op::I2cWrite { bus, addr, data } => {
-            i2c::Bus::open(&bus)?.write(addr, &data)?;
-            Ok(format!(
-                "wrote {} bytes to {bus} address 0x{addr:02x}",
-                data.len()
-            ))
         }
         Op::Spi { device, s, data } => {
-            let rx = spi::transfer(&device, &s, &data)?;
-            Ok(format!(
-                "{device}: sent {} bytes, received: {}",
-                data.len(),
-                hex(&rx, 256)
-            ))
+            out.push_str("received ");
+            push_hex(&mut out, &spi::transfer(&device, &s, &data)?, 256);
         }
         Op::Serial {
             device,
@@ -875,78 +738,81 @@ pub fn execute(op: Op) -> Result<String, HwError> {
             data,
             until,
             ms,
-        } => {
-            let got = uart::exchange(
-                &device,
-                baud,
-                &data,
-                until.as_ref(),
-                Duration::from_millis(ms),
-            )?;
-            let mut s = String::new();
-            if !data.is_empty() {
-                let _ = write!(s, "sent {} bytes to {device}", data.len());
-            }
-            if let Some((bytes, ended)) = got {
-                if !s.is_empty() {
-                    s.push_str("; ");
-                }
+        } => match uart::exchange(
+            &device,
+            baud,
+            &data,
+            until.as_ref(),
+            Duration::from_millis(ms),
+        )? {
+            None => out.push_str("sent"),
+            Some((got, ended)) => {
                 let why = match ended {
                     uart::Ended::Delimiter => "until text seen",
                     uart::Ended::Count => "max_bytes reached",
                     uart::Ended::Timeout => "timed out",
                 };
-                let _ = write!(
-                    s,
-                    "received {} bytes ({why}): \"{}\"",
-                    bytes.len(),
-                    shown_text(&bytes)
-                );
+                let _ = write!(out, "received {} bytes ({why}): ", got.len());
+                push_text(&mut out, &got, usize::MAX);
             }
-            Ok(s)
-        }
+        },
     }
+    Ok(out)
 }
 
 /// `gpio info`: the chip, then its named or in-use lines.
-fn gpio_info(chip: &str) -> Result<String, HwError> {
+fn gpio_info(chip: &str, s: &mut String) -> Result<(), HwError> {
     let c = gpio::Chip::open(chip)?;
     let info = c.info()?;
-    let mut s = format!(
-        "{chip}: {} [{}], {} lines; named or in-use lines (offset name state):",
+    let _ = write!(
+        s,
+        "{} [{}], {} lines; named or in-use lines (offset name direction user):",
         info.name, info.label, info.lines
     );
     let mut listed = 0;
-    let lines = info.lines.min(gpio::MAX_LINES_SCANNED);
-    for offset in 0..lines {
+    for offset in 0..info.lines.min(gpio::MAX_LINES_SCANNED) {
         let l = c.line_info(offset)?;
         if l.name.is_empty() && !l.used() {
             continue;
         }
         if listed == MAX_INFO_LINES {
-            s.push_str("\n…more lines not listed");
+            s.push_str("\n…");
             break;
         }
         listed += 1;
-        let dir = if l.output() { "output" } else { "input" };
         let _ = write!(
             s,
-            "\n{offset} {} {dir}",
-            if l.name.is_empty() { "-" } else { &l.name }
+            "\n{offset} {} {}",
+            if l.name.is_empty() { "-" } else { &l.name },
+            if l.output() { "output" } else { "input" }
         );
         if l.used() {
-            let consumer = if l.consumer.is_empty() {
+            s.push(' ');
+            s.push_str(if l.consumer.is_empty() {
                 "kernel"
             } else {
                 &l.consumer
-            };
-            let _ = write!(s, " used by {consumer}");
+            });
         }
     }
     if listed == 0 {
-        s.push_str(" none (the lines have no names: use offsets)");
+        s.push_str(" none: use offsets");
     }
-    Ok(s)
+    Ok(())
+}
+
+/// Run `op`'s result through the log and into the tool's answer: `SUMMARY -> outcome`.
+fn finish(summary: &str, res: Result<String, HwError>) -> Result<String, ToolError> {
+    match res {
+        Ok(out) => {
+            log::info!("hardware: {summary}: ok");
+            Ok(format!("{summary} -> {out}"))
+        }
+        Err(e) => {
+            log::info!("hardware: {summary}: {e}");
+            Err(failed(e))
+        }
+    }
 }
 
 /// Run a call (the `Tools::call` dispatch target).
@@ -955,27 +821,17 @@ pub async fn call(tools: &Tools, name: &str, args: &Args) -> Result<String, Tool
         return Err(ToolError::Unknown(name.to_string()));
     }
     let p = plan(name, args, &tools.cfg)?;
-    let summary = p.summary;
     let op = p.op;
     let res = tools
         .workers
         .run(move || execute(op))
         .await
         .map_err(|_| ToolError::Failed("yoctoclaw is shutting down".into()))?;
-    log_access(&summary, &res);
-    res.map_err(failed)
-}
-
-fn log_access(summary: &str, res: &Result<String, HwError>) {
-    match res {
-        Ok(_) => log::info!("hardware: {summary}: ok"),
-        Err(e) => log::info!("hardware: {summary}: {e}"),
-    }
+    finish(&p.summary, res)
 }
 
 /// Does this call need the user's approval? `Ok(true)` for a write covered only by a
-/// `read` entry; a refused or malformed call is the error (so it fails at once, nobody is
-/// asked). `Ok(false)` for other tools.
+/// `read` entry; a refused or malformed call is the error. `Ok(false)` for other tools.
 pub fn needs_approval(name: &str, args: &Args, cfg: &Config) -> Result<bool, ToolError> {
     if !is_tool(name) {
         return Ok(false);
@@ -1015,17 +871,14 @@ pub fn run_cli(cfg: &Config, words: &[String]) -> Result<String, ToolError> {
                 .into(),
         ));
     }
-    let args = Args::parse(json)?;
-    let p = plan(tool, &args, cfg)?;
+    let p = plan(tool, &Args::parse(json)?, cfg)?;
     if p.decision == Decision::NeedsApproval && !yes {
         return Err(ToolError::Denied(format!(
             "{}: hardware.allow lists it as read only; add --yes to approve this write",
             p.summary
         )));
     }
-    let res = execute(p.op);
-    log_access(&p.summary, &res);
-    res.map_err(failed)
+    finish(&p.summary, execute(p.op))
 }
 
 #[cfg(test)]
