@@ -18,7 +18,7 @@
 
 use super::{HwError, open_rw};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
 use rustix::termios::{
@@ -64,16 +64,17 @@ pub fn open(device: &str, baud: u32) -> Result<OwnedFd, HwError> {
         )));
     }
     let fd = open_rw(device, OFlags::NONBLOCK)?;
-    configure(&fd, baud).map_err(|e| match e {
+    configure(fd.as_fd(), baud).map_err(|e| match e {
         Errno::NOTTY => HwError::Unsupported(format!("{device} is not a serial port")),
         e => HwError::from_errno(e, device, device),
     })?;
     Ok(fd)
 }
 
-/// Raw mode, `baud`, 8N1, no flow control, `CLOCAL`; pending input discarded.
-pub fn configure(fd: impl AsFd, baud: u32) -> Result<(), Errno> {
-    let fd = fd.as_fd();
+/// Raw mode, `baud`, 8N1, no flow control, `CLOCAL`, `VMIN=1 VTIME=0`; pending input
+/// (line noise from before anyone listened) is discarded. The serial chat channel
+/// configures its line with this too.
+pub fn configure(fd: BorrowedFd<'_>, baud: u32) -> Result<(), Errno> {
     let mut t = termios::tcgetattr(fd)?;
     t.make_raw();
     t.control_modes.remove(

@@ -801,15 +801,16 @@ fn gpio_info(chip: &str, s: &mut String) -> Result<(), HwError> {
     Ok(())
 }
 
-/// Run `op`'s result through the log and into the tool's answer: `SUMMARY -> outcome`.
-fn finish(summary: &str, res: Result<String, HwError>) -> Result<String, ToolError> {
-    match res {
+/// Run a plan's work and say how it went: `SUMMARY -> outcome`, logged at info either way.
+/// Blocking (on a worker, or the CLI's own thread).
+fn run_plan(p: Plan) -> Result<String, ToolError> {
+    match execute(p.op) {
         Ok(out) => {
-            log::info!("hardware: {summary}: ok");
-            Ok(format!("{summary} -> {out}"))
+            log::info!("hardware: {}: ok", p.summary);
+            Ok(format!("{} -> {out}", p.summary))
         }
         Err(e) => {
-            log::info!("hardware: {summary}: {e}");
+            log::info!("hardware: {}: {e}", p.summary);
             Err(failed(e))
         }
     }
@@ -821,13 +822,11 @@ pub async fn call(tools: &Tools, name: &str, args: &Args) -> Result<String, Tool
         return Err(ToolError::Unknown(name.to_string()));
     }
     let p = plan(name, args, &tools.cfg)?;
-    let op = p.op;
-    let res = tools
+    tools
         .workers
-        .run(move || execute(op))
+        .run(move || run_plan(p))
         .await
-        .map_err(|_| ToolError::Failed("yoctoclaw is shutting down".into()))?;
-    finish(&p.summary, res)
+        .map_err(|_| ToolError::Failed("yoctoclaw is shutting down".into()))?
 }
 
 /// Does this call need the user's approval? `Ok(true)` for a write covered only by a
@@ -878,7 +877,7 @@ pub fn run_cli(cfg: &Config, words: &[String]) -> Result<String, ToolError> {
             p.summary
         )));
     }
-    finish(&p.summary, execute(p.op))
+    run_plan(p)
 }
 
 #[cfg(test)]
