@@ -377,10 +377,9 @@ impl Chip {
                 Errno::INVAL if offset >= self.info().map(|i| i.lines).unwrap_or(u32::MAX) => {
                     out_of_range(&self.path, offset)
                 }
-                Errno::INVAL => HwError::Invalid(format!(
-                    "{} refused these settings for line {offset} (bias or edge detection may be unsupported by this controller)",
-                    self.path
-                )),
+                Errno::INVAL => HwError::Invalid(
+                    "the GPIO controller refused these line settings (bias or edge detection may be unsupported)",
+                ),
                 e => HwError::from_errno(e, &self.path, &self.line_what(offset)),
             })?;
         if req.fd < 0 {
@@ -399,10 +398,8 @@ impl Chip {
     }
 }
 
-fn out_of_range(path: &str, offset: u32) -> HwError {
-    HwError::Invalid(format!(
-        "{path} has no line {offset}: look at the chip's line count (gpio action info)"
-    ))
+fn out_of_range(_path: &str, _offset: u32) -> HwError {
+    HwError::Invalid("the chip has no such line: gpio info shows its line count")
 }
 
 impl Line {
@@ -453,7 +450,7 @@ impl Line {
             .filter(|_| n >= 16)
             .and_then(|b| b.try_into().ok())
             .map(u32::from_ne_bytes)
-            .ok_or_else(|| HwError::Invalid(format!("{}: short edge event", self.what)))?;
+            .ok_or(HwError::Invalid("short GPIO edge event"))?;
         Ok(Some(EdgeEvent {
             rising: id == EVENT_RISING_EDGE,
             after: start.elapsed(),

@@ -1,6 +1,6 @@
 //! I2C through `/dev/i2c-N` (linux/i2c-dev.h, linux/i2c.h): the adapter's functionality
-//! (`I2C_FUNCS`), SMBus transfers (`I2C_SMBUS`: quick, byte, byte data, word data, I2C
-//! block), plain I2C messages (`I2C_RDWR`) when the adapter can do them, register reads and
+//! (`I2C_FUNCS`), SMBus transfers (`I2C_SMBUS`: quick, byte, byte data, word data),
+//! plain I2C messages (`I2C_RDWR`) when the adapter can do them, register reads and
 //! writes that pick whichever of those the adapter supports, and a scan that follows
 //! i2cdetect's rules.
 //!
@@ -29,6 +29,10 @@ use rustix::fs::OFlags;
 use rustix::ioctl::Opcode;
 use std::ffi::c_void;
 
+const NOT_7_BIT: &str = "I2C addresses are 7-bit: 0x00 to 0x7f";
+const SMBUS_ONLY: &str =
+    "the I2C adapter speaks SMBus only: register reads and writes of 1 or 2 bytes";
+
 /// Most bytes read or written in one call.
 pub const MAX_TRANSFER_BYTES: usize = 32;
 /// First and last addresses a scan probes (i2cdetect's defaults).
@@ -48,8 +52,6 @@ pub const FUNC_SMBUS_READ_BYTE_DATA: u64 = 0x0008_0000;
 pub const FUNC_SMBUS_WRITE_BYTE_DATA: u64 = 0x0010_0000;
 pub const FUNC_SMBUS_READ_WORD_DATA: u64 = 0x0020_0000;
 pub const FUNC_SMBUS_WRITE_WORD_DATA: u64 = 0x0040_0000;
-pub const FUNC_SMBUS_READ_I2C_BLOCK: u64 = 0x0400_0000;
-pub const FUNC_SMBUS_WRITE_I2C_BLOCK: u64 = 0x0800_0000;
 
 const SMBUS_READ: u8 = 1;
 const SMBUS_WRITE: u8 = 0;
@@ -57,7 +59,6 @@ const SMBUS_QUICK: u32 = 0;
 const SMBUS_BYTE: u32 = 1;
 const SMBUS_BYTE_DATA: u32 = 2;
 const SMBUS_WORD_DATA: u32 = 3;
-const SMBUS_I2C_BLOCK_DATA: u32 = 8;
 const M_RD: u16 = 0x0001;
 /// `I2C_SMBUS_BLOCK_MAX + 2`: the size of `union i2c_smbus_data`.
 const SMBUS_DATA_BYTES: usize = 34;
@@ -116,9 +117,7 @@ pub struct Bus {
 
 fn check_len(n: usize) -> Result<(), HwError> {
     if n == 0 || n > MAX_TRANSFER_BYTES {
-        return Err(HwError::Invalid(format!(
-            "length must be 1 to {MAX_TRANSFER_BYTES} bytes"
-        )));
+        return Err(HwError::Invalid("an I2C transfer is 1 to 32 bytes"));
     }
     Ok(())
 }
@@ -146,22 +145,18 @@ impl Bus {
         format!("address 0x{addr:02x} on {}", self.path)
     }
 
-    fn need(&self, func: u64, what: &str) -> Result<(), HwError> {
+    /// `Unsupported(why)` unless the adapter has every bit of `func`.
+    fn need(&self, func: u64, why: &'static str) -> Result<(), HwError> {
         if self.funcs & func == func {
             Ok(())
         } else {
-            Err(HwError::Unsupported(format!(
-                "the adapter of {} cannot do {what}",
-                self.path
-            )))
+            Err(HwError::Unsupported(why))
         }
     }
 
     fn set_addr(&self, addr: u16) -> Result<(), HwError> {
         if addr > 0x7f {
-            return Err(HwError::Invalid(format!(
-                "0x{addr:x} is not a 7-bit I2C address"
-            )));
+            return Err(HwError::Invalid(NOT_7_BIT));
         }
         // SAFETY: I2C_SLAVE takes the address itself as the argument, not a pointer.
         unsafe { ioctl(&self.fd, I2C_SLAVE, addr as usize as *mut c_void) }
@@ -211,46 +206,64 @@ impl Bus {
 
     /// SMBus quick write (the address alone, write bit set).
     pub fn quick_write(&self, addr: u16) -> Result<(), HwError> {
-        self.need(FUNC_SMBUS_QUICK, "SMBus quick")?;
+        self.need(FUNC_SMBUS_QUICK, "the I2C adapter cannot do SMBus quick")?;
         self.smbus_simple(addr, SMBUS_WRITE, 0, SMBUS_QUICK, 0)
             .map(drop)
     }
 
     /// SMBus receive byte.
     pub fn read_byte(&self, addr: u16) -> Result<u8, HwError> {
-        self.need(FUNC_SMBUS_READ_BYTE, "SMBus read byte")?;
+        self.need(
+            FUNC_SMBUS_READ_BYTE,
+            "the I2C adapter cannot do SMBus read byte",
+        )?;
         self.smbus_simple(addr, SMBUS_READ, 0, SMBUS_BYTE, 0)
             .map(|v| v as u8)
     }
 
     /// SMBus send byte.
     pub fn write_byte(&self, addr: u16, value: u8) -> Result<(), HwError> {
-        self.need(FUNC_SMBUS_WRITE_BYTE, "SMBus write byte")?;
+        self.need(
+            FUNC_SMBUS_WRITE_BYTE,
+            "the I2C adapter cannot do SMBus write byte",
+        )?;
         // The byte travels in the command field.
         self.smbus_simple(addr, SMBUS_WRITE, value, SMBUS_BYTE, 0)
             .map(drop)
     }
 
     pub fn read_byte_data(&self, addr: u16, reg: u8) -> Result<u8, HwError> {
-        self.need(FUNC_SMBUS_READ_BYTE_DATA, "SMBus read byte data")?;
+        self.need(
+            FUNC_SMBUS_READ_BYTE_DATA,
+            "the I2C adapter cannot do SMBus read byte data",
+        )?;
         self.smbus_simple(addr, SMBUS_READ, reg, SMBUS_BYTE_DATA, 0)
             .map(|v| v as u8)
     }
 
     pub fn write_byte_data(&self, addr: u16, reg: u8, value: u8) -> Result<(), HwError> {
-        self.need(FUNC_SMBUS_WRITE_BYTE_DATA, "SMBus write byte data")?;
+        self.need(
+            FUNC_SMBUS_WRITE_BYTE_DATA,
+            "the I2C adapter cannot do SMBus write byte data",
+        )?;
         self.smbus_simple(addr, SMBUS_WRITE, reg, SMBUS_BYTE_DATA, value as u16)
             .map(drop)
     }
 
     /// SMBus read word data: the word as SMBus defines it (first byte on the wire low).
     pub fn read_word_data(&self, addr: u16, reg: u8) -> Result<u16, HwError> {
-        self.need(FUNC_SMBUS_READ_WORD_DATA, "SMBus read word data")?;
+        self.need(
+            FUNC_SMBUS_READ_WORD_DATA,
+            "the I2C adapter cannot do SMBus read word data",
+        )?;
         self.smbus_simple(addr, SMBUS_READ, reg, SMBUS_WORD_DATA, 0)
     }
 
     pub fn write_word_data(&self, addr: u16, reg: u8, value: u16) -> Result<(), HwError> {
-        self.need(FUNC_SMBUS_WRITE_WORD_DATA, "SMBus write word data")?;
+        self.need(
+            FUNC_SMBUS_WRITE_WORD_DATA,
+            "the I2C adapter cannot do SMBus write word data",
+        )?;
         self.smbus_simple(addr, SMBUS_WRITE, reg, SMBUS_WORD_DATA, value)
             .map(drop)
     }
@@ -258,14 +271,9 @@ impl Bus {
     /// One `I2C_RDWR` with one or two messages (a write, then a read after a repeated
     /// start).
     fn rdwr(&self, addr: u16, write: &[u8], read: &mut [u8]) -> Result<(), HwError> {
-        self.need(
-            FUNC_I2C,
-            "plain I2C transfers (I2C_RDWR); use register reads",
-        )?;
+        self.need(FUNC_I2C, SMBUS_ONLY)?;
         if addr > 0x7f {
-            return Err(HwError::Invalid(format!(
-                "0x{addr:x} is not a 7-bit I2C address"
-            )));
+            return Err(HwError::Invalid(NOT_7_BIT));
         }
         let mut wbuf = write.to_vec();
         let mut msgs = [
@@ -321,7 +329,7 @@ impl Bus {
 
     /// Read `n` bytes starting at register `reg`, in bus order. One byte: SMBus read byte
     /// data; more: a write of `reg` and a read after a repeated start when the adapter
-    /// speaks plain I2C, else SMBus word data (2) or I2C block read.
+    /// speaks plain I2C, else SMBus word data (2 bytes only).
     pub fn read_reg(&self, addr: u16, reg: u8, n: usize) -> Result<Vec<u8>, HwError> {
         check_len(n)?;
         if n == 1 && self.funcs & FUNC_SMBUS_READ_BYTE_DATA != 0 {
@@ -332,17 +340,11 @@ impl Bus {
             self.rdwr(addr, &[reg], &mut buf)?;
             return Ok(buf);
         }
-        if n == 2 && self.funcs & FUNC_SMBUS_READ_WORD_DATA != 0 {
-            return self
-                .read_word_data(addr, reg)
-                .map(|w| w.to_le_bytes().to_vec());
+        if n != 2 {
+            return Err(HwError::Unsupported(SMBUS_ONLY));
         }
-        self.need(FUNC_SMBUS_READ_I2C_BLOCK, "reads of this length")?;
-        let mut d = SmbusData([0; SMBUS_DATA_BYTES]);
-        d.0[0] = n as u8;
-        self.smbus(addr, SMBUS_READ, reg, SMBUS_I2C_BLOCK_DATA, &mut d)?;
-        let got = (d.0[0] as usize).min(n);
-        Ok(d.0[1..1 + got].to_vec())
+        self.read_word_data(addr, reg)
+            .map(|w| w.to_le_bytes().to_vec())
     }
 
     /// Write `data` starting at register `reg` (bus order), choosing the transfer as
@@ -358,24 +360,19 @@ impl Bus {
             buf.extend_from_slice(data);
             return self.rdwr(addr, &buf, &mut []);
         }
-        if data.len() == 2 && self.funcs & FUNC_SMBUS_WRITE_WORD_DATA != 0 {
-            return self.write_word_data(addr, reg, u16::from_le_bytes([data[0], data[1]]));
+        match data {
+            [lo, hi] => self.write_word_data(addr, reg, u16::from_le_bytes([*lo, *hi])),
+            _ => Err(HwError::Unsupported(SMBUS_ONLY)),
         }
-        self.need(FUNC_SMBUS_WRITE_I2C_BLOCK, "writes of this length")?;
-        let mut d = SmbusData([0; SMBUS_DATA_BYTES]);
-        d.0[0] = data.len() as u8;
-        d.0[1..1 + data.len()].copy_from_slice(data);
-        self.smbus(addr, SMBUS_WRITE, reg, SMBUS_I2C_BLOCK_DATA, &mut d)
     }
 
     /// Probe the addresses for which `allowed` is true, by i2cdetect's rules (module
     /// documentation). An error other than "nobody answered" or "busy" stops the scan.
     pub fn scan(&self, allowed: &dyn Fn(u16) -> bool) -> Result<Scan, HwError> {
         if self.funcs & (FUNC_SMBUS_QUICK | FUNC_SMBUS_READ_BYTE) == 0 {
-            return Err(HwError::Unsupported(format!(
-                "the adapter of {} can do neither SMBus quick nor read byte, so it cannot be scanned",
-                self.path
-            )));
+            return Err(HwError::Unsupported(
+                "the I2C adapter can do neither SMBus quick nor read byte, so it cannot be scanned",
+            ));
         }
         let mut out = Scan::default();
         for addr in SCAN_FIRST..=SCAN_LAST {
@@ -475,6 +472,7 @@ mod tests {
 
     #[test]
     fn lengths_are_bounded() {
+        assert_eq!(MAX_TRANSFER_BYTES, 32, "the messages say 32");
         assert!(check_len(0).is_err());
         assert!(check_len(MAX_TRANSFER_BYTES + 1).is_err());
         assert!(check_len(1).is_ok() && check_len(MAX_TRANSFER_BYTES).is_ok());

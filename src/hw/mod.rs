@@ -58,9 +58,9 @@ pub enum HwError {
     TimedOut(String),
     /// The adapter or driver cannot do this (a missing `I2C_FUNCS` bit, ENOTTY,
     /// EOPNOTSUPP).
-    Unsupported(String),
+    Unsupported(&'static str),
     /// The request is outside the bounds or the device's range.
-    Invalid(String),
+    Invalid(&'static str),
     /// Any other OS error, with its errno number.
     Os { device: String, errno: i32 },
 }
@@ -129,9 +129,9 @@ impl HwError {
             Errno::BUSY => HwError::Busy(what.to_string()),
             Errno::NXIO | Errno::REMOTEIO | Errno::NODEV => HwError::NoAck(what.to_string()),
             Errno::TIMEDOUT => HwError::TimedOut(what.to_string()),
-            Errno::NOTTY | Errno::OPNOTSUPP => HwError::Unsupported(format!(
-                "{device} does not support this request (is it the right kind of device?)"
-            )),
+            Errno::NOTTY | Errno::OPNOTSUPP => HwError::Unsupported(
+                "the device does not support this request: is it the right kind of device?",
+            ),
             other => HwError::Os {
                 device: device.to_string(),
                 errno: other.raw_os_error(),

@@ -59,13 +59,11 @@ pub struct Until {
 /// Open `device` at `baud`, raw 8N1, non-blocking, input flushed.
 pub fn open(device: &str, baud: u32) -> Result<OwnedFd, HwError> {
     if !(MIN_BAUD..=MAX_BAUD).contains(&baud) {
-        return Err(HwError::Invalid(format!(
-            "baud rate must be {MIN_BAUD} to {MAX_BAUD}"
-        )));
+        return Err(HwError::Invalid("baud rate must be 50 to 4000000"));
     }
     let fd = open_rw(device, OFlags::NONBLOCK)?;
     configure(fd.as_fd(), baud).map_err(|e| match e {
-        Errno::NOTTY => HwError::Unsupported(format!("{device} is not a serial port")),
+        Errno::NOTTY => HwError::Unsupported("the device is not a serial port"),
         e => HwError::from_errno(e, device, device),
     })?;
     Ok(fd)
@@ -118,9 +116,7 @@ pub fn write_all(
     deadline: Instant,
 ) -> Result<(), HwError> {
     if data.len() > MAX_WRITE_BYTES {
-        return Err(HwError::Invalid(format!(
-            "at most {MAX_WRITE_BYTES} bytes are written at once"
-        )));
+        return Err(HwError::Invalid("at most 4096 bytes are written at once"));
     }
     let fail = |e| HwError::from_errno(e, device, device);
     let mut rest = data;
@@ -129,11 +125,7 @@ pub fn write_all(
             Ok(n) => rest = rest.get(n..).unwrap_or_default(),
             Err(Errno::AGAIN | Errno::INTR) => {
                 if !wait(fd, PollFlags::OUT, deadline).map_err(fail)? {
-                    return Err(HwError::TimedOut(format!(
-                        "writing to {device} ({} of {} bytes sent)",
-                        data.len() - rest.len(),
-                        data.len()
-                    )));
+                    return Err(HwError::TimedOut(device.to_string()));
                 }
             }
             Err(e) => return Err(fail(e)),
@@ -191,9 +183,7 @@ pub fn exchange(
     timeout: Duration,
 ) -> Result<Option<(Vec<u8>, Ended)>, HwError> {
     if until.is_some_and(|u| u.delimiter.len() > MAX_DELIMITER_BYTES) {
-        return Err(HwError::Invalid(format!(
-            "the delimiter is longer than {MAX_DELIMITER_BYTES} bytes"
-        )));
+        return Err(HwError::Invalid("the delimiter is longer than 16 bytes"));
     }
     let deadline = Instant::now() + timeout.min(Duration::from_millis(MAX_TIMEOUT_MS));
     let fd = open(device, baud)?;
@@ -207,6 +197,14 @@ pub fn exchange(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_name_the_bounds() {
+        assert_eq!(
+            (MIN_BAUD, MAX_BAUD, MAX_WRITE_BYTES, MAX_DELIMITER_BYTES),
+            (50, 4_000_000, 4096, 16)
+        );
+    }
 
     #[test]
     fn files_that_are_not_ports_and_bad_bauds_are_refused() {
