@@ -399,7 +399,7 @@ impl Chip {
 }
 
 fn out_of_range(_path: &str, _offset: u32) -> HwError {
-    HwError::Invalid("the chip has no such line: gpio info shows its line count")
+    HwError::Invalid("the GPIO chip has no such line (gpioinfo shows its lines)")
 }
 
 impl Line {

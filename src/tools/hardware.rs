@@ -15,7 +15,7 @@
 //! Those of the device layer: transfers of `hw::i2c::MAX_TRANSFER_BYTES`,
 //! `hw::spi::MAX_TRANSFER_BYTES`, `hw::uart::MAX_WRITE_BYTES`/`MAX_READ_BYTES`; waits of
 //! `hw::gpio::MAX_WAIT_MS`, pulses of `hw::gpio::MAX_PULSE_MS`, serial calls of
-//! `hw::uart::MAX_TIMEOUT_MS`; at most [`MAX_INFO_LINES`] lines listed by `gpio info`.
+//! `hw::uart::MAX_TIMEOUT_MS`.
 //!
 //! # Blocking
 //! The device work runs on a worker (`Workers::run`), one call at a time per worker, and
@@ -35,8 +35,8 @@ use std::time::Duration;
 
 pub const GPIO: ToolSpec = ToolSpec {
     name: "gpio",
-    description: "Read or drive a GPIO line listed in hardware.allow. Actions: info (a chip's line names), read, write (set value, then release the line), pulse (value for duration_ms, then the opposite), wait_edge (up to timeout_ms). A line is chip + offset (Raspberry Pi: gpiochip0 line 17 is GPIO17) or its kernel name.",
-    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["info","read","write","pulse","wait_edge"]},"chip":{"type":"string","description":"e.g. gpiochip0"},"line":{"type":"integer","minimum":0},"name":{"type":"string","description":"line name, e.g. GPIO17, instead of line"},"value":{"type":"integer","enum":[0,1]},"duration_ms":{"type":"integer","minimum":1,"maximum":10000},"edge":{"type":"string","enum":["rising","falling","both"]},"timeout_ms":{"type":"integer","minimum":1,"maximum":60000,"description":"default 10000"},"bias":{"type":"string","enum":["pull_up","pull_down","disabled"]},"active_low":{"type":"boolean"}},"required":["action"]}"#,
+    description: "Read or drive a GPIO line listed in hardware.allow. Actions: read, write (set value, then release the line), pulse (value for duration_ms, then the opposite), wait_edge (up to timeout_ms). A line is chip + offset (Raspberry Pi: gpiochip0 line 17 is GPIO17) or its kernel name.",
+    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["read","write","pulse","wait_edge"]},"chip":{"type":"string","description":"e.g. gpiochip0"},"line":{"type":"integer","minimum":0},"name":{"type":"string","description":"line name, e.g. GPIO17, instead of line"},"value":{"type":"integer","enum":[0,1]},"duration_ms":{"type":"integer","minimum":1,"maximum":10000},"edge":{"type":"string","enum":["rising","falling","both"]},"timeout_ms":{"type":"integer","minimum":1,"maximum":60000,"description":"default 10000"},"bias":{"type":"string","enum":["pull_up","pull_down","disabled"]},"active_low":{"type":"boolean"}},"required":["action"]}"#,
 };
 
 pub const I2C: ToolSpec = ToolSpec {
@@ -60,8 +60,6 @@ pub const SERIAL_PORT: ToolSpec = ToolSpec {
 /// The four tools, in the order they are offered.
 pub const SPECS: [ToolSpec; 4] = [GPIO, I2C, SPI, SERIAL_PORT];
 
-/// Most lines `gpio info` lists (named or in-use lines only).
-pub const MAX_INFO_LINES: usize = 128;
 /// Bytes of data shown in a summary before it is shortened.
 const SUMMARY_DATA_BYTES: usize = 16;
 
@@ -100,9 +98,6 @@ pub enum I2cAct {
 /// Device work, ready for a worker: everything owned and checked.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    GpioInfo {
-        chip: String,
-    },
     Gpio {
         chip: String,
         line: u32,
@@ -277,8 +272,8 @@ struct Draft {
     summary: String,
     device: String,
     exists: bool,
-    /// The line or address; `None` for devices without one, and for chip-wide or
-    /// bus-wide actions (`info`, `scan`), which need any entry for the device.
+    /// The line or address; `None` for devices without one, and for the bus-wide
+    /// `scan`, which probes the addresses the entries allow.
     which: Option<u32>,
     write: bool,
 }
@@ -295,7 +290,6 @@ pub fn plan(name: &str, args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
     let rules = cfg.hardware.allow.for_device(&d.device, &resolver);
     let mut decision = rules.decide(d.which, d.write);
     match &mut d.op {
-        Op::GpioInfo { .. } if !rules.is_empty() => decision = Decision::Allowed,
         Op::I2c {
             act: I2cAct::Scan(addrs),
             ..
@@ -362,7 +356,7 @@ fn find_named(cfg: &Config, chip: Option<String>, name: &str) -> Result<(String,
         }
     }
     Err(bad(format!(
-        "no line named {name:?} on the allowed GPIO chips (gpio action info lists the names)"
+        "no line named {name:?} on the allowed GPIO chips (gpioinfo lists the names; or give chip and line)"
     )))
 }
 
@@ -374,14 +368,13 @@ fn plan_gpio(args: &Args, cfg: &Config) -> Result<Draft, ToolError> {
         _ => num_in(args, "value", 0, 1, None).map(|v| v == 1),
     };
     let act = match action {
-        "info" => None,
-        "read" => Some(GpioAct::Read),
-        "write" => Some(GpioAct::Write(level()?)),
-        "pulse" => Some(GpioAct::Pulse(
+        "read" => GpioAct::Read,
+        "write" => GpioAct::Write(level()?),
+        "pulse" => GpioAct::Pulse(
             level()?,
             num_in(args, "duration_ms", 1, gpio::MAX_PULSE_MS, None)?,
-        )),
-        "wait_edge" => Some(GpioAct::Wait(
+        ),
+        "wait_edge" => GpioAct::Wait(
             match args.opt_str("edge")? {
                 None | Some("both") => gpio::Edge::Both,
                 Some("rising") => gpio::Edge::Rising,
@@ -389,14 +382,10 @@ fn plan_gpio(args: &Args, cfg: &Config) -> Result<Draft, ToolError> {
                 Some(_) => return Err(bad("\"edge\" must be rising, falling or both")),
             },
             num_in(args, "timeout_ms", 1, gpio::MAX_WAIT_MS, Some(10_000))?,
-        )),
-        _ => {
-            return Err(bad(
-                "\"action\" must be info, read, write, pulse or wait_edge",
-            ));
-        }
+        ),
+        _ => return Err(bad("\"action\" must be read, write, pulse or wait_edge")),
     };
-    let named = args.opt_str("name")?.filter(|_| act.is_some());
+    let named = args.opt_str("name")?;
     let given = match (named, json::get(args.value(), "chip")) {
         (Some(_), None | Some(Value::Null)) => None,
         _ => Some(device(args, "chip", Kind::Gpio)?),
@@ -407,27 +396,12 @@ fn plan_gpio(args: &Args, cfg: &Config) -> Result<Draft, ToolError> {
             (c, true, l)
         }
         (None, Some((c, exists))) => {
-            let line = match act {
-                Some(_) => num_in(args, "line", 0, allow::MAX_GPIO_OFFSET as u64, None)? as u32,
-                None => 0,
-            };
+            let line = num_in(args, "line", 0, allow::MAX_GPIO_OFFSET as u64, None)? as u32;
             (c, exists, line)
         }
         (None, None) => return Err(bad("\"chip\" is required")),
     };
     let mut summary = String::from("GPIO ");
-    let Some(act) = act else {
-        summary.push_str("info ");
-        summary.push_str(&chip);
-        return Ok(Draft {
-            op: Op::GpioInfo { chip: chip.clone() },
-            summary,
-            device: chip,
-            exists,
-            which: None,
-            write: false,
-        });
-    };
     let _ = match act {
         GpioAct::Read => write!(summary, "read {chip} line {line}"),
         GpioAct::Write(l) => write!(summary, "write {chip} line {line} = {}", l as u8),
@@ -656,7 +630,6 @@ fn plan_serial(args: &Args, cfg: &Config) -> Result<Draft, ToolError> {
 pub fn execute(op: Op) -> Result<String, HwError> {
     let mut out = String::new();
     match op {
-        Op::GpioInfo { chip } => gpio_info(&chip, &mut out)?,
         Op::Gpio {
             chip,
             line,
@@ -760,47 +733,6 @@ pub fn execute(op: Op) -> Result<String, HwError> {
     Ok(out)
 }
 
-/// `gpio info`: the chip, then its named or in-use lines.
-fn gpio_info(chip: &str, s: &mut String) -> Result<(), HwError> {
-    let c = gpio::Chip::open(chip)?;
-    let info = c.info()?;
-    let _ = write!(
-        s,
-        "{} [{}], {} lines; named or in-use lines (offset name direction user):",
-        info.name, info.label, info.lines
-    );
-    let mut listed = 0;
-    for offset in 0..info.lines.min(gpio::MAX_LINES_SCANNED) {
-        let l = c.line_info(offset)?;
-        if l.name.is_empty() && !l.used() {
-            continue;
-        }
-        if listed == MAX_INFO_LINES {
-            s.push_str("\n…");
-            break;
-        }
-        listed += 1;
-        let _ = write!(
-            s,
-            "\n{offset} {} {}",
-            if l.name.is_empty() { "-" } else { &l.name },
-            if l.output() { "output" } else { "input" }
-        );
-        if l.used() {
-            s.push(' ');
-            s.push_str(if l.consumer.is_empty() {
-                "kernel"
-            } else {
-                &l.consumer
-            });
-        }
-    }
-    if listed == 0 {
-        s.push_str(" none: use offsets");
-    }
-    Ok(())
-}
-
 /// Run a plan's work and say how it went: `SUMMARY -> outcome`, logged at info either way.
 /// Blocking (on a worker, or the CLI's own thread).
 fn run_plan(p: Plan) -> Result<String, ToolError> {
@@ -850,7 +782,7 @@ pub fn approval_summary(name: &str, args: &Args, cfg: &Config) -> Result<String,
 }
 
 /// Usage of [`run_cli`].
-pub const CLI_USAGE: &str = "usage: yoctoclaw hw TOOL JSON [--yes]   (TOOL: gpio, i2c, spi or serial_port; JSON: the tool's arguments, e.g. '{\"action\":\"read\",\"chip\":\"gpiochip0\",\"line\":17}'; --yes approves a write to a read-only entry)";
+pub const CLI_USAGE: &str = "usage: yoctoclaw hw TOOL JSON [--yes] (TOOL: gpio, i2c, spi or serial_port; --yes approves a write to a read entry)";
 
 /// A command-line entry point for one tool call without a model: `TOOL JSON [--yes]`
 /// (the words after the subcommand). Same checks and allowlist as the model's calls; a

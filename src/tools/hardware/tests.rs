@@ -125,11 +125,6 @@ fn calls_nothing_covers_are_refused_before_any_device_is_opened() {
             "GPIO write /dev/gpiochip1 line 17 = 1",
         ),
         (
-            "gpio",
-            r#"{"action":"info","chip":"gpiochip3"}"#,
-            "GPIO info /dev/gpiochip3",
-        ),
-        (
             "i2c",
             r#"{"action":"read_reg","bus":"i2c-1","address":"0x49","register":0}"#,
             "I2C read /dev/i2c-1 address 0x49 register 0x00, 1 bytes",
