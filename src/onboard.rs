@@ -69,7 +69,7 @@ pub const CONFIG_TEMPLATE: &str = r#"{
   },
   "serial": { "device": "", "baud": 115200, "echo": false },
   "hardware": {
-    "//": "allow: devices the gpio, i2c, spi and serial_port tools may use, as \"DEVICE[:LINES] read|write\", e.g. \"gpiochip0:17,27 write\", \"i2c-1:0x48 read\", \"/dev/spidev0.0 write\", \"/dev/ttyUSB0 write\". Empty: no hardware tools. A write to a read entry asks first. See docs/hardware.md",
+    "//": "allow: \"DEVICE[:LINES] read|write\" entries, e.g. \"gpiochip0:17,27 write\", \"i2c-1:0x48 read\"; empty: no hardware tools (docs/hardware.md)",
     "allow": []
   },
   "budget": { "daily_tokens": null, "monthly_tokens": null },
