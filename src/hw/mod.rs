@@ -70,11 +70,11 @@ impl fmt::Display for HwError {
         match self {
             HwError::NoDevice(d) => write!(
                 f,
-                "{d} does not exist: check the name and that its interface is enabled (device tree overlay, driver loaded)"
+                "{d} does not exist: check the name and that the interface is enabled (overlay, driver)"
             ),
             HwError::Permission { device, group } => write!(
                 f,
-                "no permission to open {device}: add the user to the {group} group (or install a udev rule) and start yoctoclaw again"
+                "no permission to open {device}: add the user to the {group} group (or a udev rule), then restart yoctoclaw"
             ),
             HwError::Busy(w) => write!(
                 f,
