@@ -289,20 +289,18 @@ pub fn plan(name: &str, args: &Args, cfg: &Config) -> Result<Plan, ToolError> {
     };
     let rules = cfg.hardware.allow.for_device(&d.device, &resolver);
     let mut decision = rules.decide(d.which, d.write);
-    match &mut d.op {
-        Op::I2c {
-            act: I2cAct::Scan(addrs),
-            ..
-        } => {
-            addrs.extend(
-                (i2c::SCAN_FIRST..=i2c::SCAN_LAST)
-                    .filter(|&a| rules.decide(Some(a as u32), false) == Decision::Allowed),
-            );
-            if !addrs.is_empty() {
-                decision = Decision::Allowed;
-            }
+    if let Op::I2c {
+        act: I2cAct::Scan(addrs),
+        ..
+    } = &mut d.op
+    {
+        addrs.extend(
+            (i2c::SCAN_FIRST..=i2c::SCAN_LAST)
+                .filter(|&a| rules.decide(Some(a as u32), false) == Decision::Allowed),
+        );
+        if !addrs.is_empty() {
+            decision = Decision::Allowed;
         }
-        _ => {}
     }
     if decision == Decision::Refused {
         return Err(ToolError::Denied(format!(
