@@ -50,6 +50,10 @@ pub struct OnboardCmd {
     /// overwrite existing files
     #[argh(switch)]
     pub force: bool,
+    /// add the pinout skill of a board: raspberry-pi, orange-pi-zero3, milkv-duo or
+    /// licheerv-nano
+    #[argh(option)]
+    pub board: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]

@@ -74,7 +74,11 @@ fn dispatch(cli: Cli) -> Result<(), AppError> {
         }
         Cmd::Onboard(o) => {
             let h = Home::resolve(home)?;
-            let report = crate::onboard::run(&h, o.force).map_err(|e| {
+            let pinout = match o.board.as_deref() {
+                Some(b) => Some(crate::onboard::board_skill(b).map_err(AppError::Usage)?),
+                None => None,
+            };
+            let report = crate::onboard::run(&h, o.force, pinout).map_err(|e| {
                 AppError::Runtime(format!("cannot create {}: {e}", h.dir.display()))
             })?;
             println!("{}", crate::onboard::summary(&h, &report));

@@ -35,6 +35,7 @@ pub mod config;
 pub mod doctor;
 pub mod files;
 pub mod heap;
+pub mod hw;
 pub mod jobs;
 pub mod json;
 pub mod limits;

@@ -1,5 +1,7 @@
 //! `yoctoclaw onboard`: create the home, `config.json` with every default, and the
 //! workspace's starter markdown files. Never overwrites an existing file without `--force`.
+//! With `--board NAME`, also the board's pinout as the workspace skill `skills/pinout`
+//! (files under `boards/pinouts/`, compiled in).
 //!
 //! # Threads
 //! Main thread: one command creating a few small files.
@@ -69,6 +71,10 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "web_fetch": { "allow_private": false, "max_bytes": 524288, "timeout_secs": 20 }
   },
   "serial": { "device": "", "baud": 115200, "echo": false },
+  "hardware": {
+    "//": "allow: \"DEVICE[:LINES] read|write\" entries, e.g. \"gpiochip0:17,27 write\", \"i2c-1:0x48 read\"; empty: no hardware tools (docs/hardware.md)",
+    "allow": []
+  },
   "budget": { "daily_tokens": null, "monthly_tokens": null },
   "tls": {
     "//": "ca_file: a PEM file of extra CA certificates (a private CA), trusted besides the built-in roots",
@@ -105,6 +111,35 @@ pub const WORKSPACE_FILES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Boards with a pinout skill: `--board` name and the skill's `SKILL.md`.
+pub const BOARDS: &[(&str, &str)] = &[
+    (
+        "raspberry-pi",
+        include_str!("../boards/pinouts/raspberry-pi.md"),
+    ),
+    (
+        "orange-pi-zero3",
+        include_str!("../boards/pinouts/orange-pi-zero3.md"),
+    ),
+    ("milkv-duo", include_str!("../boards/pinouts/milkv-duo.md")),
+    (
+        "licheerv-nano",
+        include_str!("../boards/pinouts/licheerv-nano.md"),
+    ),
+];
+
+/// The pinout skill of `name`, or the usage error listing the known boards.
+pub fn board_skill(name: &str) -> Result<&'static str, String> {
+    BOARDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
+        .ok_or_else(|| {
+            let known: Vec<&str> = BOARDS.iter().map(|(n, _)| *n).collect();
+            format!("unknown board {name:?}: use one of {}", known.join(", "))
+        })
+}
+
 /// What onboard did, for the report.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -113,8 +148,9 @@ pub struct Report {
     pub kept: Vec<PathBuf>,
 }
 
-/// Create the home. Existing files are kept unless `force`.
-pub fn run(home: &Home, force: bool) -> std::io::Result<Report> {
+/// Create the home (and `skills/pinout/SKILL.md` when a board's `pinout` is given).
+/// Existing files are kept unless `force`.
+pub fn run(home: &Home, force: bool, pinout: Option<&str>) -> std::io::Result<Report> {
     let mut report = Report::default();
     create_dir_private(&home.dir, 0o700)?;
     create_dir_private(&home.workspace(), 0o700)?;
@@ -122,6 +158,11 @@ pub fn run(home: &Home, force: bool) -> std::io::Result<Report> {
     let mut files: Vec<(PathBuf, &str, u32)> = vec![(home.config_file(), CONFIG_TEMPLATE, 0o600)];
     for (name, text) in WORKSPACE_FILES {
         files.push((home.workspace().join(name), text, 0o644));
+    }
+    if let Some(text) = pinout {
+        let dir = home.workspace().join("skills/pinout");
+        create_dir_private(&dir, 0o700)?;
+        files.push((dir.join("SKILL.md"), text, 0o644));
     }
     for (path, text, mode) in files {
         let exists = path.exists();
@@ -183,6 +224,38 @@ pub fn summary(home: &Home, r: &Report) -> String {
 mod tests {
     use super::*;
     use crate::config::{Config, Env};
+
+    #[test]
+    fn each_board_pinout_is_a_skill_and_unknown_boards_list_the_known() {
+        for (name, text) in BOARDS {
+            assert_eq!(board_skill(name), Ok(*text));
+            assert!(
+                text.starts_with("---\nname: pinout\ndescription: "),
+                "{name}"
+            );
+            assert!(text.contains("\n---\n# "), "{name}");
+            assert!(
+                text.contains("Source"),
+                "{name}: say where the facts come from"
+            );
+            assert!(text.len() < 4096, "{name}: the skills index reads 4 KiB");
+        }
+        let e = board_skill("rpi5").unwrap_err();
+        assert!(e.contains("\"rpi5\""), "{e}");
+        for (name, _) in BOARDS {
+            assert!(e.contains(name), "{e}");
+        }
+        let d = std::env::temp_dir().join(format!("yc-onboard-board-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let home = Home { dir: d.clone() };
+        let r = run(&home, false, Some(BOARDS[0].1)).unwrap();
+        let skill = home.workspace().join("skills/pinout/SKILL.md");
+        assert!(r.created.contains(&skill));
+        assert_eq!(std::fs::read_to_string(&skill).unwrap(), BOARDS[0].1);
+        let r = run(&home, false, Some(BOARDS[1].1)).unwrap();
+        assert!(r.kept.contains(&skill));
+        let _ = std::fs::remove_dir_all(&d);
+    }
 
     #[test]
     fn template_is_exactly_the_defaults() {

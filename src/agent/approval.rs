@@ -361,7 +361,7 @@ impl Agent {
     /// those ask the user first, opaque ones even after `/always` (see the module
     /// documentation). Other tools always may.
     pub async fn authorize(&self, call: &ToolCall, ctx: &CallContext) -> Result<(), ToolError> {
-        if !crate::tools::needs_approval(&call.name) {
+        if !self.tools.call_needs_approval(&call.name, &call.arguments) {
             return Ok(());
         }
         if self.cfg.agent.autonomy == Autonomy::ReadOnly {

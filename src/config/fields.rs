@@ -192,11 +192,20 @@ impl<'a> Fields<'a> {
     /// A list of strings; numbers are accepted and turned into strings (Telegram ids);
     /// from the environment, a comma-separated list.
     pub fn string_list(&mut self, key: &'static str) -> Result<Vec<String>, ConfigError> {
+        self.string_list_sep(key, ',')
+    }
+
+    /// [`Fields::string_list`] whose environment form is separated by `sep`.
+    pub fn string_list_sep(
+        &mut self,
+        key: &'static str,
+        sep: char,
+    ) -> Result<Vec<String>, ConfigError> {
         let expected = "a list of strings";
         if let Some(v) = self.env_value(key) {
             self.seen.push(key);
             return Ok(v
-                .split(',')
+                .split(sep)
                 .map(|s| s.trim().to_string())
                 .filter(|s| !s.is_empty())
                 .collect());

@@ -218,3 +218,38 @@ fn tls_ca_file_is_read_and_overridden_by_the_environment() {
     let e = parse_str(r#"{"tls":{"ca_file":5}}"#).unwrap_err();
     assert!(e.to_string().contains("\"tls.ca_file\""), "{e}");
 }
+
+#[test]
+fn hardware_allow_is_parsed_and_a_bad_entry_is_named() {
+    let c =
+        parse_str(r#"{"hardware":{"allow":["gpiochip0:17,27 write","i2c-1:0x48 read"]}}"#).unwrap();
+    let e = c.hardware.allow.entries();
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[0].device, "/dev/gpiochip0");
+    assert_eq!(e[0].which, vec![(17, 17), (27, 27)]);
+    assert!(e[0].write && !e[1].write);
+    let err = parse_str(r#"{"hardware":{"allow":["gpiochip0 read","i2c-1:0x48 maybe"]}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("\"hardware.allow\""), "{err}");
+    assert!(
+        err.contains("\"i2c-1:0x48 maybe\": mode must be read or write"),
+        "{err}"
+    );
+    let err = parse_str(r#"{"hardware":{"allow":["/dev/../etc/shadow read"]}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("/dev/../etc/shadow"), "{err}");
+    let err = parse_str(r#"{"hardware":{"allowed":[]}}"#).unwrap_err();
+    assert!(matches!(err, ConfigError::UnknownKey(k) if k == "hardware.allowed"));
+    // From the environment, entries are separated by ';' (commas list lines).
+    let env = Env::isolated(&[(
+        "YOCTOCLAW_HARDWARE_ALLOW",
+        "gpiochip0:17,27 write; /dev/ttyUSB0 read",
+    )]);
+    let c = parse(Some("{}"), Path::new("c"), &env).unwrap();
+    let e = c.hardware.allow.entries();
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[0].which, vec![(17, 17), (27, 27)]);
+    assert_eq!(e[1].device, "/dev/ttyUSB0");
+}

@@ -259,6 +259,16 @@ pub struct TlsConfig {
     pub ca_file: String,
 }
 
+/// `hardware`: which devices the hardware tools may touch.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HardwareConfig {
+    /// `hardware.allow`: entries like `"gpiochip0:17,27 write"` or `"i2c-1:0x48 read"`
+    /// (grammar in `hw::allow`). Defaults to empty: the hardware tools are not offered.
+    /// From the environment (`YOCTOCLAW_HARDWARE_ALLOW`), entries are separated by `;`
+    /// (an entry's own line list uses commas).
+    pub allow: crate::hw::allow::Allowlist,
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BudgetConfig {
     pub daily_tokens: Option<u64>,
@@ -275,6 +285,7 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub tools: ToolsConfig,
     pub serial: SerialConfig,
+    pub hardware: HardwareConfig,
     pub budget: BudgetConfig,
     pub tls: TlsConfig,
     /// `error`, `warn`, `info`, `debug`. Defaults to `info`.
@@ -292,6 +303,7 @@ impl Default for Config {
             memory: MemoryConfig::default(),
             tools: ToolsConfig::default(),
             serial: SerialConfig::default(),
+            hardware: HardwareConfig::default(),
             budget: BudgetConfig::default(),
             tls: TlsConfig::default(),
             log_level: "info".into(),
@@ -448,6 +460,20 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
+    let mut s = top.section("hardware")?;
+    let entries = s.string_list_sep("allow", ';')?;
+    let hardware = HardwareConfig {
+        allow: crate::hw::allow::Allowlist::parse(&entries).map_err(|e| {
+            ConfigError::BadValue {
+                key: "hardware.allow".into(),
+                expected: format!(
+                    "a list of \"DEVICE[:LINES] read|write\" entries, e.g. \"gpiochip0:17 write\" (entry {e})"
+                ),
+            }
+        })?,
+    };
+    s.finish()?;
+
     let mut s = top.section("budget")?;
     let budget = BudgetConfig {
         daily_tokens: s.opt_uint("daily_tokens", 1, u64::MAX / 2)?,
@@ -472,6 +498,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         memory,
         tools,
         serial,
+        hardware,
         budget,
         tls,
         log_level,

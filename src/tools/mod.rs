@@ -20,6 +20,7 @@ mod args;
 pub mod cron;
 pub mod exec;
 pub mod fs;
+pub mod hardware;
 pub mod memory;
 pub mod message;
 pub mod output;
@@ -119,6 +120,11 @@ const ALL: &[ToolSpec] = &[
     cron::CRON_REMOVE,
     message::SEND_MESSAGE,
     sysinfo::SYSTEM_INFO,
+    // The hardware tools stay last: `specs` cuts them off when `hardware.allow` is empty.
+    hardware::GPIO,
+    hardware::I2C,
+    hardware::SPI,
+    hardware::SERIAL_PORT,
 ];
 
 /// Tools that ask the user first under `supervised` autonomy and are refused under
@@ -148,13 +154,28 @@ impl Tools {
         }
     }
 
-    /// The tools offered to the model.
+    /// The tools offered to the model (the hardware tools only with a `hardware.allow`).
     pub fn specs(&self) -> &'static [ToolSpec] {
-        ALL
+        if hardware::offered(&self.cfg) {
+            ALL
+        } else {
+            &ALL[..ALL.len() - hardware::SPECS.len()]
+        }
     }
 
     pub fn is_tool(&self, name: &str) -> bool {
-        ALL.iter().any(|t| t.name == name)
+        self.specs().iter().any(|t| t.name == name)
+    }
+
+    /// [`needs_approval`] for this call: by the tool's name, and for a hardware tool by
+    /// the `hardware.allow` entry the call hits (a write to a `read` entry). A call that
+    /// does not check out is not asked about: running it reports its error.
+    pub fn call_needs_approval(&self, name: &str, arguments: &str) -> bool {
+        needs_approval(name)
+            || (hardware::is_tool(name)
+                && Args::parse(arguments)
+                    .and_then(|a| hardware::needs_approval(name, &a, &self.cfg))
+                    .unwrap_or(false))
     }
 
     /// What the user approves for a call of a [`needs_approval`] tool, after checking
@@ -165,6 +186,11 @@ impl Tools {
         name: &str,
         arguments: &str,
     ) -> Result<Option<Approval>, ToolError> {
+        if hardware::is_tool(name) {
+            let args = Args::parse(arguments)?;
+            return hardware::approval_summary(name, &args, &self.cfg)
+                .map(|s| Some(Approval::plain(s)));
+        }
         if !needs_approval(name) {
             return Ok(None);
         }
@@ -214,6 +240,7 @@ impl Tools {
             "cron_remove" => cron::remove(&self.db, &self.cfg, &args),
             "send_message" => message::send_message(self, ctx, &args).await,
             "system_info" => sysinfo::system_info(self).await,
+            "gpio" | "i2c" | "spi" | "serial_port" => hardware::call(self, name, &args).await,
             other => Err(ToolError::Unknown(other.to_string())),
         }
     }

@@ -11,9 +11,6 @@
 //! `open` does not block; reads and writes on the returned file do.
 
 use rustix::fs::{Mode, OFlags};
-use rustix::termios::{
-    self, ControlModes, InputModes, OptionalActions, QueueSelector, SpecialCodeIndex,
-};
 use std::fs::File;
 use std::os::fd::AsFd;
 
@@ -36,24 +33,9 @@ pub fn open(device: &str, baud: u32) -> std::io::Result<File> {
 }
 
 /// Raw mode, `baud`, 8N1, no flow control, `CLOCAL`, `VMIN=1 VTIME=0`; pending input
-/// (line noise from before we were listening) is discarded.
+/// (line noise from before we were listening) is discarded (`hw::uart::configure`).
 pub fn configure(fd: impl AsFd, baud: u32) -> std::io::Result<()> {
-    let fd = fd.as_fd();
-    let mut t = termios::tcgetattr(fd)?;
-    t.make_raw();
-    t.control_modes.remove(
-        ControlModes::CSIZE | ControlModes::PARENB | ControlModes::CSTOPB | ControlModes::CRTSCTS,
-    );
-    t.control_modes
-        .insert(ControlModes::CS8 | ControlModes::CREAD | ControlModes::CLOCAL);
-    t.input_modes
-        .remove(InputModes::IXON | InputModes::IXOFF | InputModes::IXANY);
-    t.special_codes[SpecialCodeIndex::VMIN] = 1;
-    t.special_codes[SpecialCodeIndex::VTIME] = 0;
-    t.set_speed(baud.clamp(MIN_BAUD, MAX_BAUD))?;
-    termios::tcsetattr(fd, OptionalActions::Now, &t)?;
-    let _ = termios::tcflush(fd, QueueSelector::IFlush);
-    Ok(())
+    crate::hw::uart::configure(fd.as_fd(), baud.clamp(MIN_BAUD, MAX_BAUD)).map_err(Into::into)
 }
 
 #[cfg(test)]
