@@ -27,6 +27,7 @@ pub mod router;
 pub mod scrub_sink;
 pub mod session;
 pub mod streaming;
+pub mod think;
 pub mod toolcall;
 
 use crate::chat::ChannelKind;
