@@ -14,6 +14,15 @@ use yoctoclaw::agent::think::{CUT_WITHOUT_ANSWER, THOUGHT_WITHOUT_ANSWER};
 use yoctoclaw::agent::toolcall;
 use yoctoclaw::json;
 
+type Format = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Calls,
+    &'static str,
+);
+type Calls = &'static [(&'static str, &'static str)];
+
 /// (format, source, fixture: the model's text as the template makes it write it,
 /// expected calls as (name, arguments JSON), expected visible text).
 ///
@@ -24,7 +33,7 @@ use yoctoclaw::json;
 /// check sees an unknown name. Values written as `<parameter=K>`/`<arg_value>` items stay
 /// strings (yoctoclaw reads no schema here; its tools accept "1" for 1).
 #[rustfmt::skip]
-const FORMATS: &[(&str, &str, &str, &[(&str, &str)], &str)] = &[
+const FORMATS: &[Format] = &[
     ("Hermes 2 Pro / Qwen 2.5 / Qwen3",
      "llama.cpp tests/test-chat.cpp, Hermes-2-Pro block (message_assist_call)",
      "<tool_call>\n{\"name\": \"special_function\", \"arguments\": {\"arg1\": 1}}\n</tool_call>",

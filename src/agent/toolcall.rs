@@ -277,11 +277,13 @@ impl Scanner {
                     if rest.is_empty() {
                         return;
                     }
-                    let t = rest.trim_start();
-                    if !self.shown && !self.keep_calls && t.starts_with('{') {
-                        self.emit(rest.len() - t.len(), out);
-                        self.state = State::Whole;
-                        continue;
+                    if !self.shown && !self.keep_calls {
+                        let t = rest.trim_start();
+                        if t.starts_with('{') {
+                            self.emit(rest.len() - t.len(), out);
+                            self.state = State::Whole;
+                            continue;
+                        }
                     }
                     let Some(at) = rest.find(['<', '[', '`']) else {
                         self.emit(rest.len(), out);
@@ -427,7 +429,7 @@ impl Scanner {
         let mut found = Vec::new();
         match m.kind {
             Kind::Tag => formats::tag(body, closed, &mut found),
-            Kind::Function => formats::function(body, &mut found),
+            Kind::Function => formats::function(body, closed, &mut found),
             Kind::DeepSeek => formats::deepseek(body, &mut found),
             Kind::ToEnd if m.open.starts_with('[') => formats::mistral(body, &mut found),
             Kind::ToEnd => formats::python_tag(body, &mut found),
@@ -673,6 +675,23 @@ mod tests {
             extract(&many, &known).calls.len(),
             MAX_TOOL_CALLS_PER_ANSWER
         );
+    }
+
+    #[test]
+    fn markers_start_with_a_trigger_and_fit_the_hold() {
+        for m in MARKERS {
+            assert!(m.open.starts_with(['<', '[', '`']), "{}", m.open);
+            assert!(m.open.len() <= MAX_MARKER_BYTES, "{}", m.open);
+            assert!(m.close.len() <= MAX_MARKER_BYTES, "{}", m.close);
+        }
+    }
+
+    #[test]
+    fn a_bare_function_tag_in_prose_is_no_call() {
+        let t = "Write <function=name> to call it";
+        assert_eq!(extract(t, &known).text, t);
+        let e = extract("<function=list_dir>\n<parameter=path>\n.", &known);
+        assert_eq!(e.calls[0].arguments, r#"{"path":"."}"#);
     }
 
     #[test]

@@ -53,19 +53,22 @@ pub(super) fn tag(after_name: &str, closed: bool, out: &mut Found) {
         return json_calls(t, out);
     }
     if let Some((_, f)) = t.split_once("<function=") {
-        return function(f, out);
+        return function(f, closed || f.contains("</function>"), out);
     }
     glm(t, closed, out);
 }
 
 /// After `<function=`: `NAME>` then `<parameter=K>` items or a JSON object, up to
-/// `</function>`.
-pub(super) fn function(s: &str, out: &mut Found) {
+/// `</function>` (unclosed: only with items or JSON, so `<function=x>` in prose is none).
+pub(super) fn function(s: &str, closed: bool, out: &mut Found) {
     let Some((name, rest)) = s.split_once('>') else {
         return;
     };
     let body = rest.split("</function>").next().unwrap_or(rest);
     let t = body.trim();
+    if !closed && !t.starts_with('{') && !t.contains("<parameter") {
+        return;
+    }
     let args = if t.starts_with('{') {
         t.to_string()
     } else {
