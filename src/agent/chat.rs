@@ -197,7 +197,7 @@ impl Agent {
             r
         };
         if result.is_ok() {
-            let rest = filter.finish();
+            let rest = filter.finish_with(&is_tool);
             show(&rest, sink);
         }
         Ok(Attempt { result, shown })

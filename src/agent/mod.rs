@@ -30,6 +30,7 @@ pub mod router;
 pub mod scrub_sink;
 pub mod session;
 pub mod streaming;
+pub mod think;
 pub mod toolcall;
 
 use crate::chat::ChannelKind;
@@ -199,12 +200,13 @@ impl Agent {
         let max_rounds = self.cfg.agent.max_tool_iterations as usize;
         for round in 0..=max_rounds {
             let last = round == max_rounds;
-            let (reply, answered_by) = if last {
+            let (mut reply, answered_by) = if last {
                 let sys = format!("{system}{FORCE_FINAL_NOTE}");
                 self.chat(&sys, &history, false, sink).await?
             } else {
                 self.chat(&system, &history, true, sink).await?
             };
+            think::clean_reply(&mut reply, &|n| self.tools.is_tool(n));
             let (calls, text_mode) = if last {
                 (Vec::new(), false)
             } else if !reply.tool_calls.is_empty() {

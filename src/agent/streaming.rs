@@ -1,22 +1,34 @@
 //! Streamed answers on the channel side: the [`StreamSink`] a channel hands to
 //! `Agent::run_turn_streamed` to see the answer as it is written, and the
-//! [`MarkupFilter`] that keeps text-mode tool-call markup (`<tool_call>…</tool_call>`,
-//! `<invoke …>`, tool-call ```` ```json ```` fences) out of what the sink sees.
+//! [`MarkupFilter`] that keeps text-mode tool-call markup (every format `toolcall` reads:
+//! `<tool_call>…`, `[TOOL_CALLS]…`, `<|python_tag|>…`, DeepSeek's, tool-call fences, a
+//! bare JSON call) and thinking (`<think>…</think>`…) out of what the sink sees.
 //!
-//! The filter mirrors `toolcall::extract`: text that may start a tool-call block (a
-//! `<` or a backtick that could open one) is held back until it is resolved; a complete
-//! block is shown only if `extract` would keep it as text (not a valid call). So the
-//! text a sink receives over one request, trimmed, is exactly the `extract` text of the
-//! final answer: no flicker of markup, nothing shown that the final answer drops.
+//! The filter is `toolcall`'s scanner fed delta by delta: text that may start a marker
+//! (a `<`, `[` or backtick that could open one; a `{` that opens the answer) is held back
+//! until it is resolved; a complete block is shown only if it holds no call. So the text a
+//! sink receives over one request, trimmed, is exactly the `extract` text of the final
+//! answer: no flicker of markup, nothing shown that the final answer drops. Two exceptions,
+//! both on the hidden side: text held past `MAX_MARKUP_HOLD_BYTES` is dropped from the
+//! preview (the final answer still has it if it was not a call), and the first answer that
+//! starts inside a think block the template opened (a `</think>` with no `<think>`) shows
+//! its thinking until the `</think>` arrives; from then on, streams on this thread hold
+//! their start back until a `</think>` or the end.
 //!
 //! # Bounds
-//! Held-back text is part of the answer being read, which the provider caps at
-//! `MAX_PROVIDER_RESPONSE_BYTES`; it is released at the end of each request.
+//! A filter holds back at most `MAX_MARKUP_HOLD_BYTES` plus one delta (what the provider
+//! hands over per read, at most `STREAM_READ_CHUNK_BYTES` of body); everything is released
+//! at the end of each request.
 //!
 //! # Threads
 //! Everything here runs on the executor thread.
 
-use super::toolcall::{self, TAGS};
+use super::toolcall::Scanner;
+
+/// Most text a [`MarkupFilter`] holds back (a tool call being written, the answer while
+/// it may still be one bare JSON call or start inside thinking). Past it, that text is
+/// dropped from the preview; the final answer decides.
+pub const MAX_MARKUP_HOLD_BYTES: usize = 64 * 1024;
 
 /// Receives an answer while it is written. Implemented by channels (the terminal's
 /// `TerminalSink`; a Telegram draft or edited message later) and by any
@@ -52,156 +64,58 @@ impl StreamSink for NoSink {
     fn text(&mut self, _delta: &str) {}
 }
 
-/// Holds back possible tool-call markup from a stream of text deltas.
-#[derive(Debug, Default)]
+/// Holds back possible tool-call markup and thinking from a stream of text deltas.
 pub struct MarkupFilter {
-    pending: String,
-    /// How far `pending` was already searched for the end of an open block, so a long
-    /// block arriving in many deltas is scanned once, not once per delta.
-    searched: usize,
+    scan: Scanner,
 }
 
-/// What the held text starting at a `<` or a backtick turns out to be.
-enum Held {
-    /// Could still become an opener: wait for more text.
-    Undecided,
-    /// Not an opener: its first character is ordinary text.
-    Text,
-    /// A complete opener of this kind.
-    Tag(&'static str),
-    Fence,
+impl Default for MarkupFilter {
+    fn default() -> Self {
+        MarkupFilter::new()
+    }
 }
 
-const FENCE: &str = "```json";
+impl std::fmt::Debug for MarkupFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MarkupFilter")
+    }
+}
 
 impl MarkupFilter {
     pub fn new() -> MarkupFilter {
-        MarkupFilter::default()
+        let prefix = super::toolcall::starts_in_think();
+        MarkupFilter {
+            scan: Scanner::new(MAX_MARKUP_HOLD_BYTES, prefix),
+        }
     }
 
     /// Add a delta; returns the text that is now safe to show (may be empty).
-    /// `is_tool` names the known tools (fenced JSON is a call only for those).
+    /// `is_tool` names the known tools (fenced JSON and a bare JSON answer are calls only
+    /// for those).
     pub fn push(&mut self, delta: &str, is_tool: &dyn Fn(&str) -> bool) -> String {
-        self.pending.push_str(delta);
         let mut out = String::new();
-        loop {
-            let Some(start) = self.pending.find(['<', '`']) else {
-                out.push_str(&self.pending);
-                self.pending.clear();
-                break;
-            };
-            if start > 0 {
-                out.push_str(&self.pending[..start]);
-                self.pending.drain(..start);
-                self.searched = 0;
-            }
-            let end = match classify(&self.pending) {
-                Held::Undecided => break,
-                Held::Text => {
-                    // `<` and a backtick are one byte each.
-                    out.push_str(&self.pending[..1]);
-                    self.pending.drain(..1);
-                    self.searched = 0;
-                    continue;
-                }
-                Held::Tag(tag) => tag_end(&self.pending, tag, self.searched),
-                Held::Fence => fence_end(&self.pending, self.searched),
-            };
-            match end {
-                Some(end) => self.resolve(end, is_tool, &mut out),
-                None => {
-                    self.searched = self.pending.len();
-                    break;
-                }
-            }
-        }
+        self.scan.push(delta, is_tool, &mut out);
         out
     }
 
-    /// The request ended: whatever is still held is text (an unclosed block is kept as
-    /// text by `extract` too).
+    /// The request ended: what is still held, resolved as `extract` resolves it (an
+    /// unclosed tool-call block is read as a call; thinking stays hidden).
+    pub fn finish_with(&mut self, is_tool: &dyn Fn(&str) -> bool) -> String {
+        let mut out = String::new();
+        self.scan.finish(is_tool, &mut out);
+        out
+    }
+
+    /// [`MarkupFilter::finish_with`] knowing no tools: a held bare JSON answer or fence
+    /// is shown as text. Prefer `finish_with`.
     pub fn finish(&mut self) -> String {
-        self.searched = 0;
-        std::mem::take(&mut self.pending)
+        self.finish_with(&|_| false)
     }
-
-    /// A complete block `pending[..end]`: shown only if it is not a valid call.
-    fn resolve(&mut self, end: usize, is_tool: &dyn Fn(&str) -> bool, out: &mut String) {
-        let block: String = self.pending.drain(..end).collect();
-        self.searched = 0;
-        let found = toolcall::extract(&block, is_tool);
-        if found.calls.is_empty() {
-            out.push_str(&block);
-        }
-    }
-}
-
-fn classify(s: &str) -> Held {
-    if s.starts_with('`') {
-        return if s.starts_with(FENCE) {
-            Held::Fence
-        } else if FENCE.starts_with(s) {
-            Held::Undecided
-        } else {
-            Held::Text
-        };
-    }
-    let mut undecided = false;
-    for tag in TAGS {
-        let rest = &s[1..];
-        if rest.len() <= tag.len() {
-            if tag.starts_with(rest) {
-                undecided = true;
-            }
-        } else if rest.starts_with(tag)
-            && matches!(
-                rest[tag.len()..].chars().next(),
-                Some('>' | ' ' | '\n' | '\t')
-            )
-        {
-            return Held::Tag(tag);
-        }
-    }
-    if undecided {
-        Held::Undecided
-    } else {
-        Held::Text
-    }
-}
-
-/// End of a `<tag …>…</tag>` block starting at 0, as `extract` finds it. The close is
-/// searched from a little before `searched` (it may straddle the old end).
-fn tag_end(s: &str, tag: &str, searched: usize) -> Option<usize> {
-    let open_end = s.find('>')?;
-    let close = format!("</{tag}>");
-    let from = resume_at(s, open_end + 1, searched, close.len());
-    let at = s[from..].find(&close)?;
-    Some(from + at + close.len())
-}
-
-/// End of a ```` ```json\n…``` ```` block starting at 0, as `extract` finds it.
-fn fence_end(s: &str, searched: usize) -> Option<usize> {
-    let body = s.find('\n')? + 1;
-    let from = resume_at(s, body, searched, 3);
-    let at = s[from..].find("```")?;
-    Some(from + at + 3)
-}
-
-/// Where to resume a search for a `needle_len`-byte needle: not before `min`, and at
-/// most `needle_len - 1` bytes back from what was searched, on a char boundary.
-fn resume_at(s: &str, min: usize, searched: usize, needle_len: usize) -> usize {
-    let mut from = searched
-        .saturating_sub(needle_len.saturating_sub(1))
-        .max(min)
-        .min(s.len());
-    while !s.is_char_boundary(from) {
-        from -= 1;
-    }
-    from.max(min)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::toolcall;
     use super::*;
 
     fn known(n: &str) -> bool {
@@ -214,7 +128,7 @@ mod tests {
         for c in chunks {
             out.push_str(&f.push(c, &known));
         }
-        out.push_str(&f.finish());
+        out.push_str(&f.finish_with(&known));
         out
     }
 
@@ -247,22 +161,28 @@ mod tests {
         }
         assert_eq!(shown[0], "Let me look.\n");
         assert!(shown.iter().all(|s| !s.contains('<')), "{shown:?}");
-        assert_eq!(shown.concat() + &f.finish(), "Let me look.\n done");
+        assert_eq!(
+            shown.concat() + &f.finish_with(&known),
+            "Let me look.\n done"
+        );
     }
 
     #[test]
     fn ordinary_angle_brackets_and_code_pass() {
         assert_eq!(run(&["a <", "b> c < d"]), "a <b> c < d");
         assert_eq!(run(&["x <invokes> y"]), "x <invokes> y");
+        assert_eq!(run(&["see [1] and [", "link](u)"]), "see [1] and [link](u)");
         assert_eq!(
             run(&["use `ls` or ``", "`sh\nls\n```"]),
             "use `ls` or ```sh\nls\n```"
         );
-        // Text is released as soon as it cannot start a block.
+        // Text is released as soon as it cannot start a marker.
         let mut f = MarkupFilter::new();
         assert_eq!(f.push("a <b", &known), "a <b");
         assert_eq!(f.push("x <too", &known), "x ");
         assert_eq!(f.push("l> y", &known), "<tool> y");
+        assert_eq!(f.push(" [TOOL", &known), " ");
+        assert_eq!(f.push("S] {a}", &known), "[TOOLS] {a}");
     }
 
     #[test]
@@ -273,8 +193,71 @@ mod tests {
         assert_eq!(run(&[example]), example);
         let call = "```json\n{\"tool\":\"list_dir\",\"args\":{}}\n```";
         assert_eq!(run(&["a", call, "b"]), "ab");
-        // Unclosed: released at the end, as extract keeps it.
+        // Unclosed, and no call can be read: released at the end, as extract keeps it.
         assert_eq!(run(&["<tool_call>{\"name\":"]), "<tool_call>{\"name\":");
+        // A whole JSON answer naming a known tool is a call; otherwise text.
+        assert_eq!(
+            run(&["{\"name\": \"list_dir\",", " \"parameters\": {}}"]),
+            ""
+        );
+        assert_eq!(run(&["{\"name\": \"Bob\"}"]), "{\"name\": \"Bob\"}");
+    }
+
+    #[test]
+    fn thinking_is_never_shown() {
+        let mut f = MarkupFilter::new();
+        let mut shown = String::new();
+        for c in [
+            "<thi",
+            "nk>I'm\nthin",
+            "king</th",
+            "ink>\n\nHello",
+            " there",
+        ] {
+            let out = f.push(c, &known);
+            assert!(!out.contains("think") && !out.contains('<'), "{out:?}");
+            shown.push_str(&out);
+        }
+        shown.push_str(&f.finish_with(&known));
+        assert_eq!(shown.trim(), "Hello there");
+    }
+
+    #[test]
+    fn an_answer_that_starts_inside_thinking_is_learned() {
+        // The first time, the thinking shows until its bare `</think>`; the closer never.
+        assert_eq!(
+            run(&["I'm\nthinking", "</think>", "Hello"]),
+            "I'm\nthinkingHello"
+        );
+        assert!(toolcall::starts_in_think());
+        // From then on, the start is held until it is known.
+        let mut f = MarkupFilter::new();
+        assert_eq!(f.push("I'm\nthinking", &known), "");
+        assert_eq!(f.push("</think>Hello", &known), "Hello");
+        // An answer without thinking is then shown at its end.
+        let mut f = MarkupFilter::new();
+        assert_eq!(f.push("Just an answer.", &known), "");
+        assert_eq!(f.finish_with(&known), "Just an answer.");
+    }
+
+    #[test]
+    fn held_text_is_bounded() {
+        // A mebibyte of unclosed thinking, then of an unclosed tool call, in 1 KiB deltas.
+        for open in [
+            "<think>",
+            "<tool_call>{\"name\":\"read_file\",\"arguments\":\"",
+        ] {
+            let mut f = MarkupFilter::new();
+            let mut shown = f.push("Hi. ", &known);
+            shown.push_str(&f.push(open, &known));
+            let piece = "y".repeat(1024);
+            for _ in 0..1024 {
+                shown.push_str(&f.push(&piece, &known));
+                assert!(f.scan.held() <= MAX_MARKUP_HOLD_BYTES + piece.len() + open.len());
+            }
+            shown.push_str(&f.finish_with(&known));
+            assert_eq!(shown, "Hi. ", "{open}");
+        }
     }
 
     #[test]
@@ -286,6 +269,13 @@ mod tests {
             "<invoke name=\"list_dir\"><parameter name=\"path\">.</parameter></invoke>",
             "```json\n{\"tool\":\"read_file\",\"args\":{}}\n```",
             "```json\n{\"x\":1}\n```",
+            "<tool_call>list_dir\n<arg_key>path</arg_key>\n<arg_value>.</arg_value>\n</tool_call>",
+            "<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n</tool_call>",
+            "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>list_dir<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
+            "<think>hmm <tool_call>{\"name\":\"list_dir\"}</tool_call></think>",
+            "[THINK]x[/THINK]",
+            "{\"name\": \"list_dir\", \"parameters\": {}}",
+            "[see] ",
             "a < b ",
             "`code` ",
             "<toolcall>",
@@ -295,11 +285,19 @@ mod tests {
             "``",
             "<",
             ">",
+            "[",
+        ];
+        let tails = [
+            "",
+            "[TOOL_CALLS]list_dir[ARGS]{}",
+            "<|python_tag|>{\"name\": \"x\"}",
+            "<tool_call>{\"name\":\"list_dir\"}",
         ];
         let mut x = crate::testkit::XorShift(0xC0FF_EE00_1234_5678);
         for _ in 0..3000 {
             let n = x.index(7);
-            let text: String = (0..n).map(|_| pieces[x.index(pieces.len())]).collect();
+            let mut text: String = (0..n).map(|_| pieces[x.index(pieces.len())]).collect();
+            text.push_str(tails[x.index(tails.len())]);
             // Split at random character boundaries.
             let mut chunks = Vec::new();
             let mut rest = text.as_str();

@@ -1,197 +1,506 @@
-//! Tool calls written as text, for models that do not use native tool calling.
+//! Tool calls written as text, and thinking, in a model's answer.
 //!
-//! Only structured delimiters are accepted: `<tool_call>{json}</tool_call>`,
-//! `<toolcall>…</toolcall>`, `<invoke>…</invoke>` (JSON inside, or
-//! `<invoke name="x">` with JSON arguments or `<parameter name="k">v</parameter>` items),
-//! and fenced ```` ```json ```` blocks holding `{"tool": …, "args": …}` or
-//! `{"name": …, "arguments": …}` where the name is a known tool. JSON is never fished out
-//! of free prose.
+//! Models without native tool calling, and servers that do not parse their template's
+//! format, leave calls in the text. Only structured delimiters count, in the shapes local
+//! chat templates produce (`formats` reads each body):
+//! - `<tool_call>{json}</tool_call>` (Hermes, Qwen 2.5/3), `<toolcall>…`, `<invoke …>…`;
+//! - Qwen3-Coder / Qwen3.5 `<tool_call><function=NAME><parameter=K>V</parameter>…
+//!   </function></tool_call>`, also without the outer tag (Functionary: JSON after `>`);
+//! - GLM `<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value></tool_call>`;
+//! - Mistral `[TOOL_CALLS][{…}]` and `[TOOL_CALLS]NAME[ARGS]{…}`, Llama `<|python_tag|>{…}`:
+//!   these have no closing tag and run to the end of the answer;
+//! - DeepSeek `<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>` (V3/R1 fenced JSON, V3.1 inline);
+//! - a fenced ```` ```json ```` block or a whole answer that is exactly one JSON object,
+//!   `{"name": …, "arguments"|"parameters": …}` / `{"tool": …, "args": …}`, naming a
+//!   known tool (Llama 3.x answers so).
+//!
+//! A block whose closing tag never came (the model stopped first) is read to the end of the
+//! answer. A block with no readable call stays text, and JSON in the middle of prose is
+//! text: JSON is never fished out of free prose. Names are not checked except where said:
+//! an unknown name is still a call, which the tools answer with an error and never run.
+//! Names are cut to `MAX_TOOL_NAME_CHARS`; arguments that are not JSON are passed on as
+//! they are (the tools answer "not valid JSON").
+//!
+//! Thinking is removed: `<think>…</think>`, `<thinking>…</thinking>`, `[THINK]…[/THINK]`,
+//! a block that never closes (the rest is thought), and the start of an answer that began
+//! inside a block the template opened (text before a `</think>` with no `<think>`).
+//! Markup inside thinking is never a call.
+//!
+//! One [`Scanner`] reads the whole answer ([`extract`]) and a stream of deltas
+//! (`streaming::MarkupFilter`), so a stream shows what the final answer keeps.
 //!
 //! # Bounds
 //! At most `MAX_TOOL_CALLS_PER_ANSWER` calls are taken from one answer. Scanning is linear
-//! in the text and never recursive.
+//! in the text and never recursive. A scanner holds back at most its `limit` bytes (plus
+//! one delta): an undecided marker (at most `MAX_MARKER_BYTES`), a block until it ends, or
+//! the answer while it may be one bare JSON call or may start inside a think block; past
+//! the limit that text is dropped (only a tail that may hold the closing tag is kept).
+//! `extract` has no limit: its text is already in memory (capped by the provider).
 //!
 //! # Threads
-//! Any thread: pure functions over their arguments, no I/O.
+//! Any thread: pure functions over their arguments, no I/O. Whether answers start inside
+//! a think block is remembered per thread (the executor's, where every turn runs).
+
+mod formats;
 
 use crate::chat::ToolCall;
-use crate::json;
 use crate::limits::MAX_TOOL_CALLS_PER_ANSWER;
-use miniserde::json::Value;
+use std::cell::Cell;
+
+/// Longest tool name kept; longer ones are cut (and can name no tool).
+pub const MAX_TOOL_NAME_CHARS: usize = 64;
+/// Longest marker (the DeepSeek ones, in bytes): the most held while undecided.
+pub const MAX_MARKER_BYTES: usize = 32;
 
 /// What was found in a text answer.
 #[derive(Debug, Default, PartialEq)]
 pub struct Extracted {
     pub calls: Vec<ToolCall>,
-    /// The text with every recognised tool-call block removed.
+    /// The text with every recognised tool-call block and all thinking removed, trimmed.
     pub text: String,
+    /// Thinking was removed.
+    pub thought: bool,
 }
 
-/// The tag names of text tool calls (`<tool_call>` …); `agent::streaming` hides them too.
-pub(crate) const TAGS: &[&str] = &["tool_call", "toolcall", "invoke"];
-
-/// Find tool calls in `text`. `is_tool` says which names exist (used for fenced blocks,
-/// so an ordinary JSON example in an answer is not mistaken for a call).
+/// Find tool calls in `text` and remove them and any thinking. `is_tool` says which names
+/// exist (used for fenced blocks and whole-answer JSON, so an ordinary JSON example in an
+/// answer is not mistaken for a call).
 pub fn extract(text: &str, is_tool: &dyn Fn(&str) -> bool) -> Extracted {
-    let mut out = Extracted::default();
-    let mut rest = text;
-    let mut n = 0usize;
-    loop {
-        let Some((start, kind)) = next_block(rest) else {
-            out.text.push_str(rest);
-            break;
-        };
-        out.text.push_str(&rest[..start]);
-        let after = &rest[start..];
-        match kind {
-            Block::Tag(tag) => {
-                let close = format!("</{tag}>");
-                let Some(open_end) = after.find('>') else {
-                    out.text.push_str(after);
-                    break;
-                };
-                let open = &after[..=open_end];
-                let body_start = open_end + 1;
-                let Some(close_at) = after[body_start..].find(&close) else {
-                    // Unclosed: keep as text.
-                    out.text.push_str(after);
-                    break;
-                };
-                let body = &after[body_start..body_start + close_at];
-                if let Some(call) = parse_tag(open, body, n) {
-                    if out.calls.len() < MAX_TOOL_CALLS_PER_ANSWER {
-                        out.calls.push(call);
-                    }
-                    n += 1;
-                } else {
-                    out.text
-                        .push_str(&after[..body_start + close_at + close.len()]);
-                }
-                rest = &after[body_start + close_at + close.len()..];
+    let mut s = Scanner::new(usize::MAX, true);
+    let mut out = String::new();
+    s.push(text, is_tool, &mut out);
+    s.finish(is_tool, &mut out);
+    Extracted {
+        text: out.trim().to_string(),
+        calls: s.calls,
+        thought: s.thought,
+    }
+}
+
+/// `text` without its thinking, tool-call markup kept (what history stores of a reply),
+/// trimmed, and whether there was any thinking.
+pub fn strip_thinking(text: &str) -> (String, bool) {
+    let mut s = Scanner::new(usize::MAX, true);
+    s.keep_calls = true;
+    let mut out = String::new();
+    s.push(text, &|_| false, &mut out);
+    s.finish(&|_| false, &mut out);
+    (out.trim().to_string(), s.thought)
+}
+
+thread_local! {
+    /// An answer on this thread began inside a think block (a `</think>` with no opener):
+    /// new streams hold their start back until they know.
+    static STARTS_IN_THINK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether answers have been seen to start inside a think block (on this thread).
+pub fn starts_in_think() -> bool {
+    STARTS_IN_THINK.with(Cell::get)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    /// `<tool_call …>`: the name must be followed by `>` or a space.
+    Tag,
+    /// Qwen3-Coder `<function=NAME>` without the outer tag.
+    Function,
+    DeepSeek,
+    /// Mistral `[TOOL_CALLS]`, Llama `<|python_tag|>`: to the end of the answer.
+    ToEnd,
+    /// A ```` ```json ```` fence: a call only when it names a known tool.
+    Fence,
+    /// An opened think block: dropped up to its closer, or to the end.
+    Think,
+    /// A think closer with no opener: dropped (the thought before it, when the answer
+    /// starts with it).
+    ThinkEnd,
+    /// A tool-call closer with no opener: dropped.
+    CallEnd,
+}
+
+struct Marker {
+    open: &'static str,
+    /// Empty: the block runs to the end of the answer.
+    close: &'static str,
+    kind: Kind,
+}
+
+const fn mk(open: &'static str, close: &'static str, kind: Kind) -> Marker {
+    Marker { open, close, kind }
+}
+
+const THINK_END: &str = "</think>";
+
+/// Every marker starts with `<`, `[` or a backtick (the scanner's triggers).
+const MARKERS: &[Marker] = &[
+    mk("<tool_call", "</tool_call>", Kind::Tag),
+    mk("<toolcall", "</toolcall>", Kind::Tag),
+    mk("<invoke", "</invoke>", Kind::Tag),
+    mk("<function=", "</function>", Kind::Function),
+    mk(
+        "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>",
+        Kind::DeepSeek,
+    ),
+    mk("<｜tool▁calls｜>", "<｜tool▁calls▁end｜>", Kind::DeepSeek),
+    mk(
+        "<｜tool▁call▁begin｜>",
+        "<｜tool▁call▁end｜>",
+        Kind::DeepSeek,
+    ),
+    mk("[TOOL_CALLS]", "", Kind::ToEnd),
+    mk("<|python_tag|>", "", Kind::ToEnd),
+    mk("```json", "```", Kind::Fence),
+    mk("<think>", THINK_END, Kind::Think),
+    mk("<thinking>", "</thinking>", Kind::Think),
+    mk("[THINK]", "[/THINK]", Kind::Think),
+    mk(THINK_END, "", Kind::ThinkEnd),
+    mk("</thinking>", "", Kind::ThinkEnd),
+    mk("[/THINK]", "", Kind::ThinkEnd),
+    mk("</tool_call>", "", Kind::CallEnd),
+    mk("<｜tool▁calls▁end｜>", "", Kind::CallEnd),
+];
+
+/// What the held text starting at a trigger character turns out to be.
+enum Held {
+    /// Could still become a marker: wait for more text.
+    Wait,
+    /// Not a marker: its first character is ordinary text.
+    Text,
+    Open(&'static Marker),
+}
+
+fn classify(s: &str) -> Held {
+    let b = s.as_bytes();
+    let mut wait = false;
+    for m in MARKERS {
+        let o = m.open.as_bytes();
+        let tag = m.kind == Kind::Tag;
+        if b.len() > o.len() || (b.len() == o.len() && !tag) {
+            let boundary = !tag || matches!(b.get(o.len()), Some(b'>' | b' ' | b'\n' | b'\t'));
+            if b.starts_with(o) && boundary {
+                return Held::Open(m);
             }
-            Block::Fence => {
-                let body_start = after.find('\n').map(|i| i + 1).unwrap_or(after.len());
-                let Some(end) = after[body_start..].find("```") else {
-                    out.text.push_str(after);
-                    break;
-                };
-                let body = &after[body_start..body_start + end];
-                let consumed = body_start + end + 3;
-                match parse_json_call(body, n).filter(|c| is_tool(&c.name)) {
-                    Some(call) => {
-                        if out.calls.len() < MAX_TOOL_CALLS_PER_ANSWER {
-                            out.calls.push(call);
-                        }
-                        n += 1;
+        } else if o.starts_with(b) {
+            wait = true;
+        }
+    }
+    if wait { Held::Wait } else { Held::Text }
+}
+
+#[derive(Clone, Copy)]
+enum State {
+    /// Ordinary text; `buf[pos..]` is unread.
+    Text,
+    /// A block opened by this marker starts at `pos`; waiting for its end.
+    Block(&'static Marker),
+    /// Dropping text up to this closer (empty: to the end); only a tail that may hold
+    /// the start of the closer is kept.
+    Drop(&'static str),
+    /// Nothing visible yet and the answer starts with `{`: held until the end, when it is
+    /// one call if it is exactly a JSON object naming a known tool.
+    Whole,
+    /// The answer may start inside a think block: held until a `</think>` or the end.
+    Prefix,
+}
+
+/// Reads an answer, whole or in deltas, into visible text and tool calls.
+pub struct Scanner {
+    buf: String,
+    /// Bytes of `buf` already read; dropped from `buf` after each push.
+    pos: usize,
+    state: State,
+    /// Where the search for the current block's end resumes (index into `buf`).
+    searched: usize,
+    /// Visible text other than whitespace was given out.
+    shown: bool,
+    limit: usize,
+    /// Tool-call markup stays in the text (only thinking is removed).
+    keep_calls: bool,
+    pub calls: Vec<ToolCall>,
+    /// Calls found, including those past the cap (for ids).
+    found: usize,
+    pub thought: bool,
+}
+
+impl Scanner {
+    /// A scanner holding back at most `limit` bytes; `prefix`: the answer may start inside
+    /// a think block.
+    pub fn new(limit: usize, prefix: bool) -> Scanner {
+        Scanner {
+            buf: String::new(),
+            pos: 0,
+            state: if prefix { State::Prefix } else { State::Text },
+            searched: 0,
+            shown: false,
+            limit,
+            keep_calls: false,
+            calls: Vec::new(),
+            found: 0,
+            thought: false,
+        }
+    }
+
+    /// Add a delta; the text now known to be visible is appended to `out`.
+    pub fn push(&mut self, delta: &str, is_tool: &dyn Fn(&str) -> bool, out: &mut String) {
+        self.buf.push_str(delta);
+        self.run(is_tool, out, false);
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.searched = self.searched.saturating_sub(self.pos);
+            self.pos = 0;
+        }
+    }
+
+    /// Bytes held back now (read but not yet given out or dropped).
+    pub fn held(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    /// The answer ended: resolve what is held (an unclosed block is read to the end).
+    /// The scanner is then ready for a new answer.
+    pub fn finish(&mut self, is_tool: &dyn Fn(&str) -> bool, out: &mut String) {
+        self.run(is_tool, out, true);
+        self.buf.clear();
+        self.pos = 0;
+        self.searched = 0;
+        self.state = State::Text;
+        self.shown = false;
+    }
+
+    fn run(&mut self, is_tool: &dyn Fn(&str) -> bool, out: &mut String, end: bool) {
+        loop {
+            let rest = self.buf.get(self.pos..).unwrap_or("");
+            match self.state {
+                State::Text => {
+                    if rest.is_empty() {
+                        return;
                     }
-                    None => out.text.push_str(&after[..consumed]),
+                    if !self.shown && !self.keep_calls {
+                        let t = rest.trim_start();
+                        if t.starts_with('{') {
+                            self.emit(rest.len() - t.len(), out);
+                            self.state = State::Whole;
+                            continue;
+                        }
+                    }
+                    let Some(at) = rest.find(['<', '[', '`']) else {
+                        self.emit(rest.len(), out);
+                        return;
+                    };
+                    if at > 0 {
+                        self.emit(at, out);
+                        continue;
+                    }
+                    match classify(rest) {
+                        Held::Wait if !end => return,
+                        Held::Open(m) if !(self.keep_calls && m.kind == Kind::CallEnd) => {
+                            self.open(m)
+                        }
+                        // Triggers are one byte.
+                        _ => self.emit(1, out),
+                    }
                 }
-                rest = &after[consumed..];
+                State::Block(m) => {
+                    let body = self.pos + m.open.len();
+                    let close = if m.close.is_empty() {
+                        None
+                    } else {
+                        let from = resume_at(&self.buf, body, self.searched, m.close.len());
+                        rest.get(from - self.pos..)
+                            .and_then(|r| r.find(m.close))
+                            .map(|i| from + i)
+                    };
+                    match close {
+                        Some(c) => self.resolve(m, c, c + m.close.len(), true, is_tool, out),
+                        None if end => {
+                            let n = self.buf.len();
+                            self.resolve(m, n, n, false, is_tool, out);
+                        }
+                        None if rest.len() > self.limit => {
+                            self.pos = body;
+                            self.state = State::Drop(m.close);
+                        }
+                        None => {
+                            self.searched = self.buf.len();
+                            return;
+                        }
+                    }
+                }
+                State::Drop(close) => {
+                    if let Some(i) = rest.find(close).filter(|_| !close.is_empty()) {
+                        self.pos += i + close.len();
+                        self.state = State::Text;
+                        continue;
+                    }
+                    let keep = if end {
+                        0
+                    } else {
+                        close.len().saturating_sub(1)
+                    };
+                    let mut cut = rest.len().saturating_sub(keep);
+                    while !rest.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    self.pos += cut;
+                    return;
+                }
+                State::Whole => {
+                    if end {
+                        if let Some((name, args)) = formats::whole(rest.trim(), is_tool) {
+                            self.add(&name, args);
+                            self.pos = self.buf.len();
+                        }
+                        // Not a call: read it again as text.
+                        self.shown = true;
+                        self.state = State::Text;
+                    } else if rest.len() > self.limit {
+                        self.state = State::Drop("");
+                    } else {
+                        return;
+                    }
+                }
+                State::Prefix => {
+                    let from = resume_at(&self.buf, self.pos, self.searched, THINK_END.len());
+                    let close = rest.get(from - self.pos..).and_then(|r| r.find(THINK_END));
+                    if let Some(i) = close {
+                        let c = from + i;
+                        let opened = self
+                            .buf
+                            .get(self.pos..c)
+                            .is_some_and(|t| t.contains("<think>"));
+                        if !opened {
+                            self.pos = c + THINK_END.len();
+                            self.thought = true;
+                            STARTS_IN_THINK.with(|f| f.set(true));
+                        }
+                        self.state = State::Text;
+                    } else if end {
+                        self.state = State::Text;
+                    } else if rest.len() > self.limit {
+                        self.thought = true;
+                        self.state = State::Drop(THINK_END);
+                    } else {
+                        self.searched = self.buf.len();
+                        return;
+                    }
+                }
             }
         }
     }
-    out.text = out.text.trim().to_string();
+
+    /// A marker starts at `pos`.
+    fn open(&mut self, m: &'static Marker) {
+        match m.kind {
+            Kind::Think => {
+                self.pos += m.open.len();
+                self.thought = true;
+                self.state = State::Drop(m.close);
+            }
+            Kind::ThinkEnd => {
+                self.pos += m.open.len();
+                if m.open == THINK_END {
+                    STARTS_IN_THINK.with(|f| f.set(true));
+                }
+            }
+            Kind::CallEnd => self.pos += m.open.len(),
+            _ => {
+                self.state = State::Block(m);
+                self.searched = self.pos + m.open.len();
+            }
+        }
+    }
+
+    /// The block from `pos` to `stop` (its body ends at `body_end`): calls, or text.
+    fn resolve(
+        &mut self,
+        m: &'static Marker,
+        body_end: usize,
+        stop: usize,
+        closed: bool,
+        is_tool: &dyn Fn(&str) -> bool,
+        out: &mut String,
+    ) {
+        let body = self
+            .buf
+            .get(self.pos + m.open.len()..body_end)
+            .unwrap_or("");
+        let mut found = Vec::new();
+        match m.kind {
+            Kind::Tag => formats::tag(body, closed, &mut found),
+            Kind::Function => formats::function(body, closed, &mut found),
+            Kind::DeepSeek => formats::deepseek(body, &mut found),
+            Kind::ToEnd if m.open.starts_with('[') => formats::mistral(body, &mut found),
+            Kind::ToEnd => formats::python_tag(body, &mut found),
+            Kind::Fence if closed => formats::fence(body, is_tool, &mut found),
+            _ => {}
+        }
+        self.state = State::Text;
+        if found.is_empty() || self.keep_calls {
+            self.emit(stop - self.pos, out);
+            return;
+        }
+        for (name, args) in found {
+            self.add(&name, args);
+        }
+        self.pos = stop;
+    }
+
+    fn add(&mut self, name: &str, arguments: String) {
+        if self.calls.len() < MAX_TOOL_CALLS_PER_ANSWER {
+            self.calls.push(ToolCall {
+                id: format!("text_call_{}", self.found),
+                name: clean_name(name),
+                arguments,
+            });
+        }
+        self.found += 1;
+    }
+
+    /// Give out the next `n` bytes as visible text.
+    fn emit(&mut self, n: usize, out: &mut String) {
+        let end = (self.pos + n).min(self.buf.len());
+        let s = self.buf.get(self.pos..end).unwrap_or("");
+        self.shown |= !s.trim().is_empty();
+        out.push_str(s);
+        self.pos = end;
+    }
+}
+
+/// A name as the tools will see it: at most `MAX_TOOL_NAME_CHARS` (then `…`), characters
+/// that no tool name has replaced by `?` (it stays readable in the error and in the
+/// `<tool_result name="…">` sent back).
+fn clean_name(name: &str) -> String {
+    let name = name.trim();
+    let mut out: String = name
+        .chars()
+        .take(MAX_TOOL_NAME_CHARS)
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | ':') {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect();
+    if name.chars().nth(MAX_TOOL_NAME_CHARS).is_some() {
+        out.push('…');
+    }
     out
 }
 
-enum Block {
-    Tag(&'static str),
-    Fence,
-}
-
-/// The earliest opening tag or ```json fence.
-fn next_block(s: &str) -> Option<(usize, Block)> {
-    let mut best: Option<(usize, Block)> = None;
-    for tag in TAGS {
-        let mut from = 0;
-        while let Some(i) = s[from..].find(&format!("<{tag}")) {
-            let at = from + i;
-            let next = s[at + 1 + tag.len()..].chars().next();
-            if matches!(next, Some('>') | Some(' ') | Some('\n') | Some('\t')) {
-                if best.as_ref().is_none_or(|(b, _)| at < *b) {
-                    best = Some((at, Block::Tag(tag)));
-                }
-                break;
-            }
-            from = at + 1;
-        }
+/// Where to resume a search for a `needle_len`-byte needle: not before `min`, and at
+/// most `needle_len - 1` bytes back from what was searched, on a char boundary.
+fn resume_at(s: &str, min: usize, searched: usize, needle_len: usize) -> usize {
+    let mut from = searched
+        .saturating_sub(needle_len.saturating_sub(1))
+        .max(min)
+        .min(s.len());
+    while !s.is_char_boundary(from) {
+        from -= 1;
     }
-    if let Some(i) = s.find("```json")
-        && best.as_ref().is_none_or(|(b, _)| i < *b)
-    {
-        best = Some((i, Block::Fence));
-    }
-    best
-}
-
-fn parse_tag(open: &str, body: &str, n: usize) -> Option<ToolCall> {
-    if let Some(name) = attr(open, "name") {
-        let body_t = body.trim();
-        let arguments = if body_t.starts_with('{') {
-            let v = json::parse_value(body_t).ok()?;
-            json::to_string(&v)
-        } else {
-            params_to_json(body_t)
-        };
-        return Some(ToolCall {
-            id: format!("text_call_{n}"),
-            name,
-            arguments,
-        });
-    }
-    parse_json_call(body, n)
-}
-
-/// `{"name": x, "arguments": {...}}` or `{"tool": x, "args": {...}}`.
-fn parse_json_call(body: &str, n: usize) -> Option<ToolCall> {
-    let v = json::parse_value(body.trim()).ok()?;
-    let name = json::str_at(&v, "name").or_else(|| json::str_at(&v, "tool"))?;
-    if name.is_empty() {
-        return None;
-    }
-    let args = ["arguments", "args", "parameters", "input"]
-        .iter()
-        .find_map(|k| json::get(&v, k));
-    let arguments = match args {
-        None | Some(Value::Null) => "{}".to_string(),
-        Some(Value::String(s)) => s.clone(),
-        Some(v @ Value::Object(_)) => json::to_string(v),
-        Some(_) => return None,
-    };
-    Some(ToolCall {
-        id: format!("text_call_{n}"),
-        name: name.to_string(),
-        arguments,
-    })
-}
-
-/// The value of `key="..."` in an opening tag.
-fn attr(open: &str, key: &str) -> Option<String> {
-    let pat = format!("{key}=\"");
-    let i = open.find(&pat)? + pat.len();
-    let end = open[i..].find('"')?;
-    let v = open[i..i + end].trim();
-    (!v.is_empty()).then(|| v.to_string())
-}
-
-/// `<parameter name="k">v</parameter>` items as a JSON object.
-fn params_to_json(body: &str) -> String {
-    let mut pairs = Vec::new();
-    let mut rest = body;
-    while let Some(i) = rest.find("<parameter") {
-        let after = &rest[i..];
-        let Some(gt) = after.find('>') else { break };
-        let Some(name) = attr(&after[..gt], "name") else {
-            break;
-        };
-        let Some(end) = after[gt + 1..].find("</parameter>") else {
-            break;
-        };
-        let value = after[gt + 1..gt + 1 + end].trim();
-        pairs.push((name, json::string(value)));
-        rest = &after[gt + 1 + end + "</parameter>".len()..];
-    }
-    json::to_string(&json::object(pairs))
+    from.max(min).min(s.len())
 }
 
 #[cfg(test)]
@@ -250,36 +559,109 @@ mod tests {
     }
 
     #[test]
+    fn a_whole_json_answer_is_a_call_only_for_a_known_tool() {
+        let call = r#"{"name": "read_file", "parameters": {"path": "a"}}"#;
+        let e = extract(&format!("\n {call}\n"), &known);
+        assert_eq!(e.calls.len(), 1);
+        assert_eq!(e.calls[0].arguments, r#"{"path":"a"}"#);
+        assert_eq!(e.text, "");
+        // Unknown name, or anything beside the object: text.
+        let other = r#"{"name": "Bob", "parameters": {}}"#;
+        assert_eq!(extract(other, &known).text, other);
+        let e = extract(&format!("{call} is how you would call it"), &known);
+        assert!(e.calls.is_empty());
+    }
+
+    #[test]
     fn prose_json_is_never_a_call() {
         for t in [
             "I would call {\"name\":\"read_file\",\"arguments\":{\"path\":\"a\"}} now",
             "use <tool_call> tags like this",
-            "<tool_call>{\"name\":\"read_file\"",
             "<tool_call>not json</tool_call>",
             "<tool_callx>{\"name\":\"read_file\"}</tool_callx>",
+            "a list [TOOL_CALLED] and [TOOL_CALLS] not json at all",
+            "Reply: {\"name\":\"read_file\"} and more",
         ] {
-            assert!(extract(t, &known).calls.is_empty(), "{t}");
+            let e = extract(t, &known);
+            assert!(e.calls.is_empty(), "{t}");
+            assert_eq!(e.text, t, "{t}");
         }
     }
 
     #[test]
-    fn random_text_never_panics() {
-        let alphabet: Vec<char> = "<>/{}\"`:json tool_call invoke name= \n é😀"
-            .chars()
-            .collect();
-        let mut x = crate::testkit::XorShift(88172645463325252);
-        for _ in 0..5000 {
-            let mut s = String::new();
-            for _ in 0..x.below(64) {
-                s.push(alphabet[x.index(alphabet.len())]);
-            }
-            // Properties: never more calls than the cap, only known tools, and the text
-            // left for the user is never longer than what the model wrote.
-            let e = extract(&s, &known);
-            assert!(e.calls.len() <= MAX_TOOL_CALLS_PER_ANSWER);
-            assert!(e.calls.iter().all(|c| known(&c.name)), "{s:?}");
-            assert!(e.text.len() <= s.len(), "{s:?} -> {:?}", e.text);
+    fn an_unclosed_last_block_is_read_to_the_end() {
+        let e = extract(
+            "Sure.\n<tool_call>\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"a\"}}",
+            &known,
+        );
+        assert_eq!(e.calls.len(), 1, "{e:?}");
+        assert_eq!(e.text, "Sure.");
+        let e = extract(
+            "<tool_call>\n<function=list_dir>\n<parameter=path>\n.\n</parameter>\n",
+            &known,
+        );
+        assert_eq!(e.calls[0].arguments, r#"{"path":"."}"#);
+        // Half a JSON object cannot be read: it stays text.
+        let t = "<tool_call>{\"name\": \"read_file\", \"argu";
+        assert_eq!(extract(t, &known).text, t);
+    }
+
+    #[test]
+    fn a_ten_thousand_character_name_is_one_unknown_call() {
+        let name = "x".repeat(10_000);
+        for text in [
+            format!("<tool_call>{{\"name\":\"{name}\",\"arguments\":{{}}}}</tool_call>"),
+            format!(
+                "<tool_call>{name}\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n</tool_call>"
+            ),
+            format!("[TOOL_CALLS]{name}[ARGS]{{}}"),
+        ] {
+            let e = extract(&text, &known);
+            assert_eq!(e.calls.len(), 1);
+            let n = &e.calls[0].name;
+            assert_eq!(n.chars().count(), MAX_TOOL_NAME_CHARS + 1, "{n}");
+            assert!(n.ends_with('…') && !known(n));
+            assert_eq!(e.text, "");
         }
+        // Characters no name has cannot break the result markup.
+        let e = extract("<tool_call>{\"name\":\"a\\\">b\"}</tool_call>", &known);
+        assert_eq!(e.calls[0].name, "a??b");
+    }
+
+    #[test]
+    fn arguments_that_are_not_json_reach_the_tool_as_written() {
+        let e = extract("[TOOL_CALLS]read_file[ARGS]path=a.md", &known);
+        assert_eq!(e.calls[0].arguments, "path=a.md");
+        let e = extract(
+            "<tool_call>{\"name\":\"read_file\",\"arguments\":\"{path: a}\"}</tool_call>",
+            &known,
+        );
+        assert_eq!(e.calls[0].arguments, "{path: a}");
+        let e = extract(
+            "<tool_call>{\"name\":\"read_file\",\"arguments\":5}</tool_call>",
+            &known,
+        );
+        assert_eq!(e.calls[0].arguments, "5");
+    }
+
+    #[test]
+    fn thinking_is_removed_and_its_markup_is_no_call() {
+        let e = extract(
+            "<think>maybe <tool_call>{\"name\":\"read_file\"}</tool_call></think>Hi",
+            &known,
+        );
+        assert!(e.calls.is_empty() && e.thought);
+        assert_eq!(e.text, "Hi");
+        let e = extract("I'm\nthinking</think>Hello, world!", &known);
+        assert_eq!(e.text, "Hello, world!");
+        assert!(e.thought);
+        let e = extract("<think>a</think>b</think>c", &known);
+        assert_eq!(e.text, "bc");
+        let e = extract("no thinking here", &known);
+        assert!(!e.thought);
+        let (kept, thought) = strip_thinking("<think>x</think><tool_call>{}</tool_call>");
+        assert_eq!(kept, "<tool_call>{}</tool_call>");
+        assert!(thought);
     }
 
     #[test]
@@ -287,5 +669,54 @@ mod tests {
         let one = "<tool_call>{\"name\":\"list_dir\"}</tool_call>";
         let e = extract(&one.repeat(50), &known);
         assert_eq!(e.calls.len(), MAX_TOOL_CALLS_PER_ANSWER);
+        assert_eq!(e.text, "");
+        let many = format!("[TOOL_CALLS]{}", "list_dir[ARGS]{}[TOOL_CALLS]".repeat(50));
+        assert_eq!(
+            extract(&many, &known).calls.len(),
+            MAX_TOOL_CALLS_PER_ANSWER
+        );
+    }
+
+    #[test]
+    fn markers_start_with_a_trigger_and_fit_the_hold() {
+        for m in MARKERS {
+            assert!(m.open.starts_with(['<', '[', '`']), "{}", m.open);
+            assert!(m.open.len() <= MAX_MARKER_BYTES, "{}", m.open);
+            assert!(m.close.len() <= MAX_MARKER_BYTES, "{}", m.close);
+        }
+    }
+
+    #[test]
+    fn a_bare_function_tag_in_prose_is_no_call() {
+        let t = "Write <function=name> to call it";
+        assert_eq!(extract(t, &known).text, t);
+        let e = extract("<function=list_dir>\n<parameter=path>\n.", &known);
+        assert_eq!(e.calls[0].arguments, r#"{"path":"."}"#);
+    }
+
+    #[test]
+    fn random_text_never_panics() {
+        let alphabet: Vec<char> =
+            "<>/{}[]\"`:json tool_call TOOL_CALLS ARGS think =｜▁ invoke name= \né😀"
+                .chars()
+                .collect();
+        let mut x = crate::testkit::XorShift(88172645463325252);
+        for _ in 0..5000 {
+            let mut s = String::new();
+            for _ in 0..x.below(64) {
+                s.push(alphabet[x.index(alphabet.len())]);
+            }
+            // Properties: never more calls than the cap, names never empty nor long, and
+            // the text left for the user is never longer than what the model wrote.
+            let e = extract(&s, &known);
+            assert!(e.calls.len() <= MAX_TOOL_CALLS_PER_ANSWER);
+            assert!(
+                e.calls
+                    .iter()
+                    .all(|c| !c.name.is_empty() && c.name.chars().count() <= 65),
+                "{s:?}"
+            );
+            assert!(e.text.len() <= s.len(), "{s:?} -> {:?}", e.text);
+        }
     }
 }

@@ -1,10 +1,18 @@
 //! The OpenAI-compatible Chat Completions protocol: request bodies and reply parsing.
 //! Tolerant of the variations of real servers (OpenRouter, Ollama, llama.cpp, vLLM…):
 //! `content` as a string, null or a list of parts; tool `arguments` as a JSON string or an
-//! object; missing ids, missing `usage`, extra fields such as `reasoning`.
+//! object; missing ids, missing `usage`, extra fields.
+//!
+//! Reasoning (`reasoning_content`, llama.cpp, vLLM; `reasoning`, Ollama, OpenRouter, LM
+//! Studio) is never shown. Only when a server put the whole answer there (the content is
+//! empty, no tool call, not cut at the length limit) the reply's text becomes the
+//! reasoning's last paragraph, and a warning is logged once per provider
+//! ([`answer_from_reasoning`]).
 //!
 //! # Bounds
-//! Error details quoted from a provider are cut to `MAX_ERROR_DETAIL_CHARS`.
+//! Error details quoted from a provider are cut to `MAX_ERROR_DETAIL_CHARS`. Of reasoning,
+//! only the last paragraph is kept, at most `MAX_REASONING_ANSWER_BYTES`; at most
+//! `MAX_WARNED_PROVIDERS` providers are remembered as warned.
 //!
 //! # Threads
 //! Any thread: pure functions over their arguments, no I/O.
@@ -17,6 +25,10 @@ use miniserde::json::Value;
 
 /// Longest provider error text quoted to the user.
 pub const MAX_ERROR_DETAIL_CHARS: usize = 200;
+/// Most of the reasoning's last paragraph kept as a fallback answer (its start).
+pub const MAX_REASONING_ANSWER_BYTES: usize = 16 * 1024;
+/// Providers remembered as warned about answers in the reasoning field.
+pub const MAX_WARNED_PROVIDERS: usize = 16;
 
 /// The JSON body for `POST {base_url}/chat/completions`, written straight into one
 /// buffer (the history is not copied into a JSON tree first).
@@ -160,12 +172,97 @@ pub fn parse_reply(text: &str, cfg: &ProviderConfig) -> Result<ChatReply, Provid
                 .unwrap_or(0),
         })
     });
-    Ok(ChatReply {
+    let mut reply = ChatReply {
         content,
         tool_calls,
         finish_reason,
         usage,
-    })
+    };
+    if let Some(r) = reasoning_text(msg) {
+        let mut tail = ReasoningTail::default();
+        tail.push(r);
+        answer_from_reasoning(&mut reply, &tail, cfg);
+    }
+    Ok(reply)
+}
+
+/// A message's (or a delta's) reasoning text: `reasoning_content`, else `reasoning`.
+pub fn reasoning_text(msg: &Value) -> Option<&str> {
+    json::str_at(msg, "reasoning_content").or_else(|| json::str_at(msg, "reasoning"))
+}
+
+/// The last paragraph of a reasoning text read in pieces: paragraphs end at a blank line;
+/// at most `MAX_REASONING_ANSWER_BYTES` of it are kept (its start).
+#[derive(Debug, Default)]
+pub struct ReasoningTail {
+    para: String,
+    /// The last line ended.
+    newline: bool,
+    /// A blank line ended `para`: the next text starts a new paragraph.
+    blank: bool,
+}
+
+impl ReasoningTail {
+    pub fn push(&mut self, text: &str) {
+        for c in text.chars() {
+            if c == '\n' {
+                self.blank |= self.newline;
+                self.newline = true;
+            } else if !c.is_whitespace() {
+                if self.blank {
+                    self.para.clear();
+                    self.blank = false;
+                }
+                self.newline = false;
+            }
+            if !self.blank && self.para.len() + c.len_utf8() <= MAX_REASONING_ANSWER_BYTES {
+                self.para.push(c);
+            }
+        }
+    }
+
+    pub fn last_paragraph(&self) -> &str {
+        self.para.trim()
+    }
+}
+
+/// When the server put the whole answer in the reasoning field (the content is empty, no
+/// tool call, not cut at the length limit), make the reasoning's last paragraph the
+/// reply's text and warn once per provider. Returns whether it did.
+pub fn answer_from_reasoning(
+    reply: &mut ChatReply,
+    tail: &ReasoningTail,
+    cfg: &ProviderConfig,
+) -> bool {
+    let last = tail.last_paragraph();
+    let cut = matches!(reply.finish_reason.as_str(), "length" | "max_tokens");
+    if last.is_empty() || cut || !reply.content.trim().is_empty() || !reply.tool_calls.is_empty() {
+        return false;
+    }
+    reply.content = last.to_string();
+    if first_warning(cfg) {
+        log::warn!(
+            "model {} put its answer only in the reasoning field; showing the last paragraph of it (check the server's reasoning settings)",
+            cfg.model
+        );
+    }
+    true
+}
+
+/// True the first time for a provider (its URL and model), at most `MAX_WARNED_PROVIDERS`.
+fn first_warning(cfg: &ProviderConfig) -> bool {
+    static WARNED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+    // FNV-1a over the URL and the model: a number, so no URL is kept.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in cfg.base_url.bytes().chain([0]).chain(cfg.model.bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.contains(&h) || warned.len() >= MAX_WARNED_PROVIDERS {
+        return false;
+    }
+    warned.push(h);
+    true
 }
 
 /// `content` may be a string, null, or a list of `{type: text, text}` parts.
@@ -292,6 +389,70 @@ mod tests {
         assert_eq!(r.tool_calls[1].id, "call_1");
         assert_eq!(r.tool_calls[1].arguments, r#"{"path":"."}"#);
         assert!(r.usage.is_none());
+    }
+
+    fn cfg_for(model: &str) -> ProviderConfig {
+        ProviderConfig {
+            model: model.into(),
+            ..ProviderConfig::default()
+        }
+    }
+
+    #[test]
+    fn an_answer_only_in_the_reasoning_field_is_its_last_paragraph() {
+        let cfg = cfg_for("reasoning-only-test");
+        for field in ["reasoning_content", "reasoning"] {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"content":"","{field}":"Okay, 2+2.\n\n  \nThe answer is 4.\n"}},"finish_reason":"stop"}}]}}"#
+            );
+            assert_eq!(
+                parse_reply(&body, &cfg).unwrap().content,
+                "The answer is 4."
+            );
+        }
+        // An answer of its own wins; a cut reply or one with calls keeps its own text.
+        let own = r#"{"choices":[{"message":{"content":"4","reasoning_content":"secret plan"}}]}"#;
+        assert_eq!(parse_reply(own, &cfg).unwrap().content, "4");
+        let cut = r#"{"choices":[{"message":{"content":null,"reasoning_content":"still think"},"finish_reason":"length"}]}"#;
+        assert_eq!(parse_reply(cut, &cfg).unwrap().content, "");
+        let calls = r#"{"choices":[{"message":{"content":null,"reasoning":"x","tool_calls":[{"function":{"name":"list_dir","arguments":"{}"}}]}}]}"#;
+        assert_eq!(parse_reply(calls, &cfg).unwrap().content, "");
+    }
+
+    #[test]
+    fn the_reasoning_fallback_warns_once_per_provider() {
+        let a = cfg_for("warn-once-a");
+        let b = cfg_for("warn-once-b");
+        assert!(first_warning(&a));
+        assert!(!first_warning(&a));
+        assert!(first_warning(&b));
+        assert!(!first_warning(&b));
+    }
+
+    #[test]
+    fn the_reasoning_tail_keeps_the_last_paragraph_in_any_pieces() {
+        let text = "First idea.\n\nSecond\nline.\n \n\nLast: 42.\n\n";
+        let mut x = crate::testkit::XorShift(0x0123_4567_89AB_CDEF);
+        for _ in 0..200 {
+            let mut t = ReasoningTail::default();
+            let mut rest = text;
+            while !rest.is_empty() {
+                let mut cut = 1 + x.index(5);
+                while cut < rest.len() && !rest.is_char_boundary(cut) {
+                    cut += 1;
+                }
+                let (a, b) = rest.split_at(cut.min(rest.len()));
+                t.push(a);
+                rest = b;
+            }
+            assert_eq!(t.last_paragraph(), "Last: 42.");
+        }
+        // Bounded: a long last paragraph keeps its start.
+        let mut t = ReasoningTail::default();
+        t.push("a\n\n");
+        t.push(&"é".repeat(MAX_REASONING_ANSWER_BYTES));
+        assert!(t.last_paragraph().len() <= MAX_REASONING_ANSWER_BYTES);
+        assert!(t.last_paragraph().starts_with('é'));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! object, as Ollama sends, replaces them); the legacy `delta.function_call`;
 //! `finish_reason` (`stop`, `length`, `tool_calls`, `function_call`, or null until the
 //! end); `usage` from the last chunk (requested with `stream_options.include_usage`);
-//! `reasoning`/`reasoning_content` ignored; an `error` object (OpenRouter reports
+//! `reasoning_content`/`reasoning` never shown, only its last paragraph kept for when the
+//! answer is found nowhere else (`openai::answer_from_reasoning`); an `error` object (OpenRouter reports
 //! upstream failures that way) becomes a typed error. Anthropic events are assembled
 //! by `anthropic::AnthropicStream`.
 //!
@@ -27,7 +28,9 @@
 
 use super::anthropic::AnthropicStream;
 use super::http::{self, HttpError};
-use super::openai::{arguments_text, body_error, content_text};
+use super::openai::{
+    ReasoningTail, answer_from_reasoning, arguments_text, body_error, content_text, reasoning_text,
+};
 use super::sse::{SseEvent, SseParser};
 use super::{ChatReply, ProviderError, ToolCall, Usage};
 use crate::config::{ProviderConfig, ProviderKind};
@@ -60,6 +63,7 @@ pub struct OpenAiStream {
     usage: Option<Usage>,
     saw_choice: bool,
     done: bool,
+    reasoning: ReasoningTail,
 }
 
 impl OpenAiStream {
@@ -109,6 +113,9 @@ impl OpenAiStream {
                 let t = content_text(c);
                 self.content.push_str(&t);
                 text.push_str(&t);
+            }
+            if let Some(r) = reasoning_text(delta) {
+                self.reasoning.push(r);
             }
             if let Some(calls) = json::get(delta, "tool_calls").and_then(json::as_array) {
                 for (pos, tc) in calls.iter().enumerate() {
@@ -162,7 +169,7 @@ impl OpenAiStream {
     }
 
     /// The body ended: the reply, or why it is not complete.
-    pub fn finish(self) -> Result<ChatReply, ProviderError> {
+    pub fn finish(self, cfg: &ProviderConfig) -> Result<ChatReply, ProviderError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(ProviderError::StreamCut {
                 detail: "no [DONE]".into(),
@@ -192,12 +199,14 @@ impl OpenAiStream {
                 },
             })
             .collect();
-        Ok(ChatReply {
+        let mut reply = ChatReply {
             content: self.content,
             tool_calls,
             finish_reason: self.finish_reason.unwrap_or_default(),
             usage: self.usage,
-        })
+        };
+        answer_from_reasoning(&mut reply, &self.reasoning, cfg);
+        Ok(reply)
     }
 }
 
@@ -278,7 +287,7 @@ impl<'a> StreamDecoder<'a> {
     /// The body ended (or the end marker came): the reply.
     pub fn finish(self) -> Result<ChatReply, ProviderError> {
         match self.asm {
-            Assembler::OpenAi(a) => a.finish(),
+            Assembler::OpenAi(a) => a.finish(self.cfg),
             Assembler::Anthropic(a) => a.finish(),
         }
     }
@@ -397,6 +406,32 @@ mod tests {
             parse_reply(OPENAI_BODY, &cfg(ProviderKind::OpenAi)).unwrap()
         );
         assert_eq!(reply.tool_calls[0].arguments, r#"{"path":"x"}"#);
+    }
+
+    /// A llama.cpp-shaped stream of a model that wrote its whole answer as reasoning.
+    const REASONING_ONLY: &str = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"reasoning_content\":\"The user wants 2+2.\\n\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"\\nSo: \"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"it is 4.\\n\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    #[test]
+    fn reasoning_is_never_text_and_a_reasoning_only_answer_is_its_last_paragraph() {
+        let mut x = XorShift(0x5EED_0000_7777_0001);
+        for _ in 0..500 {
+            let chunks = random_chunks(REASONING_ONLY.as_bytes(), &mut x);
+            let (reply, text) = decode(ProviderKind::OpenAi, &chunks);
+            assert_eq!(text, "", "reasoning is never streamed as text");
+            assert_eq!(reply.unwrap().content, "So: it is 4.");
+        }
+        // With an answer of its own, the reasoning is dropped; cut off, it is no answer.
+        let (reply, text) = decode(ProviderKind::OpenAi, &[OPENAI_STREAM.as_bytes()]);
+        assert_eq!(reply.unwrap().content, text);
+        let cut = REASONING_ONLY.replace("\"stop\"", "\"length\"");
+        let (reply, _) = decode(ProviderKind::OpenAi, &[cut.as_bytes()]);
+        assert_eq!(reply.unwrap().content, "");
     }
 
     #[test]
