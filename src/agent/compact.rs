@@ -88,9 +88,16 @@ pub async fn compact(agent: &Agent, session: &str) -> Result<Outcome, crate::sto
         .chat(SUMMARY_SYSTEM, &request, false, &mut quiet)
         .await
     {
-        Ok((reply, index)) if !reply.content.trim().is_empty() => {
+        // A thinking model's reasoning is no part of the summary.
+        Ok((reply, index))
+            if !crate::agent::toolcall::strip_thinking(&reply.content)
+                .0
+                .trim()
+                .is_empty() =>
+        {
             agent.record_usage(session, index, &reply);
-            let summary = cap_text(reply.content.trim(), MAX_SUMMARY_BYTES);
+            let said = crate::agent::toolcall::strip_thinking(&reply.content).0;
+            let summary = cap_text(said.trim(), MAX_SUMMARY_BYTES);
             agent
                 .db
                 .compact_session(session, first_kept, Some(&summary))?;
