@@ -40,6 +40,7 @@ pub enum Cmd {
     Memory(MemoryCmd),
     Status(StatusCmd),
     Doctor(DoctorCmd),
+    Hw(HwCmd),
     Version(VersionCmd),
 }
 
@@ -229,6 +230,15 @@ pub struct StatusCmd {}
 /// Check the setup and say what to fix.
 #[argh(subcommand, name = "doctor")]
 pub struct DoctorCmd {}
+
+#[derive(FromArgs, Debug)]
+/// One hardware tool call without a model: TOOL JSON [--yes] (gpio, i2c, spi,
+/// serial_port), checked against hardware.allow like the model's calls.
+#[argh(subcommand, name = "hw")]
+pub struct HwCmd {
+    #[argh(positional, greedy)]
+    pub words: Vec<String>,
+}
 
 #[derive(FromArgs, Debug)]
 /// Print the version.

@@ -102,6 +102,15 @@ fn dispatch(cli: Cli) -> Result<(), AppError> {
         Cmd::Cron(c) => commands::cron_command(&load(home, true)?, c.cmd),
         Cmd::Serial(s) => commands::serial_command(&load(home, false)?, &s.device, s.baud, s.echo),
         Cmd::Doctor(_) => crate::doctor::command(home),
+        Cmd::Hw(h) => {
+            let l = load(home, true)?;
+            let out = crate::tools::hardware::run_cli(&l.cfg, &h.words).map_err(|e| match e {
+                crate::tools::ToolError::BadArgs(m) => AppError::Usage(m),
+                other => AppError::Runtime(other.to_string()),
+            })?;
+            println!("{out}");
+            Ok(())
+        }
     }
 }
 
