@@ -410,6 +410,28 @@ fn a_streamed_answer_with_comments_and_split_utf8_prints_whole() {
 }
 
 #[test]
+fn a_streamed_turn_without_a_usage_chunk_records_an_estimate() {
+    // Many local servers send no usage chunk even when asked: the turn still counts.
+    let body = openai_sse(&["Hello ", "there"]).replace(
+        "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":4,\"total_tokens\":15}}\n\n",
+        "",
+    );
+    assert!(!body.contains("usage"));
+    let fake = scripted(vec![sse_response(&body, &[])]);
+    let home = TempHome::onboarded("sse-nousage", &stream_config(&fake.url(), ""));
+    let out = run(&home, &["agent", "-m", "hi"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows = usage_rows(&home);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let (_, provider, prompt, completion) = &rows[0];
+    assert!(provider.ends_with("(estimated)"), "{provider}");
+    // About a quarter of the bytes: the request is a few KiB, the answer 11 bytes.
+    let sent = fake.requests()[0].body.len() as i64;
+    assert_eq!(*prompt, (sent + 3) / 4);
+    assert_eq!(*completion, 3);
+}
+
+#[test]
 fn streamed_and_plain_turns_print_the_same() {
     let answer = "  Line one.\n\nLine *two* with <b>tags</b>.  \n";
     let plain = scripted(vec![ok(&openai_text(answer))]);

@@ -106,6 +106,7 @@ mod tests {
         let u = Usage {
             prompt_tokens: 60,
             completion_tokens: 40,
+            estimated: false,
         };
         let none = BudgetConfig::default();
         let day = BudgetConfig {

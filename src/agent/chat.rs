@@ -20,7 +20,7 @@
 
 use super::streaming::{MarkupFilter, StreamSink};
 use super::{Agent, AgentError};
-use crate::chat::Message;
+use crate::chat::{Message, Usage};
 use crate::limits::STREAM_QUEUE_LEN;
 use crate::provider::retry::Jitter;
 use crate::provider::{ChatReply, ChatRequest, Provider, ProviderError};
@@ -104,7 +104,18 @@ impl Agent {
             loop {
                 let a = self.attempt(p, &body, sink).await?;
                 let error = match a.result {
-                    Ok(reply) => {
+                    Ok(mut reply) => {
+                        if reply.usage.is_none() {
+                            // No usage chunk (many local servers when streaming): an
+                            // estimate, recorded as one, so budgets still count.
+                            let said = reply.content.len()
+                                + reply
+                                    .tool_calls
+                                    .iter()
+                                    .map(|c| c.name.len() + c.arguments.len())
+                                    .sum::<usize>();
+                            reply.usage = Some(Usage::estimate(body.len(), said));
+                        }
                         if reply.finish_reason == "length" || reply.finish_reason == "max_tokens" {
                             log::info!(
                                 "the answer of {} was cut at provider.max_tokens",

@@ -81,9 +81,29 @@ pub struct ToolSpec {
     pub parameters: &'static str,
 }
 
-/// Token counts reported by the provider.
+/// Token counts reported by the provider (or estimated, when it reported none).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The server sent no counts (a streamed answer without a usage chunk): these are
+    /// estimated from the bytes sent and received (`Usage::estimate`).
+    pub estimated: bool,
+}
+
+impl Usage {
+    /// Bytes per token assumed by estimates: about right for English and code with the
+    /// tokenizers of current models (other scripts take more tokens per byte... and fewer
+    /// bytes per token: an estimate errs high there).
+    pub const BYTES_PER_TOKEN: u64 = 4;
+
+    /// Counts estimated from a request of `sent` bytes and an answer of `received` bytes.
+    pub fn estimate(sent: usize, received: usize) -> Usage {
+        let t = |b: usize| (b as u64).div_ceil(Usage::BYTES_PER_TOKEN);
+        Usage {
+            prompt_tokens: t(sent),
+            completion_tokens: t(received),
+            estimated: true,
+        }
+    }
 }

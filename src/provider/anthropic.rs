@@ -355,6 +355,7 @@ pub fn parse_reply(text: &str, cfg: &ProviderConfig) -> Result<ChatReply, Provid
             completion_tokens: json::get(u, "output_tokens")
                 .and_then(json::as_u64)
                 .unwrap_or(0),
+            estimated: false,
         })
     });
     Ok(ChatReply {
@@ -552,6 +553,7 @@ impl AnthropicStream {
             usage: self.input_tokens.map(|p| Usage {
                 prompt_tokens: p,
                 completion_tokens: self.output_tokens.unwrap_or(0),
+                estimated: false,
             }),
         })
     }
@@ -795,6 +797,7 @@ mod tests {
             Some(Usage {
                 prompt_tokens: 15,
                 completion_tokens: 7
+                estimated: false,
             })
         );
         let r = parse_reply(

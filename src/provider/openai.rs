@@ -170,6 +170,7 @@ pub fn parse_reply(text: &str, cfg: &ProviderConfig) -> Result<ChatReply, Provid
             completion_tokens: json::get(u, "completion_tokens")
                 .and_then(json::as_u64)
                 .unwrap_or(0),
+            estimated: false,
         })
     });
     let mut reply = ChatReply {

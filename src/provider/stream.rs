@@ -96,6 +96,7 @@ impl OpenAiStream {
                 completion_tokens: json::get(u, "completion_tokens")
                     .and_then(json::as_u64)
                     .unwrap_or(0),
+                estimated: false,
             });
         }
         let choices = json::get(&v, "choices").and_then(json::as_array);
@@ -180,9 +181,16 @@ impl OpenAiStream {
                 detail: "no choices in the answer".into(),
             });
         }
+        // A server that sends both `tool_calls` and the legacy `function_call` for one
+        // call (llama-cpp-python does) means one call: the legacy one counts only alone.
+        let modern = self
+            .calls
+            .iter()
+            .any(|c| c.index != FUNCTION_CALL_INDEX && !c.name.is_empty());
         let tool_calls = self
             .calls
             .into_iter()
+            .filter(|c| !(modern && c.index == FUNCTION_CALL_INDEX))
             .enumerate()
             .filter(|(_, c)| !c.name.is_empty())
             .map(|(i, c)| ToolCall {
@@ -501,6 +509,7 @@ mod tests {
             Some(Usage {
                 prompt_tokens: 9,
                 completion_tokens: 4
+                estimated: false,
             })
         );
     }
@@ -560,6 +569,17 @@ mod tests {
         assert_eq!(r.finish_reason, "function_call");
         assert_eq!(r.tool_calls[0].id, "call_0");
         assert_eq!(r.tool_calls[0].arguments, r#"{"path":"."}"#);
+        // llama-cpp-python: one call sent both as `tool_calls` and as `function_call`
+        // (its name even spelled "list_dir:"): one call, not two.
+        let both = concat!(
+            "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"index\":0,\"id\":\"call__0_list_dir\",\"type\":\"function\",\"function\":{\"name\":\"list_dir\",\"arguments\":\"{}\"}}],\"function_call\":{\"name\":\"list_dir:\",\"arguments\":\"{}\"}}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let (r, _) = decode(ProviderKind::OpenAi, &[both.as_bytes()]);
+        let r = r.unwrap();
+        assert_eq!(r.tool_calls.len(), 1, "{:?}", r.tool_calls);
+        assert_eq!(r.tool_calls[0].name, "list_dir");
         // Empty choices all the way: the same error as a non-streamed empty `choices`.
         let (r, _) = decode(
             ProviderKind::OpenAi,

@@ -18,6 +18,15 @@ impl Db {
         now: i64,
     ) -> Result<(), StoreError> {
         let day = day_of(now);
+        // Estimated counts keep their provider but say so (`status` and the totals count
+        // them like the others).
+        let estimated;
+        let provider = if u.estimated {
+            estimated = format!("{provider} (estimated)");
+            estimated.as_str()
+        } else {
+            provider
+        };
         self.conn
             .prepare_cached(
                 "INSERT INTO usage(ts, day, session, provider, model, prompt_tokens, completion_tokens)
@@ -65,6 +74,7 @@ mod tests {
         let u = Usage {
             prompt_tokens: 10,
             completion_tokens: 5,
+            estimated: false,
         };
         db.record_usage("s", "openai:m", "m", u, 1_764_000_000)
             .unwrap();
