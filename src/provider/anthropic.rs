@@ -796,7 +796,7 @@ mod tests {
             r.usage,
             Some(Usage {
                 prompt_tokens: 15,
-                completion_tokens: 7
+                completion_tokens: 7,
                 estimated: false,
             })
         );
