@@ -508,7 +508,7 @@ mod tests {
             r.usage,
             Some(Usage {
                 prompt_tokens: 9,
-                completion_tokens: 4
+                completion_tokens: 4,
                 estimated: false,
             })
         );
