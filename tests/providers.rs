@@ -735,7 +735,10 @@ fn ollama_object_arguments_and_missing_usage() {
     // servers that send no counts must still count).
     let rows = usage_rows(&home);
     assert_eq!(rows.len(), 2, "{rows:?}");
-    assert!(rows.iter().all(|r| r.1.ends_with("(estimated)")), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.1.ends_with("(estimated)")),
+        "{rows:?}"
+    );
 }
 
 #[test]

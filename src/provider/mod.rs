@@ -97,6 +97,9 @@ pub enum ProviderError {
     Status { status: u16, detail: String },
     /// 400 and other client errors the provider explains.
     BadRequest { status: u16, detail: String },
+    /// The request does not fit the model's context window (a 400 that says so, or the
+    /// same error inside a stream). `window`: the size the server named, if it did.
+    ContextOverflow { window: Option<u64>, detail: String },
     /// The body is not the JSON we expect.
     BadResponse { detail: String },
     /// The body exceeded the size cap.
@@ -167,6 +170,13 @@ impl fmt::Display for ProviderError {
                 "the provider failed (HTTP {status}{}): try again later",
                 detail_suffix(detail)
             ),
+            ProviderError::ContextOverflow { window, .. } => {
+                f.write_str("the conversation does not fit the model's context window")?;
+                if let Some(n) = window {
+                    write!(f, " of {n} tokens")?;
+                }
+                f.write_str(": set provider.context_window to the server's context size, or start fresh with /new")
+            }
             ProviderError::BadRequest { status, detail } => write!(
                 f,
                 "the provider rejected the request (HTTP {status}{}): check provider.model and provider.max_tokens",

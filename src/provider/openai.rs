@@ -293,6 +293,13 @@ pub fn arguments_text(v: Option<&Value>) -> String {
 pub fn body_error(v: &Value, cfg: &ProviderConfig) -> Option<ProviderError> {
     let e = json::get(v, "error").filter(|e| !matches!(e, Value::Null))?;
     let detail = error_detail(v).unwrap_or_default();
+    // An overflow inside a stream (llama.cpp, vLLM) is an overflow, not a cut stream.
+    if is_context_overflow(json::str_at(e, "code").or(json::str_at(e, "type")), &detail) {
+        return Some(ProviderError::ContextOverflow {
+            window: window_in(&detail),
+            detail,
+        });
+    }
     let code = json::get(e, "code")
         .and_then(json::as_u64)
         .filter(|c| (400..=599).contains(c));
@@ -313,7 +320,78 @@ pub fn error_detail(v: &Value) -> Option<String> {
         None => json::str_at(v, "message"),
     }?;
     let scrubbed = crate::security::scrub::scrub(raw);
-    Some(cut_chars(scrubbed.trim(), MAX_ERROR_DETAIL_CHARS))
+    Some(cut_chars(&one_line(&scrubbed), MAX_ERROR_DETAIL_CHARS))
+}
+
+/// A server's message as one line: whitespace collapsed, and a Python dictionary dump
+/// (`{'error': {'message': '…', …}}`, as some local servers put in `message`) reduced to
+/// its own message.
+pub fn one_line(msg: &str) -> String {
+    let mut msg = msg.trim();
+    for key in ["'message': '", "\"message\": \""] {
+        if msg.starts_with('{')
+            && let Some(at) = msg.find(key)
+        {
+            let rest = &msg[at + key.len()..];
+            let quote = key.as_bytes()[key.len() - 1] as char;
+            msg = rest.split(quote).next().unwrap_or(rest);
+            break;
+        }
+    }
+    let mut out = String::with_capacity(msg.len());
+    for word in msg.split_whitespace() {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// The context window named in an overflow message, when it says one ("maximum context
+/// length is 2048 tokens", llama.cpp's "n_ctx = 512", "context size (4096)").
+fn window_in(msg: &str) -> Option<u64> {
+    let lower = msg.to_ascii_lowercase();
+    for marker in [
+        "context length is ",
+        "n_ctx = ",
+        "n_ctx=",
+        "context size (",
+        "context size of ",
+    ] {
+        if let Some(at) = lower.find(marker) {
+            let digits: String = lower[at + marker.len()..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let Ok(n) = digits.parse() {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+/// True when a 400 (or an error event in a stream) says the request does not fit the
+/// model's context window, in the words of OpenAI, llama.cpp, vLLM, Ollama, LM Studio.
+pub fn is_context_overflow(code: Option<&str>, msg: &str) -> bool {
+    if code == Some("context_length_exceeded") {
+        return true;
+    }
+    let m = msg.to_ascii_lowercase();
+    [
+        "context_length_exceeded",
+        "maximum context length",
+        "exceeds the available context size",
+        "context length exceeded",
+        "exceeds the context window",
+        "longer than the context",
+        "prompt is too long",
+        "too many tokens",
+        "context window",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
 }
 
 pub fn cut_chars(s: &str, n: usize) -> String {
@@ -330,10 +408,24 @@ pub fn status_error(
     retry_after: Option<u64>,
     cfg: &ProviderConfig,
 ) -> ProviderError {
-    let detail = json::parse_value(body)
-        .ok()
-        .and_then(|v| error_detail(&v))
-        .unwrap_or_default();
+    let v = json::parse_value(body).ok();
+    let detail = v.as_ref().and_then(error_detail).unwrap_or_default();
+    let code = v
+        .as_ref()
+        .and_then(|v| json::get(v, "error"))
+        .and_then(|e| json::str_at(e, "code"));
+    // A plain-text body (some servers) is read for the same words.
+    let words = if detail.is_empty() && v.is_none() {
+        one_line(&crate::text::cap_text(body, 1024))
+    } else {
+        detail.clone()
+    };
+    if (400..500).contains(&status) && is_context_overflow(code, &words) {
+        return ProviderError::ContextOverflow {
+            window: window_in(&words),
+            detail: cut_chars(&words, MAX_ERROR_DETAIL_CHARS),
+        };
+    }
     error_for_status(status, detail, retry_after, cfg)
 }
 
@@ -366,6 +458,77 @@ pub fn error_for_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_overflows_are_recognised_in_every_servers_words() {
+        let cfg = ProviderConfig::default();
+        let cases = [
+            (
+                400,
+                r#"{"error":{"message":"This model's maximum context length is 2048 tokens. However, you requested 2120 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+                Some(2048),
+            ),
+            (
+                400,
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":600,"n_ctx":512}}"#,
+                None,
+            ),
+            (
+                400,
+                r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, your request has 5000 input tokens.","type":"BadRequestError","code":400}"#,
+                Some(4096),
+            ),
+            (
+                400,
+                r#"{"error":"prompt is too long: the context window (n_ctx = 1024) is full"}"#,
+                Some(1024),
+            ),
+        ];
+        for (status, body, window) in cases {
+            match status_error(status, body, None, &cfg) {
+                ProviderError::ContextOverflow { window: w, detail } => {
+                    assert_eq!(w, window, "{body}");
+                    assert!(!detail.contains('\n'));
+                }
+                other => panic!("{body}: {other:?}"),
+            }
+        }
+        // In a stream.
+        let v = json::parse_value(
+            r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            body_error(&v, &cfg),
+            Some(ProviderError::ContextOverflow { .. })
+        ));
+        // Other 400s are not.
+        assert!(matches!(
+            status_error(
+                400,
+                r#"{"error":{"message":"max_tokens is too large"}}"#,
+                None,
+                &cfg
+            ),
+            ProviderError::BadRequest { .. }
+        ));
+    }
+
+    #[test]
+    fn error_details_are_one_line_and_dictionary_dumps_are_reduced() {
+        assert_eq!(one_line("a\n  b\tc "), "a b c");
+        assert_eq!(
+            one_line("{'error': {'message': 'Model not loaded', 'type': 'x'}}"),
+            "Model not loaded"
+        );
+        let v = json::parse_value(
+            r#"{"error":{"message":"{'detail': {'message': 'bad\n thing', 'code': 500},\n 'other': 1}"}}"#,
+        )
+        .unwrap();
+        let d = error_detail(&v).unwrap();
+        assert!(!d.contains('\n') && !d.contains('{'), "{d}");
+        assert_eq!(d, "bad thing");
+    }
     use crate::chat::{Message, ToolSpec};
 
     #[test]
