@@ -37,6 +37,7 @@ pub enum Cmd {
     Heartbeat(HeartbeatCmd),
     Cron(CronCmd),
     Memory(MemoryCmd),
+    Migrate(MigrateCmd),
     Status(StatusCmd),
     Doctor(DoctorCmd),
     Version(VersionCmd),
@@ -213,6 +214,24 @@ pub struct MemExport {}
 pub struct MemImport {
     #[argh(positional)]
     pub file: PathBuf,
+}
+
+#[derive(FromArgs, Debug)]
+/// Bring a peer's settings, keys, workspace, memories and cron jobs across.
+#[argh(subcommand, name = "migrate")]
+pub struct MigrateCmd {
+    /// the peer: openclaw, picoclaw, nullclaw or zeroclaw
+    #[argh(option)]
+    pub from: String,
+    /// the peer's home folder (default: ~/.openclaw, ~/.picoclaw ...)
+    #[argh(option)]
+    pub path: Option<PathBuf>,
+    /// say what would be brought, write nothing
+    #[argh(switch)]
+    pub dry_run: bool,
+    /// replace existing yoctoclaw files and secrets that differ
+    #[argh(switch)]
+    pub force: bool,
 }
 
 #[derive(FromArgs, Debug)]
@@ -459,6 +478,19 @@ fn dispatch(cli: Cli) -> Result<(), CliError> {
             crate::channels::serial::command(&l, &s.device, s.baud, s.echo)
         }
         Cmd::Doctor(_) => crate::doctor::command(home),
+        Cmd::Migrate(m) => {
+            let h = Home::resolve(home)?;
+            let opts = crate::migrate::Options::new(m.dry_run, m.force);
+            let mut out = std::io::stdout().lock();
+            match crate::migrate::command(&h, &m.from, m.path.as_deref(), &opts, &mut out) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(CliError::Runtime(
+                    "nothing was brought across: see the lines above".into(),
+                )),
+                Err(e) if e.is_usage() => Err(CliError::Usage(e.to_string())),
+                Err(e) => Err(runtime(e)),
+            }
+        }
     }
 }
 

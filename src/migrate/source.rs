@@ -1,0 +1,472 @@
+//! Reading a peer home without leaving it: every path is resolved (symlinks included) and
+//! must stay inside the home; loops, non-regular files, oversized and non-UTF-8 files are
+//! reported, never read. Also what the peers share: their workspace layout, markdown and
+//! SQLite memories, config parsing, and the JSON shape of their cron schedules.
+//!
+//! # Bounds
+//! Files are read up to the limit the caller gives (`MAX_PEER_*` in the parent module),
+//! folder listings stop at `MAX_PEER_DIR_ENTRIES`, a peer database is read up to
+//! `store::memory::MAX_MEMORIES` rows (and the plan's own memory bound).
+//!
+//! # Blocking
+//! Plain file and SQLite reads on the calling thread.
+
+use super::{
+    Job, MAX_PEER_CONFIG_BYTES, MAX_PEER_DIR_ENTRIES, MAX_PEER_FILE_BYTES,
+    MAX_PEER_MEMORY_FILE_BYTES, Plan, When, parse_instant, time_value,
+};
+use crate::json;
+use crate::memory::transfer::{Entry, Markdown};
+use crate::store::memory::{Category, MAX_MEMORIES, check_key};
+use miniserde::json::Value;
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+
+/// The workspace files brought across, by their yoctoclaw names.
+pub const BOOTSTRAP_FILES: [&str; 6] = [
+    "SOUL.md",
+    "AGENTS.md",
+    "USER.md",
+    "IDENTITY.md",
+    "HEARTBEAT.md",
+    "TOOLS.md",
+];
+
+/// A peer home, resolved.
+pub struct Src {
+    root: PathBuf,
+}
+
+/// How a peer writes its config.
+#[derive(Clone, Copy)]
+pub enum Format {
+    Json,
+    Json5,
+    Toml,
+}
+
+impl Src {
+    pub fn open(dir: &Path) -> Result<Src, String> {
+        let root = dir.canonicalize().map_err(|e| e.to_string())?;
+        if !root.is_dir() {
+            return Err("not a folder".into());
+        }
+        Ok(Src { root })
+    }
+
+    /// A path as the peer's config writes it (`~/.openclaw/workspace`, absolute, or
+    /// relative to the home), as a path below the home when it is one.
+    pub fn rel(&self, configured: &str) -> String {
+        let c = configured.trim();
+        match (c.strip_prefix("~/"), std::env::var_os("HOME")) {
+            (Some(rest), Some(h)) => Path::new(&h).join(rest).to_string_lossy().into_owned(),
+            _ => c.to_string(),
+        }
+    }
+
+    /// The real path of `rel` inside the home; `None` when it does not exist.
+    pub fn real(&self, rel: &str) -> Result<Option<PathBuf>, String> {
+        match self.root.join(rel).canonicalize() {
+            Ok(p) if p.starts_with(&self.root) => Ok(Some(p)),
+            Ok(_) => Err("it leads outside the peer home: not read".into()),
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                Err("it is a symlink loop: not read".into())
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                Ok(None)
+            }
+            Err(e) => Err(format!("cannot read it: {e}")),
+        }
+    }
+
+    /// Up to `max` bytes of a regular file, and whether it was longer.
+    pub fn bytes(&self, rel: &str, max: u64) -> Result<Option<(Vec<u8>, bool)>, String> {
+        let Some(p) = self.real(rel)? else {
+            return Ok(None);
+        };
+        let read = || -> std::io::Result<Result<(Vec<u8>, bool), String>> {
+            let f = std::fs::File::open(&p)?;
+            if !f.metadata()?.is_file() {
+                return Ok(Err("not a regular file: not read".into()));
+            }
+            let mut buf = Vec::new();
+            f.take(max + 1).read_to_end(&mut buf)?;
+            let cut = buf.len() as u64 > max;
+            buf.truncate(max as usize);
+            Ok(Ok((buf, cut)))
+        };
+        match read() {
+            Ok(r) => r.map(Some),
+            Err(e) => Err(format!("cannot read it: {e}")),
+        }
+    }
+
+    /// Names in a folder (sorted, hidden ones left out); empty when it does not exist.
+    pub fn list(&self, rel: &str) -> Vec<String> {
+        let Ok(Some(p)) = self.real(rel) else {
+            return Vec::new();
+        };
+        let Ok(rd) = std::fs::read_dir(p) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = rd
+            .take(MAX_PEER_DIR_ENTRIES)
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+/// A UTF-8 file of at most `max` bytes; anything else is reported in the plan.
+pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: u64) -> Option<String> {
+    let r = match src.bytes(rel, max) {
+        Ok(None) => return None,
+        Ok(Some((_, true))) => Err(format!("larger than {} KiB: not brought", max >> 10)),
+        Ok(Some((b, false))) => {
+            String::from_utf8(b).map_err(|_| "not UTF-8 text: not brought".to_string())
+        }
+        Err(why) => Err(why),
+    };
+    r.map_err(|why| plan.skip(rel, why)).ok()
+}
+
+/// A peer config file as a value tree; a broken file is reported and yields nothing.
+pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<Value> {
+    let t = text(plan, src, rel, MAX_PEER_CONFIG_BYTES)?;
+    let parsed = match format {
+        Format::Json => json::parse_value(&t).map_err(|e| ("JSON", e.to_string())),
+        Format::Json5 => {
+            json::parse_value(&super::json5::to_json(&t)).map_err(|e| ("JSON5", e.to_string()))
+        }
+        Format::Toml => super::toml::parse(&t).map_err(|e| ("TOML", e.to_string())),
+    };
+    match parsed {
+        Ok(v @ Value::Object(_)) => Some(v),
+        Ok(_) => {
+            plan.skip(
+                rel,
+                "not an object at the top: its settings were not brought",
+            );
+            None
+        }
+        Err((what, e)) => {
+            plan.skip(
+                rel,
+                format!("not valid {what} ({e}): its settings were not brought"),
+            );
+            None
+        }
+    }
+}
+
+/// Workspace files, skills and memories of a peer workspace at `ws` (below the home).
+pub fn workspace(plan: &mut Plan, src: &Src, ws: &str) {
+    for name in BOOTSTRAP_FILES {
+        file(plan, src, &format!("{ws}/{name}"), name);
+    }
+    // PicoClaw's name for AGENTS.md.
+    if !plan.files.iter().any(|(d, _)| d == "AGENTS.md") {
+        file(plan, src, &format!("{ws}/AGENT.md"), "AGENTS.md");
+    }
+    skills(plan, src, &format!("{ws}/skills"));
+    for rel in [format!("{ws}/MEMORY.md"), format!("{ws}/memory/MEMORY.md")] {
+        markdown(plan, src, &rel, Category::Core);
+    }
+    // Daily notes: memory/2026-03-01.md, or PicoClaw's memory/202603/20260301.md.
+    let dir = format!("{ws}/memory");
+    for name in src.list(&dir) {
+        if name.ends_with(".md") {
+            if name != "MEMORY.md" {
+                markdown(plan, src, &format!("{dir}/{name}"), Category::Daily);
+            }
+        } else if name.bytes().all(|b| b.is_ascii_digit()) {
+            let sub = format!("{dir}/{name}");
+            for n in src.list(&sub).into_iter().filter(|n| n.ends_with(".md")) {
+                markdown(plan, src, &format!("{sub}/{n}"), Category::Daily);
+            }
+        }
+    }
+}
+
+/// One workspace file to `dest` (in the yoctoclaw workspace), unless one came already.
+pub fn file(plan: &mut Plan, src: &Src, rel: &str, dest: &str) {
+    if plan.files.iter().any(|(d, _)| d == dest) {
+        return;
+    }
+    if let Some(t) = text(plan, src, rel, MAX_PEER_FILE_BYTES) {
+        plan.files.push((dest.to_string(), t));
+    }
+}
+
+/// `dir/<name>/SKILL.md` for every skill folder.
+pub fn skills(plan: &mut Plan, src: &Src, dir: &str) {
+    for name in src.list(dir) {
+        file(
+            plan,
+            src,
+            &format!("{dir}/{name}/SKILL.md"),
+            &format!("skills/{name}/SKILL.md"),
+        );
+    }
+}
+
+/// Memories from a markdown file: one per bullet or paragraph (as `memory import` reads
+/// them); NullClaw's `- **key**: text` keeps its key.
+pub fn markdown(plan: &mut Plan, src: &Src, rel: &str, category: Category) {
+    let (mut b, cut) = match src.bytes(rel, MAX_PEER_MEMORY_FILE_BYTES) {
+        Ok(Some(r)) => r,
+        Ok(None) => return,
+        Err(why) => return plan.skip(rel, why),
+    };
+    if cut {
+        let end = b.iter().rposition(|&c| c == b'\n').unwrap_or(0);
+        b.truncate(end);
+        plan.skip(
+            rel,
+            format!(
+                "larger than {} MiB: only its first {0} MiB were read",
+                MAX_PEER_MEMORY_FILE_BYTES >> 20
+            ),
+        );
+    }
+    let Ok(t) = String::from_utf8(b) else {
+        return plan.skip(rel, "not UTF-8 text: no memories read from it");
+    };
+    let mut md = Markdown::default();
+    let mut out = Vec::new();
+    let mut push = |text: String| {
+        let keyed = text
+            .strip_prefix("**")
+            .and_then(|r| r.split_once("**:"))
+            .filter(|(k, v)| check_key(k).is_ok() && !v.trim().is_empty());
+        let (key, text) = match keyed {
+            Some((k, v)) => (Some(k.trim().to_string()), v.trim().to_string()),
+            None => (None, text),
+        };
+        out.push(Entry {
+            key,
+            category,
+            ..Entry::text(text)
+        });
+    };
+    for line in t.lines() {
+        if let Some((_, m)) = md.line(line) {
+            push(m);
+        }
+    }
+    if let Some((_, m)) = md.finish() {
+        push(m);
+    }
+    plan.batch(rel, out);
+}
+
+/// Memories from a peer's SQLite `memories` table (NullClaw `memory.db`, ZeroClaw
+/// `brain.db`), whatever its column names.
+pub fn database(plan: &mut Plan, src: &Src, rel: &str) {
+    let path = match src.real(rel) {
+        Ok(Some(p)) => p,
+        Ok(None) => return,
+        Err(why) => return plan.skip(rel, why),
+    };
+    match read_memories(&path) {
+        Ok(v) => plan.batch(rel, v),
+        Err(e) => plan.skip(rel, format!("its memories cannot be read ({e})")),
+    }
+}
+
+/// Open a peer database read-only (nothing is created or changed beside it).
+pub fn open_db(path: &Path) -> rusqlite::Result<Connection> {
+    Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+}
+
+/// `SELECT` of the first existing column of each list (NULL when none exists).
+pub fn select(conn: &Connection, table: &str, want: &[&[&str]]) -> rusqlite::Result<String> {
+    let names: Vec<String> = conn
+        .prepare(&format!("SELECT * FROM {table} LIMIT 0"))?
+        .column_names()
+        .into_iter()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let cols: Vec<&str> = want
+        .iter()
+        .map(|alts| {
+            alts.iter()
+                .find(|a| names.iter().any(|n| n == *a))
+                .copied()
+                .unwrap_or("NULL")
+        })
+        .collect();
+    Ok(format!(
+        "SELECT {} FROM {table} LIMIT {MAX_MEMORIES}",
+        cols.join(", ")
+    ))
+}
+
+/// A cell as text (numbers too).
+pub fn cell(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
+    match r.get_ref(i).ok()? {
+        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        ValueRef::Integer(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A cell as a time: seconds, milliseconds or RFC 3339 text.
+fn cell_time(r: &rusqlite::Row<'_>, i: usize) -> Option<i64> {
+    match r.get_ref(i).ok()? {
+        ValueRef::Integer(n) => time_value(&Value::Number(miniserde::json::Number::I64(n))),
+        ValueRef::Text(t) => parse_instant(std::str::from_utf8(t).ok()?),
+        _ => None,
+    }
+}
+
+fn read_memories(path: &Path) -> rusqlite::Result<Vec<Entry>> {
+    let conn = open_db(path)?;
+    let sql = select(
+        &conn,
+        "memories",
+        &[
+            &["key", "name", "id"],
+            &["content", "text", "value", "memory"],
+            &["category", "kind", "type"],
+            &["created_at", "created"],
+            &["updated_at", "updated"],
+        ],
+    )?;
+    let mut stmt = conn.prepare(&sql)?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        let Some(text) = cell(r, 1).filter(|t| !t.trim().is_empty()) else {
+            continue;
+        };
+        out.push(Entry {
+            key: cell(r, 0),
+            text,
+            category: cell(r, 2).map_or(Category::Core, |c| {
+                Category::parse(&c).unwrap_or(Category::Custom)
+            }),
+            created: cell_time(r, 3),
+            updated: cell_time(r, 4),
+        });
+    }
+    Ok(out)
+}
+
+/// A job's schedule as OpenClaw, PicoClaw and ZeroClaw store it: `{kind: "cron", expr,
+/// tz}`, `{kind: "every", everyMs | every_ms}`, `{kind: "at", at | atMs}`.
+pub fn when(v: &Value) -> Result<When, String> {
+    let get = |keys: &[&str]| keys.iter().find_map(|k| json::get(v, k));
+    let kind = json::str_at(v, "kind").unwrap_or("");
+    let w = match kind {
+        "cron" => json::str_at(v, "expr").map(|e| {
+            let tz = json::str_at(v, "tz").filter(|t| !t.trim().is_empty());
+            When::Cron(e.to_string(), tz.map(str::to_string))
+        }),
+        "every" => get(&["everyMs", "every_ms"])
+            .and_then(json::as_u64)
+            .map(When::EveryMs),
+        "at" => get(&["atMs", "at_ms", "at"])
+            .and_then(time_value)
+            .map(When::At),
+        _ => return Err(format!("{kind:?} schedules have no yoctoclaw equivalent")),
+    };
+    w.ok_or_else(|| format!("its {kind} schedule is incomplete"))
+}
+
+/// `telegram:<chat_id>` when a job delivers to a Telegram chat, else empty (the log).
+pub fn target(channel: Option<&str>, to: Option<&Value>) -> String {
+    let to = to.and_then(super::scalar).unwrap_or_default();
+    let to = to.strip_prefix("telegram:").unwrap_or(&to);
+    let telegram = channel.is_none_or(|c| c.eq_ignore_ascii_case("telegram"));
+    match to.trim().parse::<i64>() {
+        Ok(id) if telegram => format!("telegram:{id}"),
+        _ => String::new(),
+    }
+}
+
+/// Add a job, or report why it cannot come.
+pub fn job(
+    plan: &mut Plan,
+    name: &str,
+    when: Result<When, String>,
+    text: &str,
+    is_message: bool,
+    target: String,
+) {
+    let what = format!("cron job {name:?}");
+    match when {
+        Err(why) => plan.skip(what, why),
+        Ok(_) if text.trim().is_empty() => plan.skip(what, "it has no prompt or message"),
+        Ok(when) => plan.jobs.push(Job {
+            name: name.to_string(),
+            when,
+            text: text.trim().to_string(),
+            is_message,
+            target,
+        }),
+    }
+}
+
+/// The peers' cron jobs as JSON objects: OpenClaw and PicoClaw `jobs.json` entries
+/// (`schedule`, `payload`, `delivery`), ZeroClaw `[[cron.jobs]]` and `jobs.db` rows
+/// (`job_type`, `prompt`, `command`), NullClaw `cron.json` entries (`expression`,
+/// `one_shot`, `next_run_secs`). `deliver_as_is`: the peer's `deliver` flag means "send
+/// the text without the agent" (PicoClaw), not "deliver the agent's answer".
+pub fn jobs(plan: &mut Plan, list: &[Value], deliver_as_is: bool) {
+    for j in list {
+        let s = |k: &str| json::str_at(j, k).filter(|v| !v.trim().is_empty());
+        let name = s("name").or_else(|| s("id")).unwrap_or("job").to_string();
+        let off = |k: &str, v: bool| json::get(j, k).and_then(json::as_bool) == Some(v);
+        if off("enabled", false) || off("paused", true) {
+            plan.skip(format!("cron job {name:?}"), "it is disabled in the peer");
+            continue;
+        }
+        let p = json::get(j, "payload").unwrap_or(j);
+        let ps = |k: &str| json::str_at(p, k).filter(|v| !v.trim().is_empty());
+        let agent = s("job_type") == Some("agent");
+        if s("job_type") == Some("shell") || (!agent && ps("command").is_some()) {
+            plan.skip(
+                format!("cron job {name:?}"),
+                "it runs a shell command; yoctoclaw jobs run a prompt or send a message",
+            );
+            continue;
+        }
+        let text = ps("message")
+            .or_else(|| ps("text"))
+            .or_else(|| s("prompt"))
+            .unwrap_or("");
+        let when = match (json::get(j, "schedule"), s("expression")) {
+            (Some(sch), _) => when(sch),
+            (None, _) if off("one_shot", true) => json::get(j, "next_run_secs")
+                .and_then(time_value)
+                .map(When::At)
+                .ok_or_else(|| "its one-shot time is missing".to_string()),
+            (None, Some(e)) => Ok(When::Cron(e.to_string(), None)),
+            (None, None) => Err("it has no schedule".to_string()),
+        };
+        let d = json::get(j, "delivery").unwrap_or(p);
+        let deliver = json::get(p, "deliver").and_then(json::as_bool) == Some(true);
+        let announce = !matches!(json::str_at(d, "mode"), None | Some("none"));
+        let target = if deliver || announce || json::get(d, "to").is_some() {
+            target(json::str_at(d, "channel"), json::get(d, "to"))
+        } else {
+            String::new()
+        };
+        job(plan, &name, when, text, deliver && deliver_as_is, target);
+    }
+}
+
+/// `list` when it is an array, else its `jobs` member's array (the peers' two shapes).
+pub fn job_list(v: &Value) -> &[Value] {
+    json::as_array(v)
+        .or_else(|| json::get(v, "jobs").and_then(json::as_array))
+        .map_or(&[], |a| a.as_slice())
+}
