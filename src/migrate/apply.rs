@@ -157,7 +157,8 @@ pub fn apply(
     }
     database(plan, home, &tz_name, opts, r)?;
     for (what, why) in &plan.skipped {
-        r.line(St::Skip, "", &format!("{what}: {why}"));
+        let (kind, what) = skip_kind(what);
+        r.line(St::Skip, kind, &format!("{what}: {why}"));
     }
     let [new, replace, same, kept, skip] = rep.counts;
     let _ = writeln!(
@@ -171,6 +172,33 @@ pub fn apply(
         }
     );
     Ok(new + replace + same > 0)
+}
+
+/// The report column of something the plan could not read, and the rest of its name.
+fn skip_kind(what: &str) -> (&'static str, &str) {
+    let prefixes = [
+        ("cron job ", "cron"),
+        ("provider ", "provider"),
+        ("telegram ", "telegram"),
+    ];
+    if let Some((rest, kind)) = prefixes
+        .iter()
+        .find_map(|(p, k)| Some((what.strip_prefix(p)?, *k)))
+    {
+        return (kind, rest);
+    }
+    let kinds = [
+        ("model", "provider"),
+        ("key of", "secret"),
+        ("memor", "memory"),
+        (".json", "config"),
+        (".toml", "config"),
+        (".yml", "config"),
+        (".env", "config"),
+    ];
+    let w = what.to_ascii_lowercase();
+    let kind = kinds.iter().find(|(k, _)| w.contains(k));
+    (kind.map_or("file", |(_, v)| v), what)
 }
 
 /// `config.json` as onboard writes it, with the plan's values set. Returns the time zone
@@ -210,11 +238,13 @@ fn config(
         );
         return Ok(existing_tz());
     }
+    // The settings share the status of the file that holds them.
+    let (st, go) = decide(&path, &text, Some(CONFIG_TEMPLATE), opts.force);
     if let Some(p) = &plan.provider {
-        r.line(St::New, "provider", &describe(p));
+        r.line(st, "provider", &describe(p));
     }
     for p in &plan.fallbacks {
-        r.line(St::New, "fallback", &describe(p));
+        r.line(st, "fallback", &describe(p));
     }
     if let Some(t) = &plan.telegram {
         let who = if t.allow_from.is_empty() {
@@ -223,9 +253,8 @@ fn config(
             t.allow_from.join(", ")
         };
         let on = if t.enabled { "on" } else { "off" };
-        r.line(St::New, "telegram", &format!("{on}, allow_from: {who}"));
+        r.line(st, "telegram", &format!("{on}, allow_from: {who}"));
     }
-    let (st, go) = decide(&path, &text, Some(CONFIG_TEMPLATE), opts.force);
     let note = if st == St::Kept {
         ": exists and differs, the settings above are not in it (--force replaces it)"
     } else {

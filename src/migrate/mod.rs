@@ -644,8 +644,8 @@ pub fn default_peer_home(peer: Peer) -> Option<PathBuf> {
 
 /// Read a peer home into a plan. Fails only when the home itself cannot be read.
 pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
-    let src =
-        source::Src::open(dir).map_err(|why| MigrateError::NoPeerHome(dir.to_path_buf(), why))?;
+    let src = source::Src::open(dir, peer)
+        .map_err(|why| MigrateError::NoPeerHome(dir.to_path_buf(), why))?;
     let mut plan = Plan::new(peer);
     match peer {
         Peer::OpenClaw => openclaw::read(&src, &mut plan),

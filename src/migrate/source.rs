@@ -37,6 +37,9 @@ pub const BOOTSTRAP_FILES: [&str; 6] = [
 /// A peer home, resolved.
 pub struct Src {
     root: PathBuf,
+    /// `.openclaw`, ...: paths the peer's config writes below its home are taken as
+    /// relative, so a home copied elsewhere (`--path`) still finds its workspace.
+    home_name: String,
 }
 
 /// How a peer writes its config.
@@ -48,18 +51,24 @@ pub enum Format {
 }
 
 impl Src {
-    pub fn open(dir: &Path) -> Result<Src, String> {
+    pub fn open(dir: &Path, peer: super::Peer) -> Result<Src, String> {
         let root = dir.canonicalize().map_err(|e| e.to_string())?;
         if !root.is_dir() {
             return Err("not a folder".into());
         }
-        Ok(Src { root })
+        Ok(Src {
+            root,
+            home_name: format!("/.{}/", peer.name()),
+        })
     }
 
     /// A path as the peer's config writes it (`~/.openclaw/workspace`, absolute, or
     /// relative to the home), as a path below the home when it is one.
     pub fn rel(&self, configured: &str) -> String {
         let c = configured.trim();
+        if let Some(i) = c.find(&self.home_name) {
+            return c[i + self.home_name.len()..].to_string();
+        }
         match (c.strip_prefix("~/"), std::env::var_os("HOME")) {
             (Some(rest), Some(h)) => Path::new(&h).join(rest).to_string_lossy().into_owned(),
             _ => c.to_string(),
@@ -145,12 +154,9 @@ pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<V
         Format::Toml => super::toml::parse(&t).map_err(|e| ("TOML", e.to_string())),
     };
     match parsed {
-        Ok(v @ Value::Object(_)) => Some(v),
+        Ok(v @ (Value::Object(_) | Value::Array(_))) => Some(v),
         Ok(_) => {
-            plan.skip(
-                rel,
-                "not an object at the top: its settings were not brought",
-            );
+            plan.skip(rel, "it holds no settings: nothing in it was brought");
             None
         }
         Err((what, e)) => {
