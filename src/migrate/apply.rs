@@ -496,7 +496,7 @@ fn import(
         let mut refused = Vec::new();
         for e in &b.entries {
             done += 1;
-            if total >= PROGRESS_MIN_MEMORIES && done % PROGRESS_EVERY == 0 {
+            if total >= PROGRESS_MIN_MEMORIES && done.is_multiple_of(PROGRESS_EVERY) {
                 let end = if opts.tty { "\r" } else { "\n" };
                 let _ = write!(r.out, "  memories {done}/{total}{end}");
                 let _ = r.out.flush();

@@ -810,3 +810,140 @@ mod tests {
         assert_eq!(p.secrets.len(), 2);
     }
 }
+
+#[cfg(test)]
+mod peer_tests {
+    use super::*;
+
+    /// A peer home holding `files`, removed on drop.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(tag: &str, files: &[(&str, &str)]) -> Dir {
+            let d = std::env::temp_dir().join(format!("yc-migrate-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            for (rel, text) in files {
+                let p = d.join(rel);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            }
+            Dir(d)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn names(p: &Plan) -> Vec<&str> {
+        p.secrets.iter().map(|s| s.name.as_str()).collect()
+    }
+
+    #[test]
+    fn zeroclaw_schema_1() {
+        let d = Dir::new(
+            "zc1",
+            &[(
+                "config.toml",
+                r#"api_key = "sk-test-zc1"
+default_provider = "custom:https://llm.lan/v1"
+default_model = "qwen3"
+
+[reliability]
+fallback_providers = ["groq"]
+
+[reliability.model_fallbacks]
+qwen3 = ["qwen3-small"]
+
+[model_providers.groq]
+api_key = "gsk-test-zc1"
+
+[channels_config.telegram]
+bot_token = "1:TEST"
+allowed_users = ["@v1_admin", "12345678"]
+"#,
+            )],
+        );
+        let p = plan(Peer::ZeroClaw, &d.0).unwrap();
+        let pr = p.provider.as_ref().unwrap();
+        assert_eq!(
+            (pr.base_url.as_str(), pr.model.as_str()),
+            ("https://llm.lan/v1", "qwen3")
+        );
+        assert_eq!(p.fallbacks.len(), 2);
+        assert_eq!(p.fallbacks[0].model, "qwen3-small");
+        assert_eq!(p.fallbacks[1].base_url, "https://api.groq.com/openai/v1");
+        assert_eq!(
+            names(&p),
+            ["YOCTOCLAW_API_KEY", "GROQ_API_KEY", "TELEGRAM_BOT_TOKEN"]
+        );
+        assert_eq!(
+            p.telegram.as_ref().unwrap().allow_from,
+            ["@v1_admin", "12345678"]
+        );
+        assert!(p.skipped.is_empty(), "{:?}", p.skipped);
+    }
+
+    #[test]
+    fn picoclaw_version_0_and_broken_security_file() {
+        let d = Dir::new(
+            "pc0",
+            &[
+                (
+                    "config.json",
+                    r#"{"agents": {"defaults": {"model": "glm-4.7", "provider": "zhipu"}},
+                        "providers": {"zhipu": {"api_key": "sk-test-zhipu", "api_base": ""},
+                                      "openrouter": {"api_key": ""}},
+                        "channels": {"telegram": {"enabled": true, "token": "2:TEST", "allow_from": ["42"]}}}"#,
+                ),
+                (
+                    ".security.yml",
+                    "channels:\n  telegram:\n    token: \"enc://AAAA\"\n",
+                ),
+            ],
+        );
+        let p = plan(Peer::PicoClaw, &d.0).unwrap();
+        let pr = p.provider.as_ref().unwrap();
+        assert_eq!(pr.base_url, "https://api.z.ai/api/paas/v4");
+        assert_eq!(pr.model, "glm-4.7");
+        assert_eq!(names(&p), ["YOCTOCLAW_API_KEY"]);
+        // The encrypted token is reported, and the channel stays off without it.
+        assert!(
+            p.skipped
+                .iter()
+                .any(|(w, why)| w == "telegram bot token" && why.contains("encrypted"))
+        );
+        let t = p.telegram.as_ref().unwrap();
+        assert!(!t.enabled);
+        assert_eq!(t.allow_from, ["42"]);
+    }
+
+    #[test]
+    fn nullclaw_flat_telegram_and_a_config_outside_the_home() {
+        let d = Dir::new(
+            "nc",
+            &[(
+                "config.json",
+                r#"{"workspace": "/etc", "agents": {"defaults": {"model": {"primary": "ollama/llama3.2"}}},
+                    "channels": {"telegram": {"bot_token": "3:TEST", "allow_from": ["7"]}}}"#,
+            )],
+        );
+        let p = plan(Peer::NullClaw, &d.0).unwrap();
+        assert_eq!(
+            p.provider.as_ref().unwrap().base_url,
+            "http://127.0.0.1:11434/v1"
+        );
+        assert_eq!(names(&p), ["TELEGRAM_BOT_TOKEN"]);
+        assert!(p.files.is_empty());
+        // `/etc` is not below the home: nothing is read from it.
+        assert!(
+            p.skipped
+                .iter()
+                .any(|(w, why)| w == "/etc" && why.contains("outside")),
+            "{:?}",
+            p.skipped
+        );
+    }
+}

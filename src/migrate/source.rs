@@ -171,6 +171,9 @@ pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<V
 
 /// Workspace files, skills and memories of a peer workspace at `ws` (below the home).
 pub fn workspace(plan: &mut Plan, src: &Src, ws: &str) {
+    if let Err(why) = src.real(ws) {
+        return plan.skip(ws, why);
+    }
     for name in BOOTSTRAP_FILES {
         file(plan, src, &format!("{ws}/{name}"), name);
     }
@@ -297,7 +300,6 @@ pub fn select(conn: &Connection, table: &str, want: &[&[&str]]) -> rusqlite::Res
     let names: Vec<String> = conn
         .prepare(&format!("SELECT * FROM {table} LIMIT 0"))?
         .column_names()
-        .into_iter()
         .map(str::to_ascii_lowercase)
         .collect();
     let cols: Vec<&str> = want

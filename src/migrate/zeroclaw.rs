@@ -104,9 +104,9 @@ fn v3(cfg: &Value, models: &Value, plan: &mut Plan) -> String {
         }
     }
     agent
-        .and_then(|(name, a)| {
+        .map(|(name, a)| {
             let w = json::path(a, &["workspace", "path"]).and_then(json::as_str);
-            Some(w.map_or_else(|| format!("agents/{name}/workspace"), str::to_string))
+            w.map_or_else(|| format!("agents/{name}/workspace"), str::to_string)
         })
         .unwrap_or_else(|| "workspace".into())
 }
