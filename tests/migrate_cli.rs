@@ -469,6 +469,7 @@ fn broken_inputs_are_reported_item_by_item() {
     );
     peer.write("workspace/SOUL.md", [0xff, 0xfe, 0x00, 0x9f, b'\n', 0xc3]);
     peer.write("workspace/AGENTS.md", "# Fine\n");
+    peer.write("workspace/memory/brain.db", "this is not a database, it only says so");
     std::os::unix::fs::symlink("USER.md", peer.dir.join("workspace/USER.md")).unwrap();
     std::os::unix::fs::symlink("/etc/hostname", peer.dir.join("workspace/TOOLS.md")).unwrap();
     std::os::unix::fs::symlink(&peer.dir, peer.dir.join("workspace/skills")).unwrap();
@@ -502,6 +503,7 @@ fn broken_inputs_are_reported_item_by_item() {
     skip("workspace/TOOLS.md: it leads outside the peer home");
     skip("workspace/MEMORY.md: larger than 4 MiB: only its first 4 MiB were read");
     skip("every 1500 ms");
+    skip("workspace/memory/brain.db: its memories cannot be read");
     assert_eq!(ws(&home, "AGENTS.md"), "# Fine\n");
     assert!(!home.workspace().join("SOUL.md").exists());
     let n = count(&home, "SELECT COUNT(*) FROM memories");

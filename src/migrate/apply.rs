@@ -13,7 +13,8 @@
 //! text (case and spacing ignored) is; a job when the same schedule and text are.
 //!
 //! # Bounds
-//! Progress is printed every `PROGRESS_EVERY` memories once a plan holds at least
+//! Progress is printed every `PROGRESS_EVERY` memories (`PROGRESS_PLAIN_EVERY` when stdout
+//! is not a terminal) once a plan holds at least
 //! `PROGRESS_MIN_MEMORIES`; at most `MAX_REPORTED_REFUSALS` refused memories are named per
 //! source. The text-hash set for duplicate checks holds one `u64` per stored memory
 //! (`store::memory::MAX_MEMORIES` at most).
@@ -38,8 +39,10 @@ use std::path::Path;
 
 /// Memories in a plan from which progress is shown.
 pub const PROGRESS_MIN_MEMORIES: usize = 1000;
-/// Memories between two progress updates.
+/// Memories between two progress updates on a terminal (one updating line).
 pub const PROGRESS_EVERY: usize = 250;
+/// Memories between two progress lines when stdout is not a terminal.
+pub const PROGRESS_PLAIN_EVERY: usize = 1000;
 /// Refused memories named one by one per source (the rest are counted).
 pub const MAX_REPORTED_REFUSALS: usize = 3;
 
@@ -440,11 +443,16 @@ fn database(
         // of our own (a live daemon's WAL is read through its existing -shm file).
         let peek = if path.exists() {
             let wal = path.with_extension("db-wal").exists();
-            let uri = format!(
-                "file:{}{}",
-                path.display(),
-                if wal { "?mode=ro" } else { "?immutable=1" }
-            );
+            let mut uri = String::from("file:");
+            for c in path.to_string_lossy().chars() {
+                match c {
+                    '%' => uri.push_str("%25"),
+                    '?' => uri.push_str("%3f"),
+                    '#' => uri.push_str("%23"),
+                    c => uri.push(c),
+                }
+            }
+            uri.push_str(if wal { "?mode=ro" } else { "?immutable=1" });
             Connection::open_with_flags(
                 uri,
                 rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
@@ -496,7 +504,8 @@ fn import(
         let mut refused = Vec::new();
         for e in &b.entries {
             done += 1;
-            if total >= PROGRESS_MIN_MEMORIES && done.is_multiple_of(PROGRESS_EVERY) {
+            let every = if opts.tty { PROGRESS_EVERY } else { PROGRESS_PLAIN_EVERY };
+            if total >= PROGRESS_MIN_MEMORIES && done.is_multiple_of(every) {
                 let end = if opts.tty { "\r" } else { "\n" };
                 let _ = write!(r.out, "  memories {done}/{total}{end}");
                 let _ = r.out.flush();

@@ -110,6 +110,11 @@ pub fn read(src: &Src, plan: &mut Plan) {
     source::database(plan, src, &format!("{ws}/memory/brain.db"));
     if let Some(v) = source::config(plan, src, "cron/jobs.json", Format::Json) {
         source::jobs(plan, source::job_list(&v), false);
+    } else if let Ok(Some(_)) = src.real("state/openclaw.sqlite") {
+        plan.skip(
+            "state/openclaw.sqlite",
+            "newer OpenClaw releases keep automations in this database, which migrate does not read: add them again with yoctoclaw cron add",
+        );
     }
 }
 

@@ -146,12 +146,13 @@ pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: u64) -> Option<String> {
 /// A peer config file as a value tree; a broken file is reported and yields nothing.
 pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<Value> {
     let t = text(plan, src, rel, MAX_PEER_CONFIG_BYTES)?;
+    let t = t.trim_start_matches('\u{feff}');
     let parsed = match format {
-        Format::Json => json::parse_value(&t).map_err(|e| ("JSON", e.to_string())),
+        Format::Json => json::parse_value(t).map_err(|e| ("JSON", e.to_string())),
         Format::Json5 => {
-            json::parse_value(&super::json5::to_json(&t)).map_err(|e| ("JSON5", e.to_string()))
+            json::parse_value(&super::json5::to_json(t)).map_err(|e| ("JSON5", e.to_string()))
         }
-        Format::Toml => super::toml::parse(&t).map_err(|e| ("TOML", e.to_string())),
+        Format::Toml => super::toml::parse(t).map_err(|e| ("TOML", e.to_string())),
     };
     match parsed {
         Ok(v @ (Value::Object(_) | Value::Array(_))) => Some(v),
