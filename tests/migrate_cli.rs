@@ -330,7 +330,7 @@ fn zeroclaw_home_migrates() {
         "an encrypted key cannot come"
     );
     assert_secrets_contained(&home, &out, &err);
-    assert!(out.contains("stored encrypted by the peer"), "{out}");
+    assert!(out.contains("skip    secret   ANTHROPIC_API_KEY: the peer stores it encrypted"), "{out}");
     assert!(ws(&home, "skills/git/SKILL.md").contains("name: git"));
     assert_eq!(count(&home, "SELECT COUNT(*) FROM memories"), 3);
     assert!(out.contains("more than 4096"), "{out}");
@@ -469,7 +469,10 @@ fn broken_inputs_are_reported_item_by_item() {
     );
     peer.write("workspace/SOUL.md", [0xff, 0xfe, 0x00, 0x9f, b'\n', 0xc3]);
     peer.write("workspace/AGENTS.md", "# Fine\n");
-    peer.write("workspace/memory/brain.db", "this is not a database, it only says so");
+    peer.write(
+        "workspace/memory/brain.db",
+        "this is not a database, it only says so",
+    );
     std::os::unix::fs::symlink("USER.md", peer.dir.join("workspace/USER.md")).unwrap();
     std::os::unix::fs::symlink("/etc/hostname", peer.dir.join("workspace/TOOLS.md")).unwrap();
     std::os::unix::fs::symlink(&peer.dir, peer.dir.join("workspace/skills")).unwrap();
@@ -502,7 +505,7 @@ fn broken_inputs_are_reported_item_by_item() {
     skip("workspace/USER.md: it is a symlink loop");
     skip("workspace/TOOLS.md: it leads outside the peer home");
     skip("workspace/MEMORY.md: larger than 4 MiB: only its first 4 MiB were read");
-    skip("every 1500 ms");
+    skip("its interval is not whole seconds");
     skip("workspace/memory/brain.db: its memories cannot be read");
     assert_eq!(ws(&home, "AGENTS.md"), "# Fine\n");
     assert!(!home.workspace().join("SOUL.md").exists());
@@ -522,7 +525,7 @@ fn nothing_usable_exits_1() {
     let home = TempHome::new("mig-useless");
     let (code, out, err) = migrate(&home, "picoclaw", &peer.dir, &[]);
     assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("skip    provider bedrock (claude)"), "{out}");
+    assert!(out.contains("skip    provider bedrock claude: "), "{out}");
     assert!(err.contains("nothing was brought across"), "{err}");
     assert!(!home.dir.join("config.json").exists());
 }

@@ -22,7 +22,7 @@
 //! # Blocking
 //! File writes (with fsync) and SQLite on the calling thread.
 
-use super::{MigrateError, Plan, When};
+use super::{MigrateError, Plan, Provider, When};
 use crate::config::{Env, Home, ProviderKind};
 use crate::files::{create_dir_private, write_atomic};
 use crate::memory::derive_key;
@@ -33,7 +33,7 @@ use crate::store::cron::NewCronJob;
 use crate::store::memory::{MemoryError, check_key, check_text};
 use crate::store::{Db, StoreError};
 use rusqlite::Connection;
-use std::collections::BTreeSet;
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
@@ -80,10 +80,23 @@ struct Report<'a> {
 }
 
 impl Report<'_> {
-    fn line(&mut self, st: St, kind: &str, what: &str) {
+    /// One item: its status word, its kind, then `parts` as they are.
+    fn line(&mut self, st: St, kind: &str, parts: &[&str]) {
         self.counts[st as usize] += 1;
-        let word = ["new", "replace", "same", "kept", "skip"][st as usize];
-        let _ = writeln!(self.out, "  {word:<8}{kind:<9}{what}");
+        let mut s = String::with_capacity(96);
+        s.push_str("  ");
+        for (w, col) in [
+            (["new", "replace", "same", "kept", "skip"][st as usize], 10),
+            (kind, 19),
+        ] {
+            s.push_str(w);
+            while s.len() < col {
+                s.push(' ');
+            }
+        }
+        parts.iter().for_each(|p| s.push_str(p));
+        s.push('\n');
+        let _ = self.out.write_all(s.as_bytes());
     }
 }
 
@@ -120,24 +133,23 @@ pub fn apply(
     opts: &Options,
     out: &mut dyn Write,
 ) -> Result<bool, MigrateError> {
+    let dry = if opts.dry_run {
+        " (dry run: nothing is written)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "migrate from {} at {} into {}{}",
+        "migrate from {} at {} into {}{dry}",
         plan.peer.name(),
         src_dir.display(),
         home.dir.display(),
-        if opts.dry_run {
-            " (dry run: nothing is written)"
-        } else {
-            ""
-        }
     );
     let mut rep = Report {
         out,
         counts: [0; 5],
     };
     let r = &mut rep;
-    let dry = opts.dry_run;
     let ws = home.workspace();
     let tz_name = config(plan, home, opts, r)?;
     secrets(plan, home, opts, r)?;
@@ -153,55 +165,26 @@ pub fn apply(
         } else {
             ""
         };
-        r.line(st, "file", &format!("workspace/{dest}{note}"));
-        if go && !dry {
+        r.line(st, "file", &["workspace/", dest, note]);
+        if go && !opts.dry_run {
             write(&path, text, 0o644)?;
         }
     }
     database(plan, home, &tz_name, opts, r)?;
-    for (what, why) in &plan.skipped {
-        let (kind, what) = skip_kind(what);
-        r.line(St::Skip, kind, &format!("{what}: {why}"));
+    for (kind, what, why) in &plan.skipped {
+        r.line(St::Skip, kind, &[what, ": ", why]);
     }
     let [new, replace, same, kept, skip] = rep.counts;
     let _ = writeln!(
         rep.out,
-        "{} new, {replace} replaced, {same} already there, {kept} kept, {skip} skipped{}",
-        new,
-        if dry {
+        "{new} new, {replace} replaced, {same} already there, {kept} kept, {skip} skipped{}",
+        if opts.dry_run {
             " (dry run: nothing was written)"
         } else {
             ""
         }
     );
     Ok(new + replace + same > 0)
-}
-
-/// The report column of something the plan could not read, and the rest of its name.
-fn skip_kind(what: &str) -> (&'static str, &str) {
-    let prefixes = [
-        ("cron job ", "cron"),
-        ("provider ", "provider"),
-        ("telegram ", "telegram"),
-    ];
-    if let Some((rest, kind)) = prefixes
-        .iter()
-        .find_map(|(p, k)| Some((what.strip_prefix(p)?, *k)))
-    {
-        return (kind, rest);
-    }
-    let kinds = [
-        ("model", "provider"),
-        ("key of", "secret"),
-        ("memor", "memory"),
-        (".json", "config"),
-        (".toml", "config"),
-        (".yml", "config"),
-        (".env", "config"),
-    ];
-    let w = what.to_ascii_lowercase();
-    let kind = kinds.iter().find(|(k, _)| w.contains(k));
-    (kind.map_or("file", |(_, v)| v), what)
 }
 
 /// `config.json` as onboard writes it, with the plan's values set. Returns the time zone
@@ -218,36 +201,56 @@ fn config(
         crate::config::parse(text.as_deref(), &path, &Env::isolated(&[]))
             .map_or_else(|_| "UTC".to_string(), |c| c.agent.timezone)
     };
-    let mut tz = plan.timezone.clone();
-    if let Some(t) = tz.as_deref()
+    let mut tz = plan.timezone.as_deref();
+    if let Some(t) = tz
         && let Err(e) = Tz::parse(t)
     {
         r.line(
             St::Skip,
             "config",
-            &format!("agent.timezone {t:?}: {e}; UTC is used"),
+            &["agent.timezone ", t, ": ", &e.to_string(), "; UTC is used"],
         );
         tz = None;
     }
     if plan.provider.is_none() && plan.telegram.is_none() && tz.is_none() {
         return Ok(existing_tz());
     }
-    let text = config_text(plan, tz.as_deref());
+    let text = config_text(plan, tz);
     if let Err(e) = crate::config::parse(Some(&text), &path, &Env::isolated(&[])) {
         r.line(
             St::Skip,
             "config",
-            &format!("config.json would not load ({e}): not written"),
+            &[
+                "config.json would not load (",
+                &e.to_string(),
+                "): not written",
+            ],
         );
         return Ok(existing_tz());
     }
     // The settings share the status of the file that holds them.
     let (st, go) = decide(&path, &text, Some(CONFIG_TEMPLATE), opts.force);
-    if let Some(p) = &plan.provider {
-        r.line(st, "provider", &describe(p));
-    }
-    for p in &plan.fallbacks {
-        r.line(st, "fallback", &describe(p));
+    for (i, p) in plan.provider.iter().chain(&plan.fallbacks).enumerate() {
+        let kind = if p.kind == ProviderKind::Anthropic {
+            "anthropic "
+        } else {
+            "openai "
+        };
+        r.line(
+            st,
+            if i == 0 { "provider" } else { "fallback" },
+            &[
+                kind,
+                &p.base_url,
+                " model ",
+                &p.model,
+                " (the peer's ",
+                &p.from,
+                "; key in ",
+                &p.key_env,
+                ")",
+            ],
+        );
     }
     if let Some(t) = &plan.telegram {
         let who = if t.allow_from.is_empty() {
@@ -255,96 +258,91 @@ fn config(
         } else {
             t.allow_from.join(", ")
         };
-        let on = if t.enabled { "on" } else { "off" };
-        r.line(st, "telegram", &format!("{on}, allow_from: {who}"));
+        r.line(
+            st,
+            "telegram",
+            &[if t.enabled { "on" } else { "off" }, ", allow_from: ", &who],
+        );
     }
     let note = if st == St::Kept {
         ": exists and differs, the settings above are not in it (--force replaces it)"
     } else {
         ""
     };
-    r.line(st, "config", &format!("{}{note}", path.display()));
+    r.line(st, "config", &[&path.to_string_lossy(), note]);
     if go && !opts.dry_run {
         write(&path, &text, 0o600)?;
     }
     Ok(match st {
         St::Kept => existing_tz(),
-        _ => tz.unwrap_or_else(|| "UTC".to_string()),
+        _ => tz.unwrap_or("UTC").to_string(),
     })
-}
-
-fn describe(p: &super::Provider) -> String {
-    let kind = match p.kind {
-        ProviderKind::OpenAi => "openai",
-        ProviderKind::Anthropic => "anthropic",
-    };
-    format!(
-        "{kind} {} model {} (the peer's {}; key in {})",
-        p.base_url, p.model, p.from, p.key_env
-    )
-}
-
-fn provider_json(p: &super::Provider) -> String {
-    use crate::json::quote;
-    let kind = if p.kind == ProviderKind::Anthropic {
-        "anthropic"
-    } else {
-        "openai"
-    };
-    format!(
-        "{{ \"kind\": \"{kind}\", \"base_url\": {}, \"model\": {}, \"api_key_env\": {} }}",
-        quote(&p.base_url),
-        quote(&p.model),
-        quote(&p.key_env)
-    )
 }
 
 /// The onboard template with the plan's values set in place (comments and order kept).
 pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
     use crate::json::quote;
     let mut s = CONFIG_TEMPLATE.to_string();
-    let mut set = |old: &str, new: String| {
-        debug_assert!(s.contains(old), "{old}");
-        s = s.replacen(old, &new, 1);
+    let mut set = |key: &str, old: &str, new: &str| {
+        let old = [key, old].concat();
+        debug_assert!(s.contains(&old), "{old}");
+        s = s.replacen(&old, &[key, new].concat(), 1);
+    };
+    let kind = |p: &Provider| {
+        if p.kind == ProviderKind::Anthropic {
+            "\"anthropic\""
+        } else {
+            "\"openai\""
+        }
     };
     if let Some(p) = &plan.provider {
-        if p.kind == ProviderKind::Anthropic {
-            set("\"kind\": \"openai\"", "\"kind\": \"anthropic\"".into());
-        }
+        set("\"kind\": ", "\"openai\"", kind(p));
         set(
-            "\"base_url\": \"https://openrouter.ai/api/v1\"",
-            format!("\"base_url\": {}", quote(&p.base_url)),
+            "\"base_url\": ",
+            "\"https://openrouter.ai/api/v1\"",
+            &quote(&p.base_url),
         );
         set(
-            "\"model\": \"anthropic/claude-sonnet-4.5\"",
-            format!("\"model\": {}", quote(&p.model)),
+            "\"model\": ",
+            "\"anthropic/claude-sonnet-4.5\"",
+            &quote(&p.model),
         );
     }
     if !plan.fallbacks.is_empty() {
-        let items: Vec<String> = plan.fallbacks.iter().map(provider_json).collect();
-        set(
-            "\"fallbacks\": []",
-            format!("\"fallbacks\": [\n    {}\n  ]", items.join(",\n    ")),
-        );
+        let mut list = String::from("[");
+        for (i, p) in plan.fallbacks.iter().enumerate() {
+            list.push_str(if i == 0 { "\n    " } else { ",\n    " });
+            for (k, v) in [
+                ("{ \"kind\": ", kind(p)),
+                (", \"base_url\": ", &quote(&p.base_url)),
+                (", \"model\": ", &quote(&p.model)),
+                (", \"api_key_env\": ", &quote(&p.key_env)),
+            ] {
+                list.push_str(k);
+                list.push_str(v);
+            }
+            list.push_str(" }");
+        }
+        list.push_str("\n  ]");
+        set("\"fallbacks\": ", "[]", &list);
     }
     if let Some(t) = &plan.telegram {
         if t.enabled {
             set(
-                "\"enabled\": false,\n    \"api_base\"",
-                "\"enabled\": true,\n    \"api_base\"".into(),
+                "\"enabled\": ",
+                "false,\n    \"api_base\"",
+                "true,\n    \"api_base\"",
             );
         }
         let ids: Vec<String> = t.allow_from.iter().map(|a| quote(a)).collect();
         set(
-            "\"allow_from\": []",
-            format!("\"allow_from\": [{}]", ids.join(", ")),
+            "\"allow_from\": ",
+            "[]",
+            &["[", &ids.join(", "), "]"].concat(),
         );
     }
     if let Some(tz) = tz {
-        set(
-            "\"timezone\": \"UTC\"",
-            format!("\"timezone\": {}", quote(tz)),
-        );
+        set("\"timezone\": ", "\"UTC\"", &quote(tz));
     }
     s
 }
@@ -362,25 +360,40 @@ fn secrets(
     }
     let path = home.secrets_file();
     let old = std::fs::read_to_string(&path).unwrap_or_default();
-    let have = |name: &str| {
-        old.lines().find_map(|l| {
-            let parsed = crate::config::parse_secrets(l).ok()?;
-            parsed.get(name).cloned()
-        })
-    };
-    let mut replace = Vec::new();
-    let mut add = String::new();
+    // `NAME=value` lines as the config reader parses them (export, quotes, comments).
+    let entry = |l: &str| crate::config::parse_secrets(l).ok()?.pop_first();
+    let mut text = String::with_capacity(old.len() + 256);
+    let mut changed = false;
+    for l in old.lines() {
+        let e = entry(l);
+        let s = e
+            .as_ref()
+            .and_then(|(k, _)| plan.secrets.iter().find(|s| s.name == *k));
+        match (s, e) {
+            (Some(s), Some((_, v))) if v != s.value && opts.force => {
+                for part in [&s.name, "=", &s.value] {
+                    text.push_str(part);
+                }
+                changed = true;
+            }
+            _ => text.push_str(l),
+        }
+        text.push('\n');
+    }
     for s in &plan.secrets {
-        let st = match have(&s.name) {
+        let have = old
+            .lines()
+            .find_map(|l| entry(l).filter(|(k, _)| *k == s.name));
+        let st = match have {
             None => {
-                add.push_str(&format!("{}={}\n", s.name, s.value));
+                for part in [&s.name, "=", &s.value, "\n"] {
+                    text.push_str(part);
+                }
+                changed = true;
                 St::New
             }
-            Some(v) if v == s.value => St::Same,
-            Some(_) if opts.force => {
-                replace.push(s);
-                St::Replace
-            }
+            Some((_, v)) if v == s.value => St::Same,
+            Some(_) if opts.force => St::Replace,
             Some(_) => St::Kept,
         };
         let note = if st == St::Kept {
@@ -388,42 +401,26 @@ fn secrets(
         } else {
             ""
         };
-        r.line(st, "secret", &format!("{} in secrets.env{note}", s.name));
+        r.line(st, "secret", &[&s.name, " in secrets.env", note]);
     }
-    if opts.dry_run || (add.is_empty() && replace.is_empty()) {
-        return Ok(());
+    if changed && !opts.dry_run {
+        write(&path, &text, 0o600)?;
     }
-    let mut text = String::with_capacity(old.len() + add.len());
-    for l in old.lines() {
-        let key = crate::config::parse_secrets(l)
-            .ok()
-            .and_then(|m| m.into_keys().next());
-        match replace
-            .iter()
-            .find(|s| key.as_deref() == Some(s.name.as_str()))
-        {
-            Some(s) => text.push_str(&format!("{}={}", s.name, s.value)),
-            None => text.push_str(l),
-        }
-        text.push('\n');
-    }
-    text.push_str(&add);
-    write(&path, &text, 0o600)
+    Ok(())
 }
 
 /// Hash of a memory's text with case and spacing ignored (duplicate check).
-fn text_hash(t: &str) -> u64 {
+fn text_hash(t: &str) -> usize {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for w in t.split_whitespace() {
-        for c in w.chars().flat_map(char::to_lowercase) {
+        for c in w.chars().flat_map(char::to_lowercase).chain([' ']) {
             let mut buf = [0u8; 4];
             for b in c.encode_utf8(&mut buf).bytes() {
                 h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
             }
         }
-        h = (h ^ u64::from(b' ')).wrapping_mul(0x0000_0100_0000_01b3);
     }
-    h
+    h as usize
 }
 
 /// Memories and jobs, in one transaction (dry run: read-only look at the database).
@@ -453,11 +450,9 @@ fn database(
                 }
             }
             uri.push_str(if wal { "?mode=ro" } else { "?immutable=1" });
-            Connection::open_with_flags(
-                uri,
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
-            )
-            .ok()
+            let flags =
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
+            Connection::open_with_flags(uri, flags).ok()
         } else {
             None
         };
@@ -466,6 +461,24 @@ fn database(
     create_dir_private(&home.dir, 0o700).map_err(|e| MigrateError::Write(home.dir.clone(), e))?;
     let db = Db::open(&path, crate::limits::DB_CACHE_KIB as u64)?;
     db.write_batch(|| import(plan, Some(&db.conn), Some(&db), tz_name, opts, r))
+}
+
+/// The first two columns of every row of `sql` (an unreadable table reads as empty).
+fn rows(conn: Option<&Connection>, sql: &str, arg: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(c) = conn else { return out };
+    let Ok(mut st) = c.prepare_cached(sql) else {
+        return out;
+    };
+    let params = rusqlite::params![arg];
+    let Ok(mut rows) = st.query(if sql.contains('?') { params } else { &[] }) else {
+        return out;
+    };
+    while let Ok(Some(row)) = rows.next() {
+        let cell = |i| super::source::cell(row, i).unwrap_or_default();
+        out.push((cell(0), cell(1)));
+    }
+    out
 }
 
 fn import(
@@ -477,34 +490,25 @@ fn import(
     r: &mut Report<'_>,
 ) -> Result<(), MigrateError> {
     let now = crate::runtime::now_secs();
-    let sql = |e: rusqlite::Error| MigrateError::from(StoreError::Sql(e));
-    // Existing texts (hashed) and a key lookup; an unreadable table counts as empty.
-    let mut texts = BTreeSet::new();
-    if let Some(c) = conn
-        && let Ok(mut st) = c.prepare("SELECT text FROM memories")
-    {
-        let mut rows = st.query([]).map_err(sql)?;
-        while let Some(row) = rows.next().map_err(sql)? {
-            texts.insert(text_hash(&row.get::<_, String>(0).unwrap_or_default()));
-        }
+    // Texts stored already (hashed, as the telegram formatter's map type: one copy of
+    // that code), and keys seen in this import.
+    let mut texts: HashMap<usize, usize> = HashMap::new();
+    for (t, _) in rows(conn, "SELECT text, NULL FROM memories", "") {
+        texts.insert(text_hash(&t), 0);
     }
-    let key_taken = |k: &str| {
-        conn.and_then(|c| {
-            c.prepare_cached("SELECT 1 FROM memories WHERE key = ?1")
-                .and_then(|mut s| s.exists([k]))
-                .ok()
-        })
-        .unwrap_or(false)
-    };
-    let mut keys = BTreeSet::new();
+    let mut keys: HashMap<usize, usize> = HashMap::new();
     let total: usize = plan.memories.iter().map(|b| b.entries.len()).sum();
+    let every = if opts.tty {
+        PROGRESS_EVERY
+    } else {
+        PROGRESS_PLAIN_EVERY
+    };
     let mut done = 0usize;
     for b in &plan.memories {
         let (mut new, mut same) = (0usize, 0usize);
         let mut refused = Vec::new();
         for e in &b.entries {
             done += 1;
-            let every = if opts.tty { PROGRESS_EVERY } else { PROGRESS_PLAIN_EVERY };
             if total >= PROGRESS_MIN_MEMORIES && done.is_multiple_of(every) {
                 let end = if opts.tty { "\r" } else { "\n" };
                 let _ = write!(r.out, "  memories {done}/{total}{end}");
@@ -516,7 +520,9 @@ fn import(
                 _ => derive_key(text),
             };
             let h = text_hash(text);
-            if texts.contains(&h) || keys.contains(&text_hash(&key)) || key_taken(&key) {
+            let taken =
+                || !rows(conn, "SELECT key, NULL FROM memories WHERE key = ?1", &key).is_empty();
+            if texts.contains_key(&h) || keys.contains_key(&text_hash(&key)) || taken() {
                 same += 1;
                 continue;
             }
@@ -530,8 +536,8 @@ fn import(
             };
             match stored {
                 Ok(()) => {
-                    texts.insert(h);
-                    keys.insert(text_hash(&key));
+                    texts.insert(h, 0);
+                    keys.insert(text_hash(&key), 0);
                     new += 1;
                 }
                 Err(MemoryError::Store(s)) => return Err(s.into()),
@@ -539,7 +545,7 @@ fn import(
             }
         }
         if total >= PROGRESS_MIN_MEMORIES && opts.tty {
-            let _ = write!(r.out, "\r\x1b[K");
+            let _ = r.out.write_all(b"\r\x1b[K");
         }
         let st = if new > 0 {
             St::New
@@ -548,13 +554,19 @@ fn import(
         } else {
             St::Skip
         };
-        let mut what = format!("{}: {new} new, {same} already there", b.from);
+        let mut counts = [
+            &new.to_string(),
+            " new, ",
+            &same.to_string(),
+            " already there",
+        ]
+        .concat();
         if !refused.is_empty() {
-            what.push_str(&format!(", {} refused", refused.len()));
+            counts.push_str(&[", ", &refused.len().to_string(), " refused"].concat());
         }
-        r.line(st, "memory", &what);
+        r.line(st, "memory", &[&b.from, ": ", &counts]);
         for why in refused.iter().take(MAX_REPORTED_REFUSALS) {
-            r.line(St::Skip, "memory", &format!("{}: {why}", b.from));
+            r.line(St::Skip, "memory", &[&b.from, ": ", why]);
         }
     }
     jobs(plan, conn, db, tz_name, now, r)
@@ -562,21 +574,24 @@ fn import(
 
 /// A peer's schedule as yoctoclaw schedule text, in `tz_name`.
 fn schedule_text(when: &When, tz_name: &str, tz: &Tz, now: i64) -> Result<String, String> {
-    match when {
-        When::Cron(expr, Some(t)) if !t.eq_ignore_ascii_case(tz_name) => Err(format!(
-            "it runs in time zone {t}, and yoctoclaw runs every job in agent.timezone ({tz_name})"
-        )),
-        When::Cron(expr, _) if expr.split_whitespace().count() > 5 => Err(format!(
-            "{expr:?} has a seconds or years field; yoctoclaw's cron expressions have five fields"
-        )),
-        When::Cron(expr, _) => Ok(expr.clone()),
-        When::EveryMs(ms) if ms % 1000 != 0 => Err(format!(
-            "it runs every {ms} ms; yoctoclaw's intervals are whole seconds"
-        )),
-        When::EveryMs(ms) => Ok(format!("every {}s", ms / 1000)),
-        When::At(t) if *t <= now => Err("its one-shot time has passed".into()),
-        When::At(t) => Ok(format!("at {}", tz.to_local(*t))),
-    }
+    Err(match when {
+        When::Cron(_, Some(t)) if !t.eq_ignore_ascii_case(tz_name) => [
+            "it runs in time zone ",
+            t,
+            ", and yoctoclaw runs every job in agent.timezone (",
+            tz_name,
+            ")",
+        ]
+        .concat(),
+        When::Cron(expr, _) if expr.split_whitespace().count() > 5 => {
+            "it has a seconds or years field; yoctoclaw's cron expressions have five fields".into()
+        }
+        When::Cron(expr, _) => return Ok(expr.clone()),
+        When::EveryMs(ms) if ms % 1000 != 0 => "its interval is not whole seconds".into(),
+        When::EveryMs(ms) => return Ok(["every ", &(ms / 1000).to_string(), "s"].concat()),
+        When::At(t) if *t <= now => "its one-shot time has passed".into(),
+        When::At(t) => return Ok(["at ", &tz.to_local(*t).to_string()].concat()),
+    })
 }
 
 fn jobs(
@@ -590,61 +605,46 @@ fn jobs(
     if plan.jobs.is_empty() {
         return Ok(());
     }
-    let tz = match Tz::parse(tz_name) {
-        Ok(tz) => tz,
-        Err(e) => {
-            for j in &plan.jobs {
-                r.line(
-                    St::Skip,
-                    "cron",
-                    &format!("{:?}: agent.timezone {tz_name:?}: {e}", j.name),
-                );
-            }
-            return Ok(());
-        }
-    };
-    let mut have: Vec<(String, String)> = Vec::new();
-    if let Some(c) = conn
-        && let Ok(mut st) = c.prepare("SELECT schedule, prompt FROM cron_jobs")
-        && let Ok(rows) = st.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
-    {
-        have.extend(rows.flatten());
-    }
+    let tz = Tz::parse(tz_name).map_err(|e| e.to_string());
+    let mut have = rows(conn, "SELECT schedule, prompt FROM cron_jobs", "");
     for j in &plan.jobs {
-        let what = format!("{:?}", j.name);
-        let schedule = schedule_text(&j.when, tz_name, &tz, now)
-            .and_then(|s| Schedule::parse(&s).map_err(|e| e.to_string()));
-        let schedule = match schedule {
+        let what = ["\"", &j.name, "\": "].concat();
+        let schedule = tz.clone().and_then(|tz| {
+            let s = schedule_text(&j.when, tz_name, &tz, now)?;
+            let s = Schedule::parse(&s).map_err(|e| e.to_string())?;
+            if j.text.len() > crate::scheduler::jobs::MAX_CRON_TEXT_BYTES {
+                return Err("its text is too long".into());
+            }
+            Ok((tz, s))
+        });
+        let (tz, schedule) = match schedule {
             Ok(s) => s,
             Err(why) => {
-                r.line(St::Skip, "cron", &format!("{what}: {why}"));
+                r.line(St::Skip, "cron", &[&what, &why]);
                 continue;
             }
         };
         let canonical = schedule.to_string();
-        if j.text.len() > crate::scheduler::jobs::MAX_CRON_TEXT_BYTES {
-            r.line(St::Skip, "cron", &format!("{what}: its text is too long"));
-            continue;
-        }
         let to = if j.target.is_empty() {
             "the log"
         } else {
             &j.target
         };
-        let kind = if j.is_message { "message" } else { "prompt" };
-        let line = format!("{what}: {canonical}, {kind} to {to}");
+        let kind = if j.is_message {
+            ", message to "
+        } else {
+            ", prompt to "
+        };
+        let line = [&what, canonical.as_str(), kind, to];
         if have.iter().any(|(s, p)| *s == canonical && *p == j.text) {
             r.line(St::Same, "cron", &line);
             continue;
         }
         // Clock not set yet (1970 boards): stored unplanned, the scheduler plans it later.
-        let next_run = if now < crate::runtime::build_epoch() {
-            None
-        } else {
-            match &j.when {
-                When::At(t) => Some(*t),
-                _ => schedule.next_after(now, &tz, None),
-            }
+        let next_run = match &j.when {
+            _ if now < crate::runtime::build_epoch() => None,
+            When::At(t) => Some(*t),
+            _ => schedule.next_after(now, &tz, None),
         };
         if let Some(db) = db {
             let job = NewCronJob {
@@ -657,14 +657,14 @@ fn jobs(
             match db.add_cron_job(&job, now) {
                 Ok(_) => {}
                 Err(StoreError::Full(..)) => {
-                    r.line(St::Skip, "cron", &format!("{what}: the cron table is full"));
+                    r.line(St::Skip, "cron", &[&what, "the cron table is full"]);
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             }
         }
-        have.push((canonical, j.text.clone()));
         r.line(St::New, "cron", &line);
+        have.push((canonical, j.text.clone()));
     }
     Ok(())
 }

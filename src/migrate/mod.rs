@@ -52,6 +52,10 @@ pub const MAX_PEER_MEMORY_FILE_BYTES: u64 = 4 * 1024 * 1024;
 pub const MAX_PEER_DIR_ENTRIES: usize = 2000;
 /// Memory text held by one plan; memories past it are reported, not read.
 pub const MAX_PLAN_MEMORY_BYTES: usize = 16 * 1024 * 1024;
+const _: () = assert!(
+    MAX_PLAN_MEMORY_BYTES == 16 << 20,
+    "the skip message says 16 MiB"
+);
 /// Fallback providers brought across.
 pub const MAX_FALLBACKS: usize = 4;
 
@@ -206,8 +210,8 @@ pub struct Plan {
     pub files: Vec<(String, String)>,
     pub memories: Vec<Batch>,
     pub jobs: Vec<Job>,
-    /// (what, why).
-    pub skipped: Vec<(String, String)>,
+    /// (report column, what, why).
+    pub skipped: Vec<(&'static str, String, String)>,
     /// Variables the peer's own files define (`.env`, `env` sections), for `${VAR}`.
     pub env: Vec<(String, String)>,
     mem_bytes: usize,
@@ -251,8 +255,9 @@ impl Plan {
         }
     }
 
-    pub fn skip(&mut self, what: impl Into<String>, why: impl Into<String>) {
-        self.skipped.push((what.into(), why.into()));
+    /// Report something that cannot come across: `kind` is its report column.
+    pub fn skip(&mut self, kind: &'static str, what: &str, why: &str) {
+        self.skipped.push((kind, what.to_string(), why.to_string()));
     }
 
     /// Add memories, within `MAX_PLAN_MEMORY_BYTES`.
@@ -289,35 +294,36 @@ impl Plan {
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
             .ok_or_else(|| {
-                format!(
-                    "refers to ${{{name}}}, which the peer's files do not set: put the value in secrets.env by hand"
-                )
+                [
+                    "refers to ",
+                    name,
+                    ", which the peer's files do not set: put the value in secrets.env by hand",
+                ]
+                .concat()
             })
     }
 
-    /// A secret for `secrets.env` under `name`, checked; `what` names it in skip lines.
-    pub fn secret(&mut self, what: &str, name: &str, raw: &str) -> bool {
-        let checked = self.resolve(raw).and_then(|v| check_secret(&v).map(|_| v));
-        match checked {
-            Ok(v) => {
-                if let Some(s) = self.secrets.iter().find(|s| s.name == name) {
-                    let same = s.value == v;
-                    if !same {
-                        self.skip(what, format!("{name} already holds another key"));
-                    }
-                    return same;
+    /// A secret for `secrets.env` under `name`, checked (reported when it cannot come).
+    pub fn secret(&mut self, name: &str, raw: &str) -> bool {
+        let checked = self
+            .resolve(raw)
+            .and_then(|v| check_secret(&v).map(|_| v).map_err(str::to_string));
+        let why = match checked {
+            Ok(v) => match self.secrets.iter().find(|s| s.name == name) {
+                Some(s) if s.value == v => return true,
+                Some(_) => "it already holds another of the peer's keys".to_string(),
+                None => {
+                    self.secrets.push(Secret {
+                        name: name.to_string(),
+                        value: v,
+                    });
+                    return true;
                 }
-                self.secrets.push(Secret {
-                    name: name.to_string(),
-                    value: v,
-                });
-                true
-            }
-            Err(why) => {
-                self.skip(what, why);
-                false
-            }
-        }
+            },
+            Err(why) => why,
+        };
+        self.skip("secret", name, &why);
+        false
     }
 
     /// Add the primary provider (first call) or a fallback. `key` is the raw key setting.
@@ -329,46 +335,55 @@ impl Plan {
         anthropic: bool,
         key: Option<&str>,
     ) {
-        let what = format!("provider {name} ({model})");
-        let (kind, base_url) = match resolve_provider(name, url, anthropic) {
-            Ok(p) => p,
-            Err(why) => return self.skip(what, why),
-        };
-        let model = model.trim();
-        if model.is_empty() {
-            return self.skip(what, "no model is named for it");
+        if let Err(why) = self.try_provider(name, model.trim(), url, anthropic, key) {
+            self.skip("provider", &[name, " ", model].concat(), &why);
         }
-        let all = self.provider.iter().chain(self.fallbacks.iter());
+    }
+
+    fn try_provider(
+        &mut self,
+        name: &str,
+        model: &str,
+        url: Option<&str>,
+        anthropic: bool,
+        key: Option<&str>,
+    ) -> Result<(), String> {
+        let (kind, base_url) = resolve_provider(name, url, anthropic)?;
+        if model.is_empty() {
+            return Err("no model is named for it".into());
+        }
+        let mut all = self.provider.iter().chain(self.fallbacks.iter());
         if all
             .clone()
             .any(|p| p.base_url == base_url && p.model == model)
         {
-            return;
+            return Ok(());
         }
         let primary = self.provider.is_none();
         if !primary && self.fallbacks.len() >= MAX_FALLBACKS {
-            return self.skip(what, format!("more than {MAX_FALLBACKS} fallbacks"));
+            return Err("more fallbacks than yoctoclaw keeps".into());
         }
-        let canonical = canonical_name(name);
-        let same_service = all.clone().find(|p| p.base_url == base_url);
-        let key_env = match same_service {
+        let key_env = match all.find(|p| p.base_url == base_url) {
             Some(p) => p.key_env.clone(),
             None if primary => "YOCTOCLAW_API_KEY".to_string(),
-            None => format!(
-                "{}_API_KEY",
-                canonical
+            None => {
+                let mut n: String = canonical_name(name)
                     .chars()
-                    .map(|c| if c.is_ascii_alphanumeric() {
-                        c.to_ascii_uppercase()
-                    } else {
-                        '_'
+                    .map(|c| {
+                        if c.is_ascii_alphanumeric() {
+                            c.to_ascii_uppercase()
+                        } else {
+                            '_'
+                        }
                     })
-                    .collect::<String>()
-            ),
+                    .collect();
+                n.push_str("_API_KEY");
+                n
+            }
         };
         if let Some(k) = key.filter(|k| !k.trim().is_empty()) {
             // A key that cannot come is reported; the provider still comes.
-            self.secret(&format!("key of {what}"), &key_env, k);
+            self.secret(&key_env, k);
         }
         let p = Provider {
             kind,
@@ -382,16 +397,15 @@ impl Plan {
         } else {
             self.fallbacks.push(p);
         }
+        Ok(())
     }
 
     /// Add Telegram user ids or @names from a peer allowlist value (a list or one value).
     pub fn allow(&mut self, v: &Value) {
-        let t = self.telegram.get_or_insert_with(Telegram::default);
-        let items: Vec<&Value> = match v {
-            Value::Array(a) => a.iter().collect(),
-            other => vec![other],
+        let items = match v {
+            Value::Array(a) => a.as_slice(),
+            other => std::slice::from_ref(other),
         };
-        let mut bad = Vec::new();
         for item in items {
             let Some(s) = scalar(item) else { continue };
             let s = s.trim();
@@ -402,58 +416,52 @@ impl Plan {
             let id = if s.parse::<i64>().is_ok() || s.starts_with('@') {
                 s.to_string()
             } else if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                format!("@{s}")
+                ["@", s].concat()
             } else {
-                bad.push(s.to_string());
+                let why = if s == "*" {
+                    "a wildcard lets everyone in: yoctoclaw needs each user's id or @name"
+                } else {
+                    "not a Telegram user id or @username"
+                };
+                self.skip("telegram", s, why);
                 continue;
             };
+            let t = self.telegram.get_or_insert_with(Telegram::default);
             if !t.allow_from.contains(&id) {
                 t.allow_from.push(id);
             }
-        }
-        for s in bad {
-            let why = if s == "*" {
-                "a wildcard lets everyone in: yoctoclaw needs each user's id or @name"
-            } else {
-                "not a Telegram user id or @username"
-            };
-            self.skip(format!("telegram allow_from {s:?}"), why);
         }
     }
 
     /// The bot token and whether the channel is on.
     pub fn telegram_token(&mut self, raw: Option<&str>, enabled: bool) {
-        let t = self.telegram.get_or_insert_with(Telegram::default);
-        t.enabled |= enabled;
-        if let Some(raw) = raw.filter(|r| !r.trim().is_empty())
-            && !self.secret("telegram bot token", "TELEGRAM_BOT_TOKEN", raw)
-            && let Some(t) = self.telegram.as_mut()
-        {
-            t.enabled = false;
-        }
+        let ok = match raw.filter(|r| !r.trim().is_empty()) {
+            Some(raw) => self.secret("TELEGRAM_BOT_TOKEN", raw),
+            None => true,
+        };
+        self.telegram.get_or_insert_with(Telegram::default).enabled |= enabled && ok;
     }
 }
 
 /// Refuse values `secrets.env` cannot hold or that are not the key itself.
-fn check_secret(v: &str) -> Result<(), String> {
-    let why = if v.is_empty() {
-        "is empty"
+fn check_secret(v: &str) -> Result<(), &'static str> {
+    Err(if v.is_empty() {
+        "it is empty"
     } else if ["enc:", "enc2:", "enc://"].iter().any(|p| v.starts_with(p)) {
-        "is stored encrypted by the peer: put the plain value in secrets.env by hand"
+        "the peer stores it encrypted: put the plain value in secrets.env by hand"
     } else if ["op://", "file://", "env:", "keyring:"]
         .iter()
         .any(|p| v.starts_with(p))
     {
-        "is a reference the peer resolves at run time: put the value in secrets.env by hand"
+        "the peer looks it up at run time: put the value in secrets.env by hand"
     } else if v
         .chars()
         .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\'')
     {
-        "holds characters secrets.env cannot store: put it there by hand"
+        "it holds characters secrets.env cannot store: put it there by hand"
     } else {
         return Ok(());
-    };
-    Err(why.to_string())
+    })
 }
 
 /// Known providers: canonical name and base URL. Only `anthropic` speaks the Messages API;
@@ -654,13 +662,11 @@ pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
         Peer::ZeroClaw => zeroclaw::read(&src, &mut plan),
     }
     if plan.mem_dropped > 0 {
-        let n = plan.mem_dropped;
+        let n = plan.mem_dropped.to_string();
         plan.skip(
-            format!("{n} memories"),
-            format!(
-                "not read: migrate holds at most {} MiB of memory text at once; import the rest with yoctoclaw memory import",
-                MAX_PLAN_MEMORY_BYTES >> 20
-            ),
+            "memory",
+            &n,
+            "memories not read: migrate holds at most 16 MiB of memory text at once; import the rest with yoctoclaw memory import",
         );
     }
     Ok(plan)
@@ -768,12 +774,12 @@ mod tests {
     fn secrets_are_checked_and_never_shown() {
         let mut p = Plan::new(Peer::OpenClaw);
         p.env.push(("OR_KEY".into(), "sk-test-or".into()));
-        assert!(p.secret("a", "A_KEY", "${OR_KEY}"));
-        assert!(!p.secret("b", "B_KEY", "${MISSING}"));
-        assert!(!p.secret("c", "C_KEY", "enc2:abcdef"));
-        assert!(!p.secret("d", "D_KEY", "two words"));
-        assert!(p.secret("a again", "A_KEY", "sk-test-or"));
-        assert!(!p.secret("a other", "A_KEY", "sk-test-other"));
+        assert!(p.secret("A_KEY", "${OR_KEY}"));
+        assert!(!p.secret("B_KEY", "${MISSING}"));
+        assert!(!p.secret("C_KEY", "enc2:abcdef"));
+        assert!(!p.secret("D_KEY", "two words"));
+        assert!(p.secret("A_KEY", "sk-test-or"));
+        assert!(!p.secret("A_KEY", "sk-test-other"));
         assert_eq!(p.secrets.len(), 1);
         assert_eq!(p.skipped.len(), 4);
         let shown = format!("{p:?}");
@@ -913,7 +919,7 @@ allowed_users = ["@v1_admin", "12345678"]
         assert!(
             p.skipped
                 .iter()
-                .any(|(w, why)| w == "telegram bot token" && why.contains("encrypted"))
+                .any(|(_, w, why)| w == "TELEGRAM_BOT_TOKEN" && why.contains("encrypted"))
         );
         let t = p.telegram.as_ref().unwrap();
         assert!(!t.enabled);
@@ -941,7 +947,7 @@ allowed_users = ["@v1_admin", "12345678"]
         assert!(
             p.skipped
                 .iter()
-                .any(|(w, why)| w == "/etc" && why.contains("outside")),
+                .any(|(_, w, why)| w == "/etc" && why.contains("outside")),
             "{:?}",
             p.skipped
         );

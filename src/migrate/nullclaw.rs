@@ -36,13 +36,13 @@ pub fn read(src: &Src, plan: &mut Plan) {
             refs.extend(
                 list(json::get(rel, "fallback_providers"))
                     .iter()
-                    .map(|fp| format!("{fp}/{m}")),
+                    .map(|fp| [fp.as_str(), "/", m].concat()),
             );
         }
     }
     for r in &refs {
         let Some((p, m)) = split_model(r) else {
-            plan.skip(format!("model {r:?}"), "not written as provider/model");
+            plan.skip("provider", r, "not written as provider/model");
             continue;
         };
         let conf = json::path(&cfg, &["models", "providers", p]).unwrap_or(&Value::Null);
@@ -67,7 +67,7 @@ pub fn read(src: &Src, plan: &mut Plan) {
 
     let ws = json::str_at(&cfg, "workspace").map_or_else(|| "workspace".into(), |w| src.rel(w));
     source::workspace(plan, src, &ws);
-    source::database(plan, src, &format!("{ws}/memory.db"));
+    source::database(plan, src, &[&ws, "/memory.db"].concat());
     if let Some(v) = source::config(plan, src, "cron.json", Format::Json) {
         source::jobs(plan, source::job_list(&v), false);
     }

@@ -16,9 +16,10 @@ pub fn read(src: &Src, plan: &mut Plan) {
     if let Some(t) = source::text(plan, src, ".env", MAX_PEER_CONFIG_BYTES) {
         match crate::config::parse_secrets(&t) {
             Ok(m) => plan.env.extend(m),
-            Err(line) => plan.skip(
+            Err(_) => plan.skip(
+                "config",
                 ".env",
-                format!("line {line} is not KEY=VALUE: its variables were not read"),
+                "a line is not KEY=VALUE: its variables were not read",
             ),
         }
     }
@@ -52,13 +53,14 @@ pub fn read(src: &Src, plan: &mut Plan) {
     for r in refs.collect::<Vec<_>>() {
         let Some((p, m)) = split_model(r) else {
             plan.skip(
-                format!("model {r:?}"),
+                "provider",
+                r,
                 "an alias without a provider: set provider.model by hand",
             );
             continue;
         };
         let conf = json::path(&cfg, &["models", "providers", p]).unwrap_or(&Value::Null);
-        let env_name = format!("{}_API_KEY", p.to_ascii_uppercase().replace('-', "_"));
+        let env_name = [&p.to_ascii_uppercase().replace('-', "_"), "_API_KEY"].concat();
         let key = json::str_at(conf, "apiKey")
             .map(str::to_string)
             .or_else(|| {
@@ -107,11 +109,12 @@ pub fn read(src: &Src, plan: &mut Plan) {
     let ws = json::str_at(defaults, "workspace").map_or_else(|| "workspace".into(), |w| src.rel(w));
     source::workspace(plan, src, &ws);
     source::skills(plan, src, "skills");
-    source::database(plan, src, &format!("{ws}/memory/brain.db"));
+    source::database(plan, src, &[&ws, "/memory/brain.db"].concat());
     if let Some(v) = source::config(plan, src, "cron/jobs.json", Format::Json) {
         source::jobs(plan, source::job_list(&v), false);
     } else if let Ok(Some(_)) = src.real("state/openclaw.sqlite") {
         plan.skip(
+            "cron",
             "state/openclaw.sqlite",
             "newer OpenClaw releases keep automations in this database, which migrate does not read: add them again with yoctoclaw cron add",
         );

@@ -40,7 +40,7 @@ pub fn read(src: &Src, plan: &mut Plan) {
                 .iter()
                 .find(|e| json::str_at(e, "model_name") == Some(name))
             else {
-                plan.skip(format!("model {name:?}"), "not in model_list");
+                plan.skip("provider", name, "not in model_list");
                 continue;
             };
             let model = json::str_at(e, "model").unwrap_or("");
@@ -98,7 +98,7 @@ pub fn read(src: &Src, plan: &mut Plan) {
 
     let ws = json::str_at(d, "workspace").map_or_else(|| "workspace".into(), |w| src.rel(w));
     source::workspace(plan, src, &ws);
-    if let Some(v) = source::config(plan, src, &format!("{ws}/cron/jobs.json"), Format::Json) {
+    if let Some(v) = source::config(plan, src, &[&ws, "/cron/jobs.json"].concat(), Format::Json) {
         source::jobs(plan, source::job_list(&v), true);
     }
 }

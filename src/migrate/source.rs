@@ -58,7 +58,7 @@ impl Src {
         }
         Ok(Src {
             root,
-            home_name: format!("/.{}/", peer.name()),
+            home_name: ["/.", peer.name(), "/"].concat(),
         })
     }
 
@@ -86,7 +86,7 @@ impl Src {
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
                 Ok(None)
             }
-            Err(e) => Err(format!("cannot read it: {e}")),
+            Err(e) => Err(["cannot read it: ", &e.to_string()].concat()),
         }
     }
 
@@ -108,7 +108,7 @@ impl Src {
         };
         match read() {
             Ok(r) => r.map(Some),
-            Err(e) => Err(format!("cannot read it: {e}")),
+            Err(e) => Err(["cannot read it: ", &e.to_string()].concat()),
         }
     }
 
@@ -132,15 +132,17 @@ impl Src {
 
 /// A UTF-8 file of at most `max` bytes; anything else is reported in the plan.
 pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: u64) -> Option<String> {
-    let r = match src.bytes(rel, max) {
+    let why = match src.bytes(rel, max) {
         Ok(None) => return None,
-        Ok(Some((_, true))) => Err(format!("larger than {} KiB: not brought", max >> 10)),
-        Ok(Some((b, false))) => {
-            String::from_utf8(b).map_err(|_| "not UTF-8 text: not brought".to_string())
-        }
-        Err(why) => Err(why),
+        Ok(Some((_, true))) => "it is larger than migrate reads: not brought".to_string(),
+        Ok(Some((b, false))) => match String::from_utf8(b) {
+            Ok(t) => return Some(t),
+            Err(_) => "not UTF-8 text: not brought".to_string(),
+        },
+        Err(why) => why,
     };
-    r.map_err(|why| plan.skip(rel, why)).ok()
+    plan.skip("file", rel, &why);
+    None
 }
 
 /// A peer config file as a value tree; a broken file is reported and yields nothing.
@@ -157,13 +159,25 @@ pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<V
     match parsed {
         Ok(v @ (Value::Object(_) | Value::Array(_))) => Some(v),
         Ok(_) => {
-            plan.skip(rel, "it holds no settings: nothing in it was brought");
+            plan.skip(
+                "config",
+                rel,
+                "it holds no settings: nothing in it was brought",
+            );
             None
         }
         Err((what, e)) => {
             plan.skip(
+                "config",
                 rel,
-                format!("not valid {what} ({e}): its settings were not brought"),
+                &[
+                    "not valid ",
+                    what,
+                    " (",
+                    &e,
+                    "): its settings were not brought",
+                ]
+                .concat(),
             );
             None
         }
@@ -173,30 +187,30 @@ pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<V
 /// Workspace files, skills and memories of a peer workspace at `ws` (below the home).
 pub fn workspace(plan: &mut Plan, src: &Src, ws: &str) {
     if let Err(why) = src.real(ws) {
-        return plan.skip(ws, why);
+        return plan.skip("file", ws, &why);
     }
     for name in BOOTSTRAP_FILES {
-        file(plan, src, &format!("{ws}/{name}"), name);
+        file(plan, src, &[ws, "/", name].concat(), name);
     }
     // PicoClaw's name for AGENTS.md.
     if !plan.files.iter().any(|(d, _)| d == "AGENTS.md") {
-        file(plan, src, &format!("{ws}/AGENT.md"), "AGENTS.md");
+        file(plan, src, &[ws, "/AGENT.md"].concat(), "AGENTS.md");
     }
-    skills(plan, src, &format!("{ws}/skills"));
-    for rel in [format!("{ws}/MEMORY.md"), format!("{ws}/memory/MEMORY.md")] {
+    skills(plan, src, &[ws, "/skills"].concat());
+    let dir = [ws, "/memory"].concat();
+    for rel in [[ws, "/MEMORY.md"].concat(), [&dir, "/MEMORY.md"].concat()] {
         markdown(plan, src, &rel, Category::Core);
     }
     // Daily notes: memory/2026-03-01.md, or PicoClaw's memory/202603/20260301.md.
-    let dir = format!("{ws}/memory");
     for name in src.list(&dir) {
         if name.ends_with(".md") {
             if name != "MEMORY.md" {
-                markdown(plan, src, &format!("{dir}/{name}"), Category::Daily);
+                markdown(plan, src, &[&dir, "/", &name].concat(), Category::Daily);
             }
         } else if name.bytes().all(|b| b.is_ascii_digit()) {
-            let sub = format!("{dir}/{name}");
+            let sub = [&dir, "/", &name].concat();
             for n in src.list(&sub).into_iter().filter(|n| n.ends_with(".md")) {
-                markdown(plan, src, &format!("{sub}/{n}"), Category::Daily);
+                markdown(plan, src, &[&sub, "/", &n].concat(), Category::Daily);
             }
         }
     }
@@ -218,8 +232,8 @@ pub fn skills(plan: &mut Plan, src: &Src, dir: &str) {
         file(
             plan,
             src,
-            &format!("{dir}/{name}/SKILL.md"),
-            &format!("skills/{name}/SKILL.md"),
+            &[dir, "/", &name, "/SKILL.md"].concat(),
+            &["skills/", &name, "/SKILL.md"].concat(),
         );
     }
 }
@@ -230,21 +244,19 @@ pub fn markdown(plan: &mut Plan, src: &Src, rel: &str, category: Category) {
     let (mut b, cut) = match src.bytes(rel, MAX_PEER_MEMORY_FILE_BYTES) {
         Ok(Some(r)) => r,
         Ok(None) => return,
-        Err(why) => return plan.skip(rel, why),
+        Err(why) => return plan.skip("memory", rel, &why),
     };
     if cut {
         let end = b.iter().rposition(|&c| c == b'\n').unwrap_or(0);
         b.truncate(end);
         plan.skip(
+            "memory",
             rel,
-            format!(
-                "larger than {} MiB: only its first {0} MiB were read",
-                MAX_PEER_MEMORY_FILE_BYTES >> 20
-            ),
+            "larger than 4 MiB: only its first 4 MiB were read",
         );
     }
     let Ok(t) = String::from_utf8(b) else {
-        return plan.skip(rel, "not UTF-8 text: no memories read from it");
+        return plan.skip("memory", rel, "not UTF-8 text: no memories read from it");
     };
     let mut md = Markdown::default();
     let mut out = Vec::new();
@@ -280,11 +292,15 @@ pub fn database(plan: &mut Plan, src: &Src, rel: &str) {
     let path = match src.real(rel) {
         Ok(Some(p)) => p,
         Ok(None) => return,
-        Err(why) => return plan.skip(rel, why),
+        Err(why) => return plan.skip("memory", rel, &why),
     };
     match read_memories(&path) {
         Ok(v) => plan.batch(rel, v),
-        Err(e) => plan.skip(rel, format!("its memories cannot be read ({e})")),
+        Err(e) => plan.skip(
+            "memory",
+            rel,
+            &["its memories cannot be read (", &e.to_string(), ")"].concat(),
+        ),
     }
 }
 
@@ -297,25 +313,26 @@ pub fn open_db(path: &Path) -> rusqlite::Result<Connection> {
 }
 
 /// `SELECT` of the first existing column of each list (NULL when none exists).
-pub fn select(conn: &Connection, table: &str, want: &[&[&str]]) -> rusqlite::Result<String> {
+/// Each `want` entry lists alternatives as `a|b|c`.
+pub fn select(conn: &Connection, table: &str, want: &[&str]) -> rusqlite::Result<String> {
     let names: Vec<String> = conn
-        .prepare(&format!("SELECT * FROM {table} LIMIT 0"))?
+        .prepare(&["SELECT * FROM ", table, " LIMIT 0"].concat())?
         .column_names()
         .map(str::to_ascii_lowercase)
         .collect();
-    let cols: Vec<&str> = want
-        .iter()
-        .map(|alts| {
-            alts.iter()
-                .find(|a| names.iter().any(|n| n == *a))
-                .copied()
-                .unwrap_or("NULL")
-        })
-        .collect();
-    Ok(format!(
-        "SELECT {} FROM {table} LIMIT {MAX_MEMORIES}",
-        cols.join(", ")
-    ))
+    let mut sql = String::from("SELECT ");
+    for (i, alts) in want.iter().enumerate() {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        let col = alts.split('|').find(|a| names.iter().any(|n| n == a));
+        sql.push_str(col.unwrap_or("NULL"));
+    }
+    sql.push_str(" FROM ");
+    sql.push_str(table);
+    sql.push_str(" LIMIT ");
+    sql.push_str(&MAX_MEMORIES.to_string());
+    Ok(sql)
 }
 
 /// A cell as text (numbers too).
@@ -342,11 +359,11 @@ fn read_memories(path: &Path) -> rusqlite::Result<Vec<Entry>> {
         &conn,
         "memories",
         &[
-            &["key", "name", "id"],
-            &["content", "text", "value", "memory"],
-            &["category", "kind", "type"],
-            &["created_at", "created"],
-            &["updated_at", "updated"],
+            "key|name|id",
+            "content|text|value|memory",
+            "category|kind|type",
+            "created_at|created",
+            "updated_at|updated",
         ],
     )?;
     let mut stmt = conn.prepare(&sql)?;
@@ -385,9 +402,9 @@ pub fn when(v: &Value) -> Result<When, String> {
         "at" => get(&["atMs", "at_ms", "at"])
             .and_then(time_value)
             .map(When::At),
-        _ => return Err(format!("{kind:?} schedules have no yoctoclaw equivalent")),
+        _ => return Err(["\"", kind, "\" schedules have no yoctoclaw equivalent"].concat()),
     };
-    w.ok_or_else(|| format!("its {kind} schedule is incomplete"))
+    w.ok_or_else(|| "its schedule is incomplete".to_string())
 }
 
 /// `telegram:<chat_id>` when a job delivers to a Telegram chat, else empty (the log).
@@ -396,7 +413,7 @@ pub fn target(channel: Option<&str>, to: Option<&Value>) -> String {
     let to = to.strip_prefix("telegram:").unwrap_or(&to);
     let telegram = channel.is_none_or(|c| c.eq_ignore_ascii_case("telegram"));
     match to.trim().parse::<i64>() {
-        Ok(id) if telegram => format!("telegram:{id}"),
+        Ok(id) if telegram => ["telegram:", &id.to_string()].concat(),
         _ => String::new(),
     }
 }
@@ -410,10 +427,10 @@ pub fn job(
     is_message: bool,
     target: String,
 ) {
-    let what = format!("cron job {name:?}");
+    let what = ["\"", name, "\""].concat();
     match when {
-        Err(why) => plan.skip(what, why),
-        Ok(_) if text.trim().is_empty() => plan.skip(what, "it has no prompt or message"),
+        Err(why) => plan.skip("cron", &what, &why),
+        Ok(_) if text.trim().is_empty() => plan.skip("cron", &what, "it has no prompt or message"),
         Ok(when) => plan.jobs.push(Job {
             name: name.to_string(),
             when,
@@ -432,27 +449,24 @@ pub fn job(
 pub fn jobs(plan: &mut Plan, list: &[Value], deliver_as_is: bool) {
     for j in list {
         let s = |k: &str| json::str_at(j, k).filter(|v| !v.trim().is_empty());
-        let name = s("name").or_else(|| s("id")).unwrap_or("job").to_string();
+        let name = s("name").or_else(|| s("id")).unwrap_or("job");
         let off = |k: &str, v: bool| json::get(j, k).and_then(json::as_bool) == Some(v);
-        if off("enabled", false) || off("paused", true) {
-            plan.skip(format!("cron job {name:?}"), "it is disabled in the peer");
-            continue;
-        }
         let p = json::get(j, "payload").unwrap_or(j);
         let ps = |k: &str| json::str_at(p, k).filter(|v| !v.trim().is_empty());
         let agent = s("job_type") == Some("agent");
-        if s("job_type") == Some("shell") || (!agent && ps("command").is_some()) {
-            plan.skip(
-                format!("cron job {name:?}"),
-                "it runs a shell command; yoctoclaw jobs run a prompt or send a message",
-            );
-            continue;
-        }
+        let refusal = if off("enabled", false) || off("paused", true) {
+            "it is disabled in the peer"
+        } else if s("job_type") == Some("shell") || (!agent && ps("command").is_some()) {
+            "it runs a shell command; yoctoclaw jobs run a prompt or send a message"
+        } else {
+            ""
+        };
         let text = ps("message")
             .or_else(|| ps("text"))
             .or_else(|| s("prompt"))
             .unwrap_or("");
         let when = match (json::get(j, "schedule"), s("expression")) {
+            _ if !refusal.is_empty() => Err(refusal.to_string()),
             (Some(sch), _) => when(sch),
             (None, _) if off("one_shot", true) => json::get(j, "next_run_secs")
                 .and_then(time_value)
@@ -469,7 +483,7 @@ pub fn jobs(plan: &mut Plan, list: &[Value], deliver_as_is: bool) {
         } else {
             String::new()
         };
-        job(plan, &name, when, text, deliver && deliver_as_is, target);
+        job(plan, name, when, text, deliver && deliver_as_is, target);
     }
 }
 

@@ -3,16 +3,17 @@
 //! shape.
 //!
 //! It reads the subset those files use: `[tables]` and `[[arrays of tables]]`, bare,
-//! quoted and dotted keys, basic and literal strings on one line, integers, floats,
-//! booleans, arrays of scalars or of one-level inline tables (over several lines, with
-//! comments and a trailing comma), and inline tables whose values are scalars or arrays of
-//! scalars. Dates are kept as strings. Anything else (multi-line strings, nested arrays,
-//! hex integers, `inf`) is refused with its line and column, never guessed at.
+//! quoted and dotted keys, basic and literal strings on one line, integers, booleans,
+//! arrays of scalars or of one-level inline tables (over several lines, with comments and
+//! a trailing comma), and inline tables whose values are scalars or arrays of scalars.
+//! Floats and dates are kept as their text (no peer setting migrate reads is one).
+//! Anything else (multi-line strings, nested arrays, bare words) is refused with its line
+//! and column, never guessed at.
 //!
 //! # Bounds
-//! Not recursive: values nest at most two levels, by construction of the functions
-//! (`array` → `inline_table` → `scalar_array`). Keys have at most `MAX_TOML_KEY_PARTS`
-//! parts. The caller bounds the input size.
+//! No unbounded recursion: values nest at most three calls deep (array → inline table →
+//! array of scalars), held by a flag. Keys have at most `MAX_TOML_KEY_PARTS` parts. The
+//! caller bounds the input size.
 
 use miniserde::json::{Array, Number, Object, Value};
 use std::fmt;
@@ -198,8 +199,7 @@ impl Cur<'_> {
         loop {
             self.skip_ws();
             let part = match self.peek() {
-                Some(b'"') => self.basic_string()?,
-                Some(b'\'') => self.literal_string()?,
+                Some(b'"' | b'\'') => self.string()?,
                 _ => {
                     let start = self.i;
                     while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
@@ -222,41 +222,32 @@ impl Cur<'_> {
         }
     }
 
+    /// A value; arrays and inline tables nest at most three calls deep (array → inline
+    /// table → array of scalars), by the `tables` flag, never further.
     fn value(&mut self) -> R<Value> {
         match self.peek() {
-            Some(b'[') => self.array(),
+            Some(b'[') => self.array(true),
             Some(b'{') => self.inline_table(),
             _ => self.scalar(),
         }
     }
 
-    /// An array of scalars or of inline tables.
-    fn array(&mut self) -> R<Value> {
-        self.seq(|c| match c.peek() {
-            Some(b'{') => c.inline_table(),
-            Some(b'[') => c.err("nested arrays are not supported"),
-            _ => c.scalar(),
-        })
-    }
-
-    /// An array of scalars only (inside an inline table).
-    fn scalar_array(&mut self) -> R<Value> {
-        self.seq(|c| match c.peek() {
-            Some(b'[' | b'{') => c.err("arrays this deep are not supported"),
-            _ => c.scalar(),
-        })
-    }
-
-    fn seq(&mut self, mut item: impl FnMut(&mut Self) -> R<Value>) -> R<Value> {
+    /// An array of scalars, or (`tables`) of scalars and inline tables.
+    fn array(&mut self, tables: bool) -> R<Value> {
         self.i += 1; // `[`
         let mut out = Array::new();
         loop {
             self.skip_blank_lines();
-            if self.peek() == Some(b']') {
-                self.i += 1;
-                return Ok(Value::Array(out));
-            }
-            out.push(item(self)?);
+            let v = match self.peek() {
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::Array(out));
+                }
+                Some(b'{') if tables => self.inline_table()?,
+                Some(b'[' | b'{') => return self.err("nested arrays are not supported"),
+                _ => self.scalar()?,
+            };
+            out.push(v);
             self.skip_blank_lines();
             match self.peek() {
                 Some(b',') => self.i += 1,
@@ -280,7 +271,7 @@ impl Cur<'_> {
             }
             self.skip_ws();
             let v = match self.peek() {
-                Some(b'[') => self.scalar_array()?,
+                Some(b'[') => self.array(false)?,
                 Some(b'{') => return self.err("nested inline tables are not supported"),
                 _ => self.scalar()?,
             };
@@ -296,116 +287,81 @@ impl Cur<'_> {
 
     fn scalar(&mut self) -> R<Value> {
         match self.peek() {
-            Some(b'"') => self.basic_string().map(Value::String),
-            Some(b'\'') => self.literal_string().map(Value::String),
+            Some(b'"' | b'\'') => self.string().map(Value::String),
             _ => self.bare(),
         }
     }
 
-    fn basic_string(&mut self) -> R<String> {
-        if self.b[self.i..].starts_with(b"\"\"\"") {
+    /// A basic (`"`, with escapes) or literal (`'`) string on one line.
+    fn string(&mut self) -> R<String> {
+        let q = self.b[self.i];
+        if self.b[self.i..].starts_with(&[q, q, q]) {
             return self.err("multi-line strings are not supported");
         }
         self.i += 1;
         let mut out = Vec::new();
         loop {
-            let Some(ch) = self.peek() else {
+            let Some(c) = self.peek() else {
                 return self.err("unterminated string");
             };
             self.i += 1;
-            match ch {
-                b'"' => break,
-                b'\\' => {
-                    let e = self.peek().unwrap_or(b'\n');
+            let c = match c {
+                _ if c == q => break,
+                b'\n' | b'\r' => return self.err("unterminated string"),
+                b'\\' if q == b'"' => {
+                    let e = self.peek().unwrap_or(0);
                     self.i += 1;
-                    let simple = match e {
+                    match e {
                         b'n' => b'\n',
                         b't' => b'\t',
                         b'r' => b'\r',
                         b'b' => 8,
                         b'f' => 12,
                         b'"' | b'\\' => e,
-                        b'u' | b'U' => {
-                            let n = if e == b'u' { 4 } else { 8 };
-                            let hex = self.b.get(self.i..self.i + n).unwrap_or(b"");
+                        b'u' => {
+                            let hex = self.b.get(self.i..self.i + 4).unwrap_or(b"");
                             let c = std::str::from_utf8(hex)
                                 .ok()
-                                .filter(|h| h.len() == n)
                                 .and_then(|h| u32::from_str_radix(h, 16).ok())
                                 .and_then(char::from_u32);
-                            let Some(c) = c else {
-                                return self.err("invalid unicode escape");
+                            let Some(c) = c.filter(|_| hex.len() == 4) else {
+                                return self.err("invalid escape in string");
                             };
-                            self.i += n;
-                            let mut buf = [0u8; 4];
-                            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                            self.i += 4;
+                            out.extend_from_slice(c.encode_utf8(&mut [0u8; 4]).as_bytes());
                             continue;
                         }
                         _ => return self.err("invalid escape in string"),
-                    };
-                    out.push(simple);
+                    }
                 }
-                b'\n' | b'\r' => return self.err("unterminated string"),
                 c if c < 0x20 && c != b'\t' => return self.err("control character in string"),
-                c => out.push(c),
-            }
+                c => c,
+            };
+            out.push(c);
         }
         String::from_utf8(out).map_err(|_| self.fail("string is not UTF-8"))
     }
 
-    fn literal_string(&mut self) -> R<String> {
-        if self.b[self.i..].starts_with(b"'''") {
-            return self.err("multi-line strings are not supported");
-        }
-        self.i += 1;
-        let start = self.i;
-        while !matches!(self.peek(), None | Some(b'\'' | b'\n')) {
-            self.i += 1;
-        }
-        if self.peek() != Some(b'\'') {
-            return self.err("unterminated string");
-        }
-        let s = String::from_utf8_lossy(&self.b[start..self.i]).into_owned();
-        self.i += 1;
-        Ok(s)
-    }
-
-    /// Booleans, numbers and dates (kept as text).
+    /// Booleans, integers, and numbers of other forms and dates kept as text.
     fn bare(&mut self) -> R<Value> {
         let start = self.i;
         while matches!(self.peek(), Some(c) if c.is_ascii_alphanumeric() || b"+-._:".contains(&c)) {
             self.i += 1;
         }
         let tok = std::str::from_utf8(&self.b[start..self.i]).unwrap_or("");
-        let fail = |c: &Self| {
-            Err(TomlError {
-                column: start - c.line_start + 1,
-                ..c.fail("expected a value (string, number, true or false)")
-            })
-        };
         match tok {
-            "" => return fail(self),
             "true" => return Ok(Value::Bool(true)),
             "false" => return Ok(Value::Bool(false)),
             _ => {}
         }
-        let b = tok.as_bytes();
-        if b.get(4) == Some(&b'-') || b.get(2) == Some(&b':') {
-            return Ok(Value::String(tok.to_string()));
+        if !tok.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-') {
+            self.i = start;
+            return self.err("expected a value (string, number, true or false)");
         }
-        let digits: String = tok.chars().filter(|&c| c != '_').collect();
-        if let Ok(n) = digits.parse::<u64>() {
-            return Ok(Value::Number(Number::U64(n)));
-        }
-        if let Ok(n) = digits.parse::<i64>() {
-            return Ok(Value::Number(Number::I64(n)));
-        }
-        match digits.parse::<f64>() {
-            Ok(f) if f.is_finite() && digits.bytes().all(|c| b"+-.eE0123456789".contains(&c)) => {
-                Ok(Value::Number(Number::F64(f)))
-            }
-            _ => fail(self),
-        }
+        Ok(match tok.replace('_', "").parse::<i64>() {
+            Ok(n) => Value::Number(Number::I64(n)),
+            Err(_) => Value::String(tok.to_string()),
+        })
     }
 }
 
@@ -461,10 +417,7 @@ esc = "tab\there \"q\" \u00e9"
             json::str_at(&v, "default_model"),
             Some("anthropic/claude-sonnet-4")
         );
-        assert_eq!(
-            json::get(&v, "default_temperature").and_then(json::as_f64),
-            Some(0.7)
-        );
+        assert_eq!(json::str_at(&v, "default_temperature"), Some("0.7"));
         assert_eq!(json::get(&v, "big").and_then(json::as_u64), Some(1000));
         assert_eq!(json::get(&v, "neg").and_then(json::as_i64), Some(-5));
         assert_eq!(json::get(&v, "on").and_then(json::as_bool), Some(true));
@@ -503,10 +456,11 @@ esc = "tab\there \"q\" \u00e9"
             "nested arrays are not supported"
         );
         assert_eq!(
-            err("a = 0x1f").message,
+            err("a = inf").message,
             "expected a value (string, number, true or false)"
         );
         assert_eq!(err("a = inf").column, 5);
+        assert_eq!(err("a = \"\\x\"").message, "invalid escape in string");
         assert_eq!(err("a = 1\na = 2").message, "duplicate key");
         assert_eq!(err("a = 1 b = 2").message, "expected the end of the line");
         assert_eq!(err("a = \"open").message, "unterminated string");

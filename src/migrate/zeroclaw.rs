@@ -56,14 +56,11 @@ fn v3(cfg: &Value, models: &Value, plan: &mut Plan) -> String {
         let r = refs[i].clone();
         i += 1;
         let Some((t, alias)) = r.split_once('.') else {
-            plan.skip(format!("model provider {r:?}"), "not written as type.alias");
+            plan.skip("provider", &r, "not written as type.alias");
             continue;
         };
         let Some(e) = json::path(models, &[t, alias]) else {
-            plan.skip(
-                format!("model provider {r:?}"),
-                "no [providers.models] entry for it",
-            );
+            plan.skip("provider", &r, "no [providers.models] entry for it");
             continue;
         };
         let model = json::str_at(e, "model").unwrap_or("");
@@ -106,7 +103,7 @@ fn v3(cfg: &Value, models: &Value, plan: &mut Plan) -> String {
     agent
         .map(|(name, a)| {
             let w = json::path(a, &["workspace", "path"]).and_then(json::as_str);
-            w.map_or_else(|| format!("agents/{name}/workspace"), str::to_string)
+            w.map_or_else(|| ["agents/", name, "/workspace"].concat(), str::to_string)
         })
         .unwrap_or_else(|| "workspace".into())
 }
@@ -160,9 +157,9 @@ fn job_table(plan: &mut Plan, src: &Src, rel: &str) {
     let path = match src.real(rel) {
         Ok(Some(p)) => p,
         Ok(None) => return,
-        Err(why) => return plan.skip(rel, why),
+        Err(why) => return plan.skip("cron", rel, &why),
     };
-    const COLS: [&str; 8] = [
+    const COLS: [&str; 9] = [
         "id",
         "name",
         "job_type",
@@ -171,15 +168,11 @@ fn job_table(plan: &mut Plan, src: &Src, rel: &str) {
         "expression",
         "schedule",
         "delivery",
+        "enabled",
     ];
     let read = || -> rusqlite::Result<Vec<Value>> {
         let conn = source::open_db(&path)?;
-        let want: Vec<&[&str]> = COLS
-            .iter()
-            .map(std::slice::from_ref)
-            .chain([&["enabled"][..]])
-            .collect();
-        let sql = source::select(&conn, "cron_jobs", &want)?;
+        let sql = source::select(&conn, "cron_jobs", &COLS)?;
         let mut stmt = conn.prepare(&sql)?;
         let mut rows = stmt.query([])?;
         let mut out = Vec::new();
@@ -189,15 +182,13 @@ fn job_table(plan: &mut Plan, src: &Src, rel: &str) {
                 let Some(v) = source::cell(r, i) else {
                     continue;
                 };
-                // `schedule` and `delivery` hold JSON text.
+                // `schedule` and `delivery` hold JSON text, `enabled` 0 or 1.
                 let v = match *c {
                     "schedule" | "delivery" => json::parse_value(&v).unwrap_or(Value::Null),
+                    "enabled" => Value::Bool(v != "0"),
                     _ => Value::String(v),
                 };
                 o.insert(c.to_string(), v);
-            }
-            if source::cell(r, 8).as_deref() == Some("0") {
-                o.insert("enabled".into(), Value::Bool(false));
             }
             out.push(Value::Object(o));
         }
@@ -205,6 +196,10 @@ fn job_table(plan: &mut Plan, src: &Src, rel: &str) {
     };
     match read() {
         Ok(jobs) => source::jobs(plan, &jobs, false),
-        Err(e) => plan.skip(rel, format!("its cron jobs cannot be read ({e})")),
+        Err(e) => plan.skip(
+            "cron",
+            rel,
+            &["its cron jobs cannot be read (", &e.to_string(), ")"].concat(),
+        ),
     }
 }
