@@ -198,7 +198,7 @@ fn config(
     let path = home.config_file();
     let existing_tz = || {
         let text = std::fs::read_to_string(&path).ok();
-        crate::config::parse(text.as_deref(), &path, &Env::isolated(&[]))
+        crate::config::parse(text.as_deref(), &path, &Env::default())
             .map_or_else(|_| "UTC".to_string(), |c| c.agent.timezone)
     };
     let mut tz = plan.timezone.as_deref();
@@ -216,7 +216,7 @@ fn config(
         return Ok(existing_tz());
     }
     let text = config_text(plan, tz);
-    if let Err(e) = crate::config::parse(Some(&text), &path, &Env::isolated(&[])) {
+    if let Err(e) = crate::config::parse(Some(&text), &path, &Env::default()) {
         r.line(
             St::Skip,
             "config",
@@ -361,7 +361,10 @@ fn secrets(
     let path = home.secrets_file();
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     // `NAME=value` lines as the config reader parses them (export, quotes, comments).
-    let entry = |l: &str| crate::config::parse_secrets(l).ok()?.pop_first();
+    let entry = |l: &str| {
+        let m = crate::config::parse_secrets(l).ok()?;
+        m.iter().next().map(|(k, v)| (k.clone(), v.clone()))
+    };
     let mut text = String::with_capacity(old.len() + 256);
     let mut changed = false;
     for l in old.lines() {

@@ -312,27 +312,20 @@ pub fn open_db(path: &Path) -> rusqlite::Result<Connection> {
     )
 }
 
-/// `SELECT` of the first existing column of each list (NULL when none exists).
-/// Each `want` entry lists alternatives as `a|b|c`.
-pub fn select(conn: &Connection, table: &str, want: &[&str]) -> rusqlite::Result<String> {
-    let names: Vec<String> = conn
-        .prepare(&["SELECT * FROM ", table, " LIMIT 0"].concat())?
-        .column_names()
-        .map(str::to_ascii_lowercase)
-        .collect();
-    let mut sql = String::from("SELECT ");
-    for (i, alts) in want.iter().enumerate() {
-        if i > 0 {
-            sql.push_str(", ");
+/// The rows of `sql` (at most `MAX_MEMORIES`) on a peer database opened read-only, as
+/// text cells (numbers as digits, anything else `None`).
+pub fn db_rows(path: &Path, sql: &str, cols: usize) -> rusqlite::Result<Vec<Vec<Option<String>>>> {
+    let conn = open_db(path)?;
+    let mut stmt = conn.prepare(sql)?;
+    let mut rows = stmt.query([])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        if out.len() >= MAX_MEMORIES as usize {
+            break;
         }
-        let col = alts.split('|').find(|a| names.iter().any(|n| n == a));
-        sql.push_str(col.unwrap_or("NULL"));
+        out.push((0..cols).map(|i| cell(r, i)).collect());
     }
-    sql.push_str(" FROM ");
-    sql.push_str(table);
-    sql.push_str(" LIMIT ");
-    sql.push_str(&MAX_MEMORIES.to_string());
-    Ok(sql)
+    Ok(out)
 }
 
 /// A cell as text (numbers too).
@@ -344,43 +337,22 @@ pub fn cell(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
     }
 }
 
-/// A cell as a time: seconds, milliseconds or RFC 3339 text.
-fn cell_time(r: &rusqlite::Row<'_>, i: usize) -> Option<i64> {
-    match r.get_ref(i).ok()? {
-        ValueRef::Integer(n) => time_value(&Value::Number(miniserde::json::Number::I64(n))),
-        ValueRef::Text(t) => parse_instant(std::str::from_utf8(t).ok()?),
-        _ => None,
-    }
-}
-
+/// NullClaw's and ZeroClaw's `memories` tables (same column names).
 fn read_memories(path: &Path) -> rusqlite::Result<Vec<Entry>> {
-    let conn = open_db(path)?;
-    let sql = select(
-        &conn,
-        "memories",
-        &[
-            "key|name|id",
-            "content|text|value|memory",
-            "category|kind|type",
-            "created_at|created",
-            "updated_at|updated",
-        ],
-    )?;
-    let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query([])?;
-    let mut out = Vec::new();
-    while let Some(r) = rows.next()? {
-        let Some(text) = cell(r, 1).filter(|t| !t.trim().is_empty()) else {
+    let rows = db_rows(path, "SELECT key, content, category, created_at FROM memories", 4)?;
+    let mut out = Vec::with_capacity(rows.len());
+    for mut r in rows {
+        let Some(text) = r[1].take().filter(|t| !t.trim().is_empty()) else {
             continue;
         };
         out.push(Entry {
-            key: cell(r, 0),
+            key: r[0].take(),
             text,
-            category: cell(r, 2).map_or(Category::Core, |c| {
-                Category::parse(&c).unwrap_or(Category::Custom)
+            category: r[2].as_deref().map_or(Category::Core, |c| {
+                Category::parse(c).unwrap_or(Category::Custom)
             }),
-            created: cell_time(r, 3),
-            updated: cell_time(r, 4),
+            created: r[3].as_deref().and_then(parse_instant),
+            updated: None,
         });
     }
     Ok(out)

@@ -73,11 +73,11 @@ pub fn parse(text: &str) -> R<Value> {
             let (last, parents) = path.split_last().ok_or_else(|| c.fail("empty key"))?;
             let parent = table_mut(&mut root, parents).map_err(|m| c.fail(m))?;
             if array {
-                let slot = parent
-                    .entry(last.clone())
-                    .or_insert_with(|| Value::Array(Array::new()));
-                match slot {
-                    Value::Array(a) => a.push(Value::Object(Object::new())),
+                if !parent.contains_key(last) {
+                    parent.insert(last.clone(), Value::Array(Array::new()));
+                }
+                match parent.get_mut(last) {
+                    Some(Value::Array(a)) => a.push(Value::Object(Object::new())),
                     _ => return c.err("key already holds a value"),
                 }
             } else {
@@ -104,12 +104,12 @@ pub fn parse(text: &str) -> R<Value> {
 fn table_mut<'a>(root: &'a mut Object, path: &[String]) -> Result<&'a mut Object, &'static str> {
     let mut cur = root;
     for k in path {
-        cur = match cur
-            .entry(k.clone())
-            .or_insert_with(|| Value::Object(Object::new()))
-        {
-            Value::Object(o) => o,
-            Value::Array(a) => match a.last_mut() {
+        if !cur.contains_key(k) {
+            cur.insert(k.clone(), Value::Object(Object::new()));
+        }
+        cur = match cur.get_mut(k) {
+            Some(Value::Object(o)) => o,
+            Some(Value::Array(a)) => match a.last_mut() {
                 Some(Value::Object(o)) => o,
                 _ => return Err("key is not a table"),
             },

@@ -160,28 +160,16 @@ fn job_table(plan: &mut Plan, src: &Src, rel: &str) {
         Err(why) => return plan.skip("cron", rel, &why),
     };
     const COLS: [&str; 9] = [
-        "id",
-        "name",
-        "job_type",
-        "prompt",
-        "command",
-        "expression",
-        "schedule",
-        "delivery",
+        "id", "name", "job_type", "prompt", "command", "expression", "schedule", "delivery",
         "enabled",
     ];
     let read = || -> rusqlite::Result<Vec<Value>> {
-        let conn = source::open_db(&path)?;
-        let sql = source::select(&conn, "cron_jobs", &COLS)?;
-        let mut stmt = conn.prepare(&sql)?;
-        let mut rows = stmt.query([])?;
+        let sql = ["SELECT ", &COLS.join(", "), " FROM cron_jobs"].concat();
         let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
+        for row in source::db_rows(&path, &sql, COLS.len())? {
             let mut o = Object::new();
-            for (i, c) in COLS.iter().enumerate() {
-                let Some(v) = source::cell(r, i) else {
-                    continue;
-                };
+            for (c, v) in COLS.iter().zip(row) {
+                let Some(v) = v else { continue };
                 // `schedule` and `delivery` hold JSON text, `enabled` 0 or 1.
                 let v = match *c {
                     "schedule" | "delivery" => json::parse_value(&v).unwrap_or(Value::Null),
