@@ -330,7 +330,10 @@ fn zeroclaw_home_migrates() {
         "an encrypted key cannot come"
     );
     assert_secrets_contained(&home, &out, &err);
-    assert!(out.contains("skip    secret   ANTHROPIC_API_KEY: the peer stores it encrypted"), "{out}");
+    assert!(
+        out.contains("skip    secret   ANTHROPIC_API_KEY: the peer stores it encrypted"),
+        "{out}"
+    );
     assert!(ws(&home, "skills/git/SKILL.md").contains("name: git"));
     assert_eq!(count(&home, "SELECT COUNT(*) FROM memories"), 3);
     assert!(out.contains("more than 4096"), "{out}");

@@ -339,7 +339,11 @@ pub fn cell(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
 
 /// NullClaw's and ZeroClaw's `memories` tables (same column names).
 fn read_memories(path: &Path) -> rusqlite::Result<Vec<Entry>> {
-    let rows = db_rows(path, "SELECT key, content, category, created_at FROM memories", 4)?;
+    let rows = db_rows(
+        path,
+        "SELECT key, content, category, created_at FROM memories",
+        4,
+    )?;
     let mut out = Vec::with_capacity(rows.len());
     for mut r in rows {
         let Some(text) = r[1].take().filter(|t| !t.trim().is_empty()) else {

@@ -160,7 +160,14 @@ fn job_table(plan: &mut Plan, src: &Src, rel: &str) {
         Err(why) => return plan.skip("cron", rel, &why),
     };
     const COLS: [&str; 9] = [
-        "id", "name", "job_type", "prompt", "command", "expression", "schedule", "delivery",
+        "id",
+        "name",
+        "job_type",
+        "prompt",
+        "command",
+        "expression",
+        "schedule",
+        "delivery",
         "enabled",
     ];
     let read = || -> rusqlite::Result<Vec<Value>> {
