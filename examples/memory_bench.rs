@@ -20,8 +20,8 @@
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use yoctoclaw::memory::query::FtsQuery;
 use yoctoclaw::store::Db;
+use yoctoclaw::store::fts_query::FtsQuery;
 use yoctoclaw::store::memory::{Category, MAX_MEMORIES};
 
 const STOP: &[&str] = &[

@@ -10,6 +10,9 @@
 //! # Bounds
 //! [`trim`] leaves `TRIM_PAD_BYTES` free at the top, so the next message does not map
 //! fresh pages at once. Nothing here allocates.
+//!
+//! # Threads
+//! Any thread: the global allocator, one mutex around dlmalloc.
 
 use dlmalloc::Dlmalloc;
 use std::alloc::{GlobalAlloc, Layout};

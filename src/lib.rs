@@ -1,9 +1,12 @@
 //! yoctoclaw: a personal AI assistant in one small binary for $10 Linux boards.
 //!
 //! # Thousand-mile view
-//! `cli` parses the command line and loads `config`. Commands build an `agent::Agent`
-//! (provider + tools + `store::Db`) and feed it messages from a channel (`channels`:
-//! terminal, Telegram, serial) or from the `scheduler` (heartbeat, cron).
+//! `cli` parses the command line (`args`) and calls the composition root, `app`, which
+//! loads `config`, opens the `store`, builds the providers, the `tools`, the
+//! `agent::Agent` and the one outbound seam (`chat::Outbound`, implemented by
+//! `channels::deliver`), and feeds the agent messages from a channel (`channels`:
+//! terminal, Telegram, serial) or from the `scheduler` (heartbeat, cron). The modules form
+//! layers with no cycles: ARCHITECTURE.md has the picture, `tests/architecture.rs` checks it.
 //!
 //! # Threads
 //! One thread runs the smol executor: sessions, the agent loop, timers, and SQLite.
@@ -23,14 +26,16 @@
 pub mod agent;
 #[cfg(feature = "bench-alloc")]
 pub mod alloc_count;
+pub mod app;
+pub mod args;
 pub mod channels;
+pub mod chat;
 pub mod cli;
-pub mod clock;
 pub mod config;
 pub mod doctor;
 pub mod files;
-pub mod gateway;
 pub mod heap;
+pub mod jobs;
 pub mod json;
 pub mod limits;
 pub mod logging;
@@ -47,4 +52,5 @@ pub mod store;
 #[cfg(test)]
 pub mod testkit;
 pub mod text;
+pub mod time;
 pub mod tools;

@@ -3,6 +3,9 @@
 //! Config keys may override some of these; overrides are clamped to the ranges noted
 //! beside them in `config`. Anything that can grow (queues, buffers, caches, tables,
 //! bodies) has its bound here or in a config key.
+//!
+//! # Threads
+//! Constants only.
 
 /// Largest `config.json` we read; a bigger file is refused.
 pub const MAX_CONFIG_BYTES: u64 = 256 * 1024;

@@ -192,8 +192,8 @@ fn one_line(msg: &str, max: usize) -> String {
 }
 
 fn timestamp() -> String {
-    let now = crate::runtime::now_secs();
-    let c = crate::scheduler::civil::CivilDateTime::from_unix(now);
+    let now = crate::time::now();
+    let c = crate::time::civil::CivilDateTime::from_unix(now);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
         c.year, c.month, c.day, c.hour, c.minute, c.second

@@ -1,4 +1,7 @@
 //! yoctoclaw's entry point: everything happens in `cli::run`, which returns the exit status.
+//!
+//! # Threads
+//! Main thread.
 
 /// Benchmark builds only (`--features bench-alloc`): count every heap allocation.
 #[cfg(feature = "bench-alloc")]

@@ -1,5 +1,8 @@
 //! `yoctoclaw onboard`: create the home, `config.json` with every default, and the
 //! workspace's starter markdown files. Never overwrites an existing file without `--force`.
+//!
+//! # Threads
+//! Main thread: one command creating a few small files.
 
 use crate::config::Home;
 use crate::files::{create_dir_private, write_atomic};

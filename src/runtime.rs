@@ -79,19 +79,18 @@ where
         .spawn(f)
 }
 
-/// Seconds since the Unix epoch by the wall clock (0 if the clock is before 1970); see
-/// `clock::now`, which this forwards to (it holds the test hook).
-pub fn now_secs() -> i64 {
-    crate::clock::now()
-}
-
-/// When this binary was built (seconds since the epoch): a floor for a sane wall clock.
-pub fn build_epoch() -> i64 {
-    env!("YOCTOCLAW_BUILD_EPOCH").parse().unwrap_or(0)
-}
-
 /// A small xorshift generator for backoff jitter (not for anything secret), seeded from
 /// the clock, the process id and a stack address so processes and threads differ.
+/// `yoctoclaw 0.1.0 (aarch64 linux)`.
+pub fn version_text() -> String {
+    format!(
+        "yoctoclaw {} ({} {})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::ARCH,
+        std::env::consts::OS
+    )
+}
+
 #[derive(Debug, Clone)]
 pub struct Jitter(pub u64);
 

@@ -25,9 +25,9 @@
 //! # Blocking
 //! Small SQLite reads and file metadata; meant for the command line, not the executor.
 
-use crate::cli::Loaded;
-use crate::clock::format_at;
+use crate::config::{Config, Env, Home};
 use crate::store::{Db, StoreError};
+use crate::time::clock::format_at;
 use rusqlite::params;
 use std::fmt::Write as _;
 use std::io::Read;
@@ -189,19 +189,18 @@ fn process_exists(pid: u32) -> bool {
 }
 
 /// The report printed by `yoctoclaw status`.
-pub fn report(l: &Loaded) -> String {
-    let cfg = &l.cfg;
-    let now = crate::clock::now();
+pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
+    let now = crate::time::clock::now();
     let tz = cfg.agent.timezone.as_str();
     let mut s = String::new();
     let _ = writeln!(
         s,
         "{}, built {}",
-        crate::cli::version_text(),
-        crate::store::usage::day_of(crate::runtime::build_epoch())
+        crate::runtime::version_text(),
+        crate::store::usage::day_of(crate::time::build_epoch())
     );
-    let _ = writeln!(s, "home:       {}", l.home.dir.display());
-    let key = if l.env.get(&cfg.provider.api_key_env).is_some() {
+    let _ = writeln!(s, "home:       {}", home.dir.display());
+    let key = if env.get(&cfg.provider.api_key_env).is_some() {
         "set"
     } else {
         "not set"
@@ -223,7 +222,7 @@ pub fn report(l: &Loaded) -> String {
     );
     let mut channels = vec!["terminal".to_string()];
     if cfg.telegram.enabled {
-        let token = if l.env.get(&cfg.telegram.token_env).is_some() {
+        let token = if env.get(&cfg.telegram.token_env).is_some() {
             "set"
         } else {
             "NOT SET"
@@ -244,7 +243,7 @@ pub fn report(l: &Loaded) -> String {
     }
     let _ = writeln!(s, "channels:   {}", channels.join(", "));
 
-    let db_path = l.home.db_file();
+    let db_path = home.db_file();
     if !db_path.exists() {
         let _ = writeln!(s, "gateway:    never started");
         let _ = write!(
@@ -270,7 +269,7 @@ pub fn report(l: &Loaded) -> String {
     let _ = writeln!(s, "sessions:   {stored} stored, {live}");
     let _ = writeln!(s, "memory:     {}", memory_text(&db));
     let _ = writeln!(s, "cron:       {}", cron_text(&db, tz));
-    let _ = writeln!(s, "heartbeat:  {}", heartbeat_text(l, &db, tz));
+    let _ = writeln!(s, "heartbeat:  {}", heartbeat_text(cfg, &db, tz));
     let _ = writeln!(s, "{}", tokens_line(&db, &cfg.budget, now));
     let size = file_len(&db_path) + file_len(&wal_path(&db_path));
     let _ = write!(
@@ -348,8 +347,8 @@ fn cron_text(db: &Db, tz: &str) -> String {
     format!("{total} job(s), {enabled} enabled; {next}")
 }
 
-fn heartbeat_text(l: &Loaded, db: &Db, tz: &str) -> String {
-    let hb = &l.cfg.heartbeat;
+fn heartbeat_text(cfg: &Config, db: &Db, tz: &str) -> String {
+    let hb = &cfg.heartbeat;
     let setting = if hb.enabled {
         format!("every {} min", hb.interval_mins)
     } else {

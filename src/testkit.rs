@@ -1,5 +1,8 @@
 //! Helpers shared by the unit tests: a tiny deterministic PRNG for property and
-//! fuzz-style tests (no proptest dependency).
+//! fuzz-style tests (no proptest dependency), and the `SKIPPED:` report.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// xorshift64: fast, deterministic, good enough to generate test inputs.
 pub struct XorShift(pub u64);
@@ -24,4 +27,12 @@ impl XorShift {
     pub fn index(&mut self, n: usize) -> usize {
         (self.next() % (n.max(1) as u64)) as usize
     }
+}
+
+/// Reports a test (or part of one) that cannot run on this machine: `SKIPPED: what (why)`
+/// on the process's real stderr, which the test harness does not capture, so the skip
+/// shows in a plain `cargo test` run instead of passing silently.
+pub fn skipped(what: &str, why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {what} ({why})");
 }

@@ -2,21 +2,14 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use support::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_call};
+use support::fake_http::{
+    FakeServer, Response, chat_bodies, json_str, openai_text, openai_tool_call,
+};
 use support::{TempHome, config_for, text};
 
 /// A fake provider answering the scripted bodies in order (the last one repeats).
 fn scripted(bodies: Vec<String>) -> FakeServer {
-    let n = Arc::new(AtomicUsize::new(0));
-    FakeServer::start(move |req| {
-        if !req.path.ends_with("/v1/chat/completions") {
-            return Response::json(404, r#"{"error":{"message":"no route"}}"#);
-        }
-        let i = n.fetch_add(1, Ordering::SeqCst).min(bodies.len() - 1);
-        Response::json(200, &bodies[i])
-    })
+    chat_bodies(bodies, std::time::Duration::ZERO)
 }
 
 #[test]

@@ -10,9 +10,11 @@ use std::time::Duration;
 use support::fake_http::{FakeServer, Request, Response, openai_text};
 use support::{TempHome, config_for, text};
 use yoctoclaw::agent::Agent;
+use yoctoclaw::app::{self, Loaded};
 use yoctoclaw::config::{Env, Home};
+use yoctoclaw::jobs;
 use yoctoclaw::runtime::Workers;
-use yoctoclaw::scheduler::{heartbeat, jobs, runner};
+use yoctoclaw::scheduler::{Deps, heartbeat, runner};
 use yoctoclaw::store::Db;
 
 const TOKEN: &str = "123456:TEST-TOKEN-abcdef";
@@ -377,14 +379,46 @@ fn two_overlapping_heartbeat_runs_deliver_once() {
     assert!(b.status.success(), "{}", text(&b.stderr));
     assert_eq!(chats(&fake), 1, "one model call");
     assert_eq!(sends(&fake).len(), 1, "one delivery");
-    // A third run within the interval is skipped as well.
-    let c = home
-        .cmd(&["heartbeat"])
-        .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .output()
-        .unwrap();
-    assert!(c.status.success());
+    let skipped = [&a, &b]
+        .iter()
+        .filter(|o| text(&o.stderr).contains("another check-in is running"))
+        .count();
+    assert_eq!(skipped, 1, "the overlapping run says why it did nothing");
+}
+
+#[test]
+fn a_heartbeat_by_hand_always_runs_and_the_daemons_timer_defers_to_it() {
+    let fake = fakes("Backup is 3 days old.", Duration::ZERO);
+    let home = home_with(&fake.url(), r#""deliver_to":"telegram:42""#);
+    let run = || {
+        let out = home
+            .cmd(&["heartbeat"])
+            .env("TELEGRAM_BOT_TOKEN", TOKEN)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    // The onboard template has no tasks: skipped, and no lease is taken...
+    run();
+    assert_eq!(
+        state(&home, "heartbeat.last_result").as_deref(),
+        Some("skipped: empty")
+    );
+    assert_eq!(state(&home, "heartbeat.lease"), None);
+    // ...so a run right after the file gets tasks happens at once,
+    std::fs::write(home.workspace().join("HEARTBEAT.md"), TASKS).unwrap();
+    run();
     assert_eq!(sends(&fake).len(), 1);
+    // and a run by hand within the interval runs again (only the timer defers).
+    let err = run();
+    assert!(!err.contains("already ran"), "{err}");
+    assert_eq!(chats(&fake), 2);
+    assert_eq!(sends(&fake).len(), 2);
+    // The daemon's timer defers to it: the interval lease runs ~an interval ahead.
+    let lease: i64 = state(&home, "heartbeat.lease").unwrap().parse().unwrap();
+    let last: i64 = state(&home, "heartbeat.last_run").unwrap().parse().unwrap();
+    assert!(lease > last + 25 * 60, "lease {lease}, last run {last}");
 }
 
 #[test]
@@ -426,39 +460,54 @@ fn cron_add_on_a_1970_clock_waits_for_the_clock() {
 
 struct InProcess {
     _home: TempHome,
-    agent: Agent,
+    agent: Rc<Agent>,
+    deps: Deps,
+    db: Rc<Db>,
 }
 
-/// An agent like the gateway's, on a fresh home, talking to `fake`.
+/// An agent and scheduler wired like the gateway's (through the composition root), on a
+/// fresh home, talking to `fake`.
 fn in_process(fake: &FakeServer, heartbeat: &str) -> InProcess {
     let home = TempHome::new("loop");
     std::fs::create_dir_all(home.workspace()).unwrap();
     let text = config(&fake.url(), heartbeat);
     let env = Env::isolated(&[("TELEGRAM_BOT_TOKEN", TOKEN)]);
     let cfg = yoctoclaw::config::parse(Some(&text), &home.dir.join("config.json"), &env).unwrap();
-    let db = Rc::new(Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap());
-    let h = Home {
-        dir: home.dir.clone(),
+    let l = Loaded {
+        home: Home {
+            dir: home.dir.clone(),
+        },
+        env,
+        cfg: Rc::new(cfg),
     };
-    let agent = Agent::new(Rc::new(cfg), h, env, db, Workers::start(1)).unwrap();
-    InProcess { _home: home, agent }
+    let db = Rc::new(Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap());
+    let workers = Workers::start(1);
+    let out = app::outbound(&l, &workers, None);
+    let agent = app::agent(&l, &db, &workers, app::providers(&l).unwrap(), out.clone());
+    let deps = Deps::new(&l.cfg, &db, l.home.workspace(), out);
+    InProcess {
+        _home: home,
+        agent,
+        deps,
+        db,
+    }
 }
 
-/// Run the scheduler loop with a frozen clock until `done` says so (checked every 20 ms),
-/// giving up after a generous bound so a bug fails instead of hanging.
-fn run_loop_until(agent: &Agent, now: i64, done: impl Fn() -> bool) {
+/// Run the scheduler loop with `clock`, calling `step` every 20 ms until it returns true;
+/// gives up after a generous bound so a bug fails instead of hanging.
+fn run_loop(p: &InProcess, clock: impl Fn() -> i64 + 'static, step: impl Fn() -> bool) {
     let opts = runner::Options {
-        clock: Rc::new(move || now),
+        clock: Rc::new(clock),
         ..runner::Options::default()
     };
     let finished = smol::block_on(smol::future::or(
         async {
-            runner::run(agent, opts).await;
+            runner::run(&p.agent, &p.deps, opts).await;
             false
         },
         async {
             for _ in 0..1500 {
-                if done() {
+                if step() {
                     return true;
                 }
                 smol::Timer::after(Duration::from_millis(20)).await;
@@ -480,16 +529,20 @@ fn an_at_job_whose_time_passed_runs_once_via_the_scheduler_and_is_disabled() {
         to: Some("telegram:42"),
         is_message: false,
     };
-    let job = jobs::add(&p.agent.db, &tz, &req, T, 0).unwrap();
+    let job = jobs::add(&p.db, &tz, &req, T, 0).unwrap();
     assert_eq!(job.next_run, Some(T + 3600));
     // The daemon was down at 09:00 and starts at 11:00.
-    let db = p.agent.db.clone();
-    run_loop_until(&p.agent, T + 3 * 3600, || {
-        db.get_cron_job(job.id)
-            .unwrap()
-            .is_some_and(|j| j.last_result.is_some())
-    });
-    let j = p.agent.db.get_cron_job(job.id).unwrap().unwrap();
+    let db = p.db.clone();
+    run_loop(
+        &p,
+        move || T + 3 * 3600,
+        || {
+            db.get_cron_job(job.id)
+                .unwrap()
+                .is_some_and(|j| j.last_result.is_some())
+        },
+    );
+    let j = p.db.get_cron_job(job.id).unwrap().unwrap();
     assert!(!j.enabled, "one-shot jobs are disabled after running");
     assert_eq!(j.next_run, None);
     assert_eq!(j.last_run, Some(T + 3 * 3600));
@@ -511,14 +564,18 @@ fn a_job_missed_for_a_month_runs_once_and_is_planned_from_now() {
         to: Some("telegram:42"),
         is_message: true,
     };
-    let job = jobs::add(&p.agent.db, &tz, &req, T - 30 * 86_400, 0).unwrap();
-    let db = p.agent.db.clone();
-    run_loop_until(&p.agent, T, || {
-        db.get_cron_job(job.id)
-            .unwrap()
-            .is_some_and(|j| j.last_run.is_some())
-    });
-    let j = p.agent.db.get_cron_job(job.id).unwrap().unwrap();
+    let job = jobs::add(&p.db, &tz, &req, T - 30 * 86_400, 0).unwrap();
+    let db = p.db.clone();
+    run_loop(
+        &p,
+        move || T,
+        || {
+            db.get_cron_job(job.id)
+                .unwrap()
+                .is_some_and(|j| j.last_run.is_some())
+        },
+    );
+    let j = p.db.get_cron_job(job.id).unwrap().unwrap();
     assert!(j.enabled);
     assert_eq!(
         j.next_run,
@@ -533,12 +590,14 @@ fn the_loop_runs_a_due_heartbeat_and_delivers_it() {
     let fake = fakes("Backup is 3 days old.", Duration::ZERO);
     let p = in_process(&fake, r#""deliver_to":"telegram:42","interval_mins":30"#);
     std::fs::write(p._home.workspace().join("HEARTBEAT.md"), TASKS).unwrap();
-    let db = p.agent.db.clone();
+    let db = p.db.clone();
     db.set_state(heartbeat::LAST_RUN_KEY, &(T - 7200).to_string())
         .unwrap();
-    run_loop_until(&p.agent, T, || {
-        db.get_state(heartbeat::LAST_RUN_KEY).unwrap().as_deref() == Some(&*T.to_string())
-    });
+    run_loop(
+        &p,
+        move || T,
+        || db.get_state(heartbeat::LAST_RUN_KEY).unwrap().as_deref() == Some(&*T.to_string()),
+    );
     assert_eq!(
         db.get_state(heartbeat::LAST_RESULT_KEY).unwrap().as_deref(),
         Some("delivered to telegram:42")
@@ -551,7 +610,7 @@ fn the_loop_holds_everything_while_the_clock_is_before_the_build_time() {
     let fake = fakes("The disk is 95% full.", Duration::ZERO);
     let p = in_process(&fake, r#""deliver_to":"telegram:42""#);
     std::fs::write(p._home.workspace().join("HEARTBEAT.md"), TASKS).unwrap();
-    let db = p.agent.db.clone();
+    let db = p.db.clone();
     db.set_state(heartbeat::LAST_RUN_KEY, "0").unwrap();
     let tz = jobs::timezone("UTC").unwrap();
     let req = jobs::JobRequest {
@@ -565,19 +624,21 @@ fn the_loop_holds_everything_while_the_clock_is_before_the_build_time() {
     // Let the loop make its first pass (it is immediate), then stop it.
     let calls = Arc::new(AtomicUsize::new(0));
     let c2 = calls.clone();
-    let opts = runner::Options {
-        clock: Rc::new(move || {
+    let settled = std::cell::Cell::new(0);
+    run_loop(
+        &p,
+        move || {
             c2.fetch_add(1, Ordering::SeqCst);
             86_400
-        }),
-        ..runner::Options::default()
-    };
-    smol::block_on(smol::future::or(runner::run(&p.agent, opts), async {
-        while calls.load(Ordering::SeqCst) < 2 {
-            smol::Timer::after(Duration::from_millis(20)).await;
-        }
-        smol::Timer::after(Duration::from_millis(200)).await;
-    }));
+        },
+        || {
+            // The first pass is immediate; then give the loop 200 ms to do anything wrong.
+            if calls.load(Ordering::SeqCst) >= 2 {
+                settled.set(settled.get() + 1);
+            }
+            settled.get() > 10
+        },
+    );
     assert_eq!(fake.requests().len(), 0, "nothing ran");
     let j = db.get_cron_job(job.id).unwrap().unwrap();
     assert_eq!((j.next_run, j.last_run), (Some(60), None));
@@ -587,64 +648,42 @@ fn the_loop_holds_everything_while_the_clock_is_before_the_build_time() {
     );
 }
 
-/// Run the loop with a clock the test can move, calling `step` every 20 ms until it
-/// returns true (bounded, like `run_loop_until`).
-fn run_loop_with(agent: &Agent, clock: Rc<std::cell::Cell<i64>>, step: impl Fn() -> bool) {
-    let c = clock.clone();
-    let opts = runner::Options {
-        clock: Rc::new(move || c.get()),
-        ..runner::Options::default()
-    };
-    let finished = smol::block_on(smol::future::or(
-        async {
-            runner::run(agent, opts).await;
-            false
-        },
-        async {
-            for _ in 0..1500 {
-                if step() {
-                    return true;
-                }
-                smol::Timer::after(Duration::from_millis(20)).await;
-            }
-            false
-        },
-    ));
-    assert!(finished, "the scheduler did not get there");
-}
-
 #[test]
 fn a_job_added_while_the_loop_sleeps_runs_without_waiting_for_the_next_wake() {
     let fake = fakes("unused", Duration::ZERO);
     let p = in_process(&fake, r#""enabled":false"#);
-    let db = p.agent.db.clone();
+    let db = p.db.clone();
     let tz = jobs::timezone("UTC").unwrap();
     let clock = Rc::new(std::cell::Cell::new(T));
     let added = std::cell::Cell::new(None);
     let polls = std::cell::Cell::new(0);
-    run_loop_with(&p.agent, clock, || {
-        polls.set(polls.get() + 1);
-        match added.get() {
-            // Give the loop time to go to sleep (it has nothing to do), then add a job
-            // that is already due.
-            None if polls.get() > 5 => {
-                let req = jobs::JobRequest {
-                    schedule: "every 1h",
-                    text: "ping",
-                    to: Some("telegram:42"),
-                    is_message: true,
-                };
-                added.set(Some(jobs::add(&db, &tz, &req, T - 7200, 0).unwrap().id));
-                false
+    run_loop(
+        &p,
+        move || clock.get(),
+        || {
+            polls.set(polls.get() + 1);
+            match added.get() {
+                // Give the loop time to go to sleep (it has nothing to do), then add a job
+                // that is already due.
+                None if polls.get() > 5 => {
+                    let req = jobs::JobRequest {
+                        schedule: "every 1h",
+                        text: "ping",
+                        to: Some("telegram:42"),
+                        is_message: true,
+                    };
+                    added.set(Some(jobs::add(&db, &tz, &req, T - 7200, 0).unwrap().id));
+                    false
+                }
+                None => false,
+                Some(id) => {
+                    // Other tests' loops in this process share the signal: keep ringing.
+                    jobs::notify_jobs_changed();
+                    db.get_cron_job(id).unwrap().unwrap().last_run.is_some()
+                }
             }
-            None => false,
-            Some(id) => {
-                // Other tests' loops in this process share the signal: keep ringing.
-                yoctoclaw::scheduler::notify_jobs_changed();
-                db.get_cron_job(id).unwrap().unwrap().last_run.is_some()
-            }
-        }
-    });
+        },
+    );
     assert_eq!(sends(&fake).len(), 1);
 }
 
@@ -652,7 +691,7 @@ fn a_job_added_while_the_loop_sleeps_runs_without_waiting_for_the_next_wake() {
 fn a_clock_stepped_far_back_replans_the_jobs() {
     let fake = fakes("unused", Duration::ZERO);
     let p = in_process(&fake, r#""enabled":false"#);
-    let db = p.agent.db.clone();
+    let db = p.db.clone();
     let tz = jobs::timezone("UTC").unwrap();
     // The board's clock was set ten years ahead when the job was planned.
     let wrong = T + 10 * 365 * 86_400;
@@ -666,14 +705,18 @@ fn a_clock_stepped_far_back_replans_the_jobs() {
     let clock = Rc::new(std::cell::Cell::new(wrong));
     let polls = std::cell::Cell::new(0);
     let c = clock.clone();
-    run_loop_with(&p.agent, clock, || {
-        polls.set(polls.get() + 1);
-        if polls.get() == 5 {
-            // NTP steps the clock back; the loop notices on its next wake.
-            c.set(T);
-        }
-        yoctoclaw::scheduler::notify_jobs_changed();
-        db.get_cron_job(id).unwrap().unwrap().next_run == Some(T + 3600)
-    });
+    run_loop(
+        &p,
+        move || clock.get(),
+        || {
+            polls.set(polls.get() + 1);
+            if polls.get() == 5 {
+                // NTP steps the clock back; the loop notices on its next wake.
+                c.set(T);
+            }
+            jobs::notify_jobs_changed();
+            db.get_cron_job(id).unwrap().unwrap().next_run == Some(T + 3600)
+        },
+    );
     assert_eq!(sends(&fake).len(), 0, "re-planned, not run");
 }

@@ -265,3 +265,47 @@ fn the_model_check_adapts_to_what_the_provider_offers() {
     let l = line(&stdout, "model");
     assert!(l.starts_with("WARN") && l.contains("missing-model"), "{l}");
 }
+
+#[test]
+fn a_board_without_tzdata_takes_iana_zones_from_the_builtin_table() {
+    let p = provider(200);
+    let home = TempHome::onboarded(
+        "doc-tz",
+        &config_for(&p.url(), r#""agent":{"timezone":"Europe/Berlin"}"#),
+    );
+    // TZDIR is where the binary (as the C library does) looks for zoneinfo files: a
+    // folder that does not exist is a board without tzdata.
+    let missing = home.dir.join("no-zoneinfo");
+    let jan_2030 = "1893456000";
+    let envs = [
+        ("TZDIR", missing.to_str().expect("utf-8 temp path")),
+        ("YOCTOCLAW_TEST_NOW", jan_2030),
+    ];
+    let out = doctor(&home, &envs);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(line(&stdout, "config").starts_with("OK"), "{stdout}");
+    let l = line(&stdout, "timezone");
+    assert!(
+        l.starts_with("OK   timezone   2030-01-01 01:00 (Europe/Berlin, +01:00): rules from the built-in table (tzdata 20"),
+        "{l}"
+    );
+    assert!(l.contains("install tzdata"), "{l}");
+
+    // With the system's zoneinfo, its file is used.
+    if !std::path::Path::new("/usr/share/zoneinfo/Europe/Berlin").is_file() {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: doctor with the system zoneinfo (no /usr/share/zoneinfo/Europe/Berlin here)"
+        );
+        return;
+    }
+    let out = doctor(&home, &[("YOCTOCLAW_TEST_NOW", jan_2030)]);
+    let stdout = text(&out.stdout);
+    let l = line(&stdout, "timezone");
+    assert!(
+        l.starts_with("OK") && l.ends_with("(Europe/Berlin, +01:00): rules from the zoneinfo file"),
+        "{l}"
+    );
+}

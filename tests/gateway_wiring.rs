@@ -8,66 +8,22 @@
 
 mod support;
 
-use std::io::Read;
-use std::process::{Child, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use support::fake_http::{FakeServer, Response, json_str, openai_text};
+use std::time::Duration;
+use support::fake_http::{
+    FakeServer, Response, chat_model, openai_sse, openai_text, openai_tool_call,
+};
 use support::fake_telegram::{FakeTelegram, Shown, message};
+use support::gateway::Gateway;
 use support::{TempHome, config_for, text};
-use yoctoclaw::channels::telegram::send::reply_parts;
+use yoctoclaw::channels::telegram::reply::reply_parts;
 use yoctoclaw::scheduler::heartbeat;
 use yoctoclaw::store::Db;
 use yoctoclaw::store::memory::Category;
 
-const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
-const TOKEN_SECRET_PART: &str = "AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
-/// A hang guard, not a timing check.
-const PATIENCE: Duration = Duration::from_secs(40);
 const ALICE: i64 = 42;
 /// 2027-01-15 08:00 UTC: after any build time of this binary.
 const T: i64 = 1_800_000_000;
 const TASKS: &str = "# Heartbeat\n- Check the backups and tell me if one is older than a day.\n";
-
-/// A fake model answering the scripted responses in order (the last repeats).
-fn model(responses: Vec<Response>) -> FakeServer {
-    let n = Arc::new(AtomicUsize::new(0));
-    FakeServer::start(move |req| {
-        if !req.path.ends_with("/v1/chat/completions") {
-            return Response::json(404, r#"{"error":{"message":"no route"}}"#);
-        }
-        let i = n.fetch_add(1, Ordering::SeqCst).min(responses.len() - 1);
-        responses[i].clone()
-    })
-}
-
-/// An OpenAI-compatible SSE stream sending `parts` of text, `pause` apart.
-fn sse(parts: &[&str], pause: Duration) -> Response {
-    let mut chunks = vec![
-        b": OPENROUTER PROCESSING\n\n".to_vec(),
-        b"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n".to_vec(),
-    ];
-    for p in parts {
-        chunks.push(
-            format!(
-                "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"finish_reason\":null}}]}}\n\n",
-                json_str(p)
-            )
-            .into_bytes(),
-        );
-    }
-    chunks.push(
-        b"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
-            .to_vec(),
-    );
-    Response::Chunked {
-        status: 200,
-        content_type: "text/event-stream".into(),
-        chunks,
-        pause,
-    }
-}
 
 fn tg_config(llm: &FakeServer, tg: &FakeTelegram, extra: &str) -> String {
     config_for(
@@ -92,84 +48,11 @@ fn db(home: &TempHome) -> Db {
     Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap()
 }
 
-/// A running gateway with its stderr collected on a thread.
-struct Gateway {
-    child: Child,
-    log: Arc<Mutex<String>>,
-}
-
-impl Gateway {
-    fn start(home: &TempHome, env: &[(&str, &str)]) -> Gateway {
-        let mut cmd = home.cmd(&["gateway"]);
-        cmd.env("TELEGRAM_BOT_TOKEN", TOKEN)
-            .env("RUST_LOG", "debug")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("start the gateway");
-        let log = Arc::new(Mutex::new(String::new()));
-        let (l, mut err) = (log.clone(), child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                l.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        Gateway { child, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn wait_for(&mut self, what: &str, mut cond: impl FnMut() -> bool) {
-        let start = Instant::now();
-        while !cond() {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("gateway exited ({st}) waiting for {what}:\n{}", self.log());
-            }
-            if start.elapsed() > PATIENCE {
-                panic!("timed out waiting for {what}:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// SIGTERM; checks status 0, a prompt exit and no token in the log; returns the log.
-    fn stop(mut self) -> String {
-        let pid = self.child.id().to_string();
-        let started = Instant::now();
-        let killed = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("run kill");
-        assert!(killed.success());
-        let status = loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                break st;
-            }
-            if started.elapsed() > PATIENCE {
-                let _ = self.child.kill();
-                panic!("the gateway ignored SIGTERM:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let took = started.elapsed();
-        std::thread::sleep(Duration::from_millis(50));
-        let log = self.log();
-        assert!(status.success(), "exit status {status}:\n{log}");
-        assert!(took < Duration::from_secs(5), "exit took {took:?}:\n{log}");
-        assert!(log.contains("gateway: stopped"), "{log}");
-        assert!(!log.contains(TOKEN_SECRET_PART), "the token leaked:\n{log}");
-        log
-    }
+/// The gateway with `RUST_LOG=debug` and `env`.
+fn start(home: &TempHome, env: &[(&str, &str)]) -> Gateway {
+    let mut all = vec![("RUST_LOG", "debug")];
+    all.extend_from_slice(env);
+    Gateway::start(home, &all)
 }
 
 /// Add a cron job at the frozen time `now`.
@@ -188,7 +71,7 @@ fn cron_add(home: &TempHome, now: i64, args: &[&str]) {
 
 #[test]
 fn a_due_cron_job_is_delivered_through_the_gateways_sender() {
-    let llm = model(vec![Response::json(200, &openai_text("unused"))]);
+    let llm = chat_model(vec![Response::json(200, &openai_text("unused"))]);
     let tg = FakeTelegram::start();
     let home = TempHome::onboarded("gw-cron", &tg_config(&llm, &tg, ""));
     cron_add(
@@ -208,7 +91,7 @@ fn a_due_cron_job_is_delivered_through_the_gateways_sender() {
         r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}"#,
     )]);
     let now = T.to_string();
-    let mut g = Gateway::start(
+    let mut g = start(
         &home,
         &[
             ("YOCTOCLAW_TEST_NOW", &now),
@@ -221,7 +104,7 @@ fn a_due_cron_job_is_delivered_through_the_gateways_sender() {
             .unwrap()
             .is_some_and(|j| j.last_result.is_some())
     });
-    let log = g.stop();
+    let log = g.stop_cleanly();
     // The fake records every call: the refused one, then the retry.
     let sent = tg.sent_to(ALICE);
     assert_eq!(sent.len(), 2, "{sent:?}");
@@ -237,8 +120,74 @@ fn a_due_cron_job_is_delivered_through_the_gateways_sender() {
 }
 
 #[test]
+fn a_send_message_tool_call_goes_through_the_sender_thread_with_its_429_wait_and_order() {
+    const BOB: i64 = 43;
+    // Alice's turn calls send_message; Bob's answer is ready while that message waits
+    // out a 429. One sender thread means one order and one rate limit for the bot: Bob's
+    // reply may not overtake the retry, and Alice's answer comes after her progress note.
+    let llm = FakeServer::start(|req| {
+        if !req.path.ends_with("/v1/chat/completions") {
+            return Response::json(404, "{}");
+        }
+        if req.body.contains("reply to bob") {
+            let r = Response::json(200, &openai_text("Bob's answer"));
+            return Response::Delay(Duration::from_millis(300), Box::new(r));
+        }
+        if req.body.contains("\"role\":\"tool\"") {
+            return Response::json(200, &openai_text("Alice's answer"));
+        }
+        Response::json(
+            200,
+            &openai_tool_call("c1", "send_message", r#"{"text":"progress note"}"#),
+        )
+    });
+    let tg = FakeTelegram::start();
+    tg.script_sends(vec![Response::json(
+        429,
+        r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}"#,
+    )]);
+    tg.push_private(ALICE, "alice", "work on it and send me a progress note");
+    tg.push_private(BOB, "bob", "reply to bob");
+    let config = config_for(
+        &llm.url(),
+        &format!(
+            r#""agent":{{"autonomy":"full"}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["{ALICE}","{BOB}"],"poll_timeout_secs":1}}"#,
+            tg.url()
+        ),
+    );
+    let home = TempHome::onboarded("gw-send-message", &config);
+    // Real backoff (no scale): the 429's retry_after is honoured as Telegram says.
+    let mut g = start(&home, &[]);
+    g.wait_for("both answers", || {
+        tg.sent_to(ALICE).len() == 3 && tg.sent_to(BOB).len() == 1
+    });
+    let log = g.stop_cleanly();
+    let alice = tg.shown_to(ALICE);
+    let bob = tg.shown_to(BOB);
+    let texts: Vec<&str> = alice.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        ["progress note", "progress note", "Alice's answer"],
+        "refused note, its retry, then the answer"
+    );
+    let waited = alice[1].at - alice[0].at;
+    assert!(
+        waited >= Duration::from_millis(900),
+        "retry_after honoured: {waited:?}"
+    );
+    assert!(
+        bob[0].at >= alice[1].at,
+        "Bob's reply overtook the rate-limited note: the note bypassed the sender thread"
+    );
+    assert!(
+        log.contains("telegram: sent 1 part(s) to chat 42"),
+        "the sender thread sent the note:\n{log}"
+    );
+}
+
+#[test]
 fn a_heartbeat_that_needs_attention_is_delivered_by_the_gateway() {
-    let llm = model(vec![Response::json(
+    let llm = chat_model(vec![Response::json(
         200,
         &openai_text("The backup is **3 days** old."),
     )]);
@@ -256,7 +205,7 @@ fn a_heartbeat_that_needs_attention_is_delivered_by_the_gateway() {
         .set_state(heartbeat::LAST_RUN_KEY, &(T - 7200).to_string())
         .unwrap();
     let now = T.to_string();
-    let mut g = Gateway::start(
+    let mut g = start(
         &home,
         &[
             ("YOCTOCLAW_TEST_NOW", &now),
@@ -268,7 +217,7 @@ fn a_heartbeat_that_needs_attention_is_delivered_by_the_gateway() {
         d.get_state(heartbeat::LAST_RUN_KEY).unwrap().as_deref() == Some(&*now)
     });
     g.wait_for("the delivery", || !tg.sent_to(ALICE).is_empty());
-    g.stop();
+    g.stop_cleanly();
     let sent = tg.sent_to(ALICE);
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0].text, "The backup is <b>3 days</b> old.");
@@ -284,7 +233,7 @@ fn sigterm_during_a_heartbeat_turn_stops_the_scheduler_at_once() {
         Duration::from_secs(20),
         Box::new(Response::json(200, &openai_text("late"))),
     );
-    let llm = model(vec![slow]);
+    let llm = chat_model(vec![slow]);
     let tg = FakeTelegram::start();
     let home = TempHome::onboarded(
         "gw-hb-stop",
@@ -295,7 +244,7 @@ fn sigterm_during_a_heartbeat_turn_stops_the_scheduler_at_once() {
         .set_state(heartbeat::LAST_RUN_KEY, &(T - 7200).to_string())
         .unwrap();
     let now = T.to_string();
-    let mut g = Gateway::start(
+    let mut g = start(
         &home,
         &[
             ("YOCTOCLAW_TEST_NOW", &now),
@@ -304,13 +253,13 @@ fn sigterm_during_a_heartbeat_turn_stops_the_scheduler_at_once() {
     );
     g.wait_for("the heartbeat's model call", || !llm.requests().is_empty());
     // `stop` checks: status 0 within the bound, "gateway: stopped".
-    g.stop();
+    g.stop_cleanly();
     assert!(tg.sent_to(ALICE).is_empty());
 }
 
 #[test]
 fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
-    let llm = model(vec![Response::json(200, &openai_text("unused"))]);
+    let llm = chat_model(vec![Response::json(200, &openai_text("unused"))]);
     // Telegram is off: the job goes out through the standalone sender to this fake.
     let tg = FakeTelegram::start();
     let config = config_for(
@@ -340,14 +289,14 @@ fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
         ],
     );
     let now = T.to_string();
-    let mut g = Gateway::start(
+    let mut g = start(
         &home,
         &[
             ("YOCTOCLAW_TEST_NOW", &now),
             ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
         ],
     );
-    let pid = i64::from(g.child.id());
+    let pid = i64::from(g.pid());
     let d = db(&home);
     g.wait_for("the job's result", || {
         d.get_cron_job(1)
@@ -357,7 +306,7 @@ fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
     g.wait_for("the status record", || {
         d.get_state("gateway.status").unwrap().is_some()
     });
-    let log = g.stop();
+    let log = g.stop_cleanly();
     assert!(!log.contains("nothing to do"), "{log}");
     assert!(
         log.contains("telegram.enabled is false: running cron"),
@@ -386,14 +335,11 @@ fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
 
 #[test]
 fn with_nothing_to_do_the_gateway_says_so_and_still_stops_cleanly() {
-    let llm = model(vec![Response::json(200, &openai_text("x"))]);
+    let llm = chat_model(vec![Response::json(200, &openai_text("x"))]);
     let home = TempHome::onboarded("gw-idle", &config_for(&llm.url(), ""));
-    let mut g = Gateway::start(&home, &[]);
-    let log = g.log.clone();
-    g.wait_for("the warning", || {
-        log.lock().unwrap().contains("nothing to do yet")
-    });
-    g.stop();
+    let mut g = start(&home, &[]);
+    g.wait_for_log("nothing to do yet");
+    g.stop_cleanly();
 }
 
 // ---------------------------------------------------------------- streamed replies
@@ -435,7 +381,7 @@ fn check_stream(shown: &[Shown], preview_method: &str) {
 fn tool_then_answer(answer_parts: &[&str]) -> Vec<Response> {
     let pause = Duration::from_millis(350);
     vec![
-        sse(
+        openai_sse(
             &[
                 "Let me ",
                 "look at ",
@@ -446,7 +392,7 @@ fn tool_then_answer(answer_parts: &[&str]) -> Vec<Response> {
             ],
             pause,
         ),
-        sse(answer_parts, pause),
+        openai_sse(answer_parts, pause),
     ]
 }
 
@@ -461,19 +407,19 @@ fn a_streamed_reply_is_one_message_edited_in_place_when_drafts_are_missing() {
         "<b> & done.",
     ];
     let full: String = answer.concat();
-    let llm = model(tool_then_answer(&answer));
+    let llm = chat_model(tool_then_answer(&answer));
     let tg = FakeTelegram::start();
     let home = TempHome::onboarded("gw-stream", &streaming(tg_config(&llm, &tg, "")));
     std::fs::write(home.workspace().join("notes.txt"), "buy milk, call Bob").unwrap();
     tg.push_private(ALICE, "alice", "what do my notes say?");
-    let mut g = Gateway::start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
     let want = reply_parts(&full, true);
     g.wait_for("the final text", || {
         tg.shown_to(ALICE).last().map(|s| s.text.as_str()) == Some(want[0].as_str())
     });
     // Let any stray late call arrive before checking.
     std::thread::sleep(Duration::from_millis(1500));
-    let log = g.stop();
+    let log = g.stop_cleanly();
     let shown = tg.shown_to(ALICE);
     let methods: Vec<&str> = shown.iter().map(|s| s.method.as_str()).collect();
     // The draft was refused (404): one message, then edits of it.
@@ -503,14 +449,14 @@ fn a_streamed_reply_is_one_message_edited_in_place_when_drafts_are_missing() {
 fn a_streamed_reply_uses_drafts_when_the_server_has_them() {
     let answer = ["Sunny ", "all day, ", "no umbrella ", "needed ", "today."];
     let full: String = answer.concat();
-    let llm = model(vec![sse(&answer, Duration::from_millis(400))]);
+    let llm = chat_model(vec![openai_sse(&answer, Duration::from_millis(400))]);
     let tg = FakeTelegram::start();
     tg.set_drafts(true);
     let home = TempHome::onboarded("gw-draft", &streaming(tg_config(&llm, &tg, "")));
     tg.push_private(ALICE, "alice", "weather?");
-    let mut g = Gateway::start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
     g.wait_for("the final message", || !tg.sent_to(ALICE).is_empty());
-    g.stop();
+    g.stop_cleanly();
     let shown = tg.shown_to(ALICE);
     let (last, drafts) = shown.split_last().unwrap();
     assert!(!drafts.is_empty(), "{shown:?}");
@@ -533,7 +479,7 @@ fn a_long_streamed_reply_ends_as_the_same_messages_as_a_non_streamed_one() {
     let pieces: Vec<String> = (0..10).map(|_| unit.repeat(25)).collect();
     let parts: Vec<&str> = pieces.iter().map(String::as_str).collect();
     let full: String = parts.concat();
-    let llm = model(vec![sse(&parts, Duration::from_millis(250))]);
+    let llm = chat_model(vec![openai_sse(&parts, Duration::from_millis(250))]);
     let tg = FakeTelegram::start();
     let home = TempHome::onboarded("gw-long", &streaming(tg_config(&llm, &tg, "")));
     let group = -100_777;
@@ -545,11 +491,11 @@ fn a_long_streamed_reply_ends_as_the_same_messages_as_a_non_streamed_one() {
         "@yc_test_bot plan the party",
         None,
     ));
-    let mut g = Gateway::start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
     let want = reply_parts(full.trim(), true);
     assert!(want.len() >= 3, "{}", want.len());
     g.wait_for("every part", || tg.sent_to(group).len() == want.len());
-    g.stop();
+    g.stop_cleanly();
     let shown = tg.shown_to(group);
     check_stream(&shown, "sendMessage");
     // The streamed message (the first sendMessage) ends as the first part: its last
@@ -581,7 +527,7 @@ fn a_429_on_an_edit_holds_the_next_one_for_retry_after() {
         "ten.",
     ];
     let full: String = answer.concat();
-    let llm = model(vec![sse(&answer, Duration::from_millis(400))]);
+    let llm = chat_model(vec![openai_sse(&answer, Duration::from_millis(400))]);
     let tg = FakeTelegram::start();
     tg.script_edits(vec![Response::json(
         429,
@@ -590,11 +536,11 @@ fn a_429_on_an_edit_holds_the_next_one_for_retry_after() {
     let home = TempHome::onboarded("gw-429", &streaming(tg_config(&llm, &tg, "")));
     tg.push_private(ALICE, "alice", "count to ten");
     // Real waits here: Telegram's retry_after is honoured as is.
-    let mut g = Gateway::start(&home, &[]);
+    let mut g = start(&home, &[]);
     g.wait_for("the final text", || {
         tg.shown_to(ALICE).last().map(|s| s.text.as_str()) == Some(full.as_str())
     });
-    g.stop();
+    g.stop_cleanly();
     let shown = tg.shown_to(ALICE);
     let edits: Vec<&Shown> = shown
         .iter()

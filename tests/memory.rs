@@ -100,6 +100,41 @@ fn relevant_memories_reach_the_prompt_and_irrelevant_ones_do_not() {
 }
 
 #[test]
+fn in_a_store_of_two_or_one_memories_an_exact_match_still_reaches_the_prompt() {
+    // A new user's first facts: bm25's IDF is ~0 for every word of a two-memory store,
+    // so a relevance floor on raw scores dropped even exact matches.
+    let f = fake(vec![openai_text("ok")], Response::json(500, "{}"));
+    let home = TempHome::onboarded("inject-small", &config_for(&f.url(), ""));
+    ok(&home.run(&[
+        "memory",
+        "add",
+        "bike",
+        "The bike lock code is 4312",
+        "--category",
+        "custom",
+    ]));
+    ok(&home.run(&["agent", "-m", "What is the code of my bike lock?"]));
+    ok(&home.run(&[
+        "memory",
+        "add",
+        "plant",
+        "Water the fern every Sunday",
+        "--category",
+        "daily",
+    ]));
+    ok(&home.run(&["agent", "-s", "two", "-m", "When do I water the fern?"]));
+    ok(&home.run(&["agent", "-s", "three", "-m", "Tell me a joke about cats"]));
+    let reqs = f.requests_to("/chat/completions");
+    let one = system_of(&reqs[0].body);
+    assert!(one.contains("The bike lock code is 4312"), "{one}");
+    let two = system_of(&reqs[1].body);
+    assert!(two.contains("Water the fern every Sunday"), "{two}");
+    assert!(!two.contains("bike lock"), "only what matches: {two}");
+    let three = system_of(&reqs[2].body);
+    assert!(!three.contains("<memory>"), "nothing matches: {three}");
+}
+
+#[test]
 fn the_model_stores_and_searches_memories_with_tools() {
     let f = fake(
         vec![

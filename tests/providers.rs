@@ -5,23 +5,12 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_call};
+use support::fake_http::{Response, json_str, openai_text, openai_tool_call, scripted};
 use support::{TempHome, config_for, text};
 
 /// Backoff waits of a second last a millisecond in these tests.
 const FAST: (&str, &str) = ("YOCTOCLAW_TEST_BACKOFF_MS", "1");
-
-/// A server answering the scripted responses in order (the last one repeats).
-fn scripted(responses: Vec<Response>) -> FakeServer {
-    let n = Arc::new(AtomicUsize::new(0));
-    FakeServer::start(move |_| {
-        let i = n.fetch_add(1, Ordering::SeqCst).min(responses.len() - 1);
-        responses[i].clone()
-    })
-}
 
 fn ok(body: &str) -> Response {
     Response::json(200, body)

@@ -4,39 +4,13 @@
 
 mod support;
 
-use std::io::Read;
-use std::process::{Child, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-use support::fake_http::{FakeServer, Response, openai_text};
+use std::time::Duration;
+use support::fake_http::{FakeServer, Response, chat_bodies, openai_text};
 use support::fake_telegram::{BOT_ID, BOT_USERNAME, FakeTelegram, message};
+use support::gateway::{FAST_BACKOFF, Gateway, TOKEN, TOKEN_SECRET_PART};
 use support::{TempHome, config_for, text};
 
-/// A realistic token shape: bot id, colon, 35 characters.
-const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
-const TOKEN_SECRET_PART: &str = "AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
-/// Longest wait for anything the gateway should do (a hang guard, not a timing check).
-const PATIENCE: Duration = Duration::from_secs(30);
 const ALICE: i64 = 42;
-
-/// A fake model answering the scripted bodies in order (the last repeats), each after
-/// `delay`.
-fn model(bodies: Vec<String>, delay: Duration) -> FakeServer {
-    let n = Arc::new(AtomicUsize::new(0));
-    FakeServer::start(move |req| {
-        if !req.path.ends_with("/v1/chat/completions") {
-            return Response::json(404, r#"{"error":{"message":"no route"}}"#);
-        }
-        let i = n.fetch_add(1, Ordering::SeqCst).min(bodies.len() - 1);
-        let r = Response::json(200, &bodies[i]);
-        if delay.is_zero() {
-            r
-        } else {
-            Response::Delay(delay, Box::new(r))
-        }
-    })
-}
 
 fn config(llm: &FakeServer, tg: &FakeTelegram, extra: &str) -> String {
     config_for(
@@ -48,104 +22,9 @@ fn config(llm: &FakeServer, tg: &FakeTelegram, extra: &str) -> String {
     )
 }
 
-/// A running gateway with its output collected on threads.
-struct Gateway {
-    child: Child,
-    stderr: Arc<Mutex<String>>,
-    stdout: Arc<Mutex<String>>,
-}
-
-fn collect(mut r: impl Read + Send + 'static) -> Arc<Mutex<String>> {
-    let out = Arc::new(Mutex::new(String::new()));
-    let o = out.clone();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = r.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            o.lock()
-                .unwrap()
-                .push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-    });
-    out
-}
-
-impl Gateway {
-    fn start(home: &TempHome, log_level: &str) -> Gateway {
-        let mut child = home
-            .cmd(&["gateway"])
-            .env("TELEGRAM_BOT_TOKEN", TOKEN)
-            .env("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")
-            .env("RUST_LOG", log_level)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the gateway");
-        let stderr = collect(child.stderr.take().unwrap());
-        let stdout = collect(child.stdout.take().unwrap());
-        Gateway {
-            child,
-            stderr,
-            stdout,
-        }
-    }
-
-    fn log(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// Wait until `cond` holds; panic with the log after `PATIENCE`.
-    fn wait_for(&mut self, what: &str, mut cond: impl FnMut() -> bool) {
-        let start = Instant::now();
-        while !cond() {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("gateway exited ({st}) waiting for {what}:\n{}", self.log());
-            }
-            if start.elapsed() > PATIENCE {
-                panic!("timed out waiting for {what}:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// SIGTERM; returns the status, how long the exit took, and all output.
-    fn stop(mut self) -> (ExitStatus, Duration, String) {
-        let pid = self.child.id().to_string();
-        let started = Instant::now();
-        let killed = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("run kill");
-        assert!(killed.success());
-        let status = loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                break st;
-            }
-            if started.elapsed() > PATIENCE {
-                let _ = self.child.kill();
-                panic!("the gateway ignored SIGTERM:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let took = started.elapsed();
-        // Let the reader threads see end of file.
-        std::thread::sleep(Duration::from_millis(50));
-        let all = format!("{}{}", self.stdout.lock().unwrap(), self.log());
-        (status, took, all)
-    }
-}
-
-/// Stop the gateway and check the shutdown contract: status 0, well within the 2 s the
-/// spec allows (measured loosely: the bound is generous for a loaded test machine).
-fn stop_cleanly(g: Gateway) -> String {
-    let (status, took, out) = g.stop();
-    assert!(status.success(), "exit status {status}:\n{out}");
-    assert!(took < Duration::from_secs(5), "exit took {took:?}:\n{out}");
-    assert!(out.contains("gateway: stopped"), "{out}");
-    assert!(!out.contains(TOKEN_SECRET_PART), "the token leaked:\n{out}");
-    out
+/// The gateway with Telegram's waits shortened and `RUST_LOG` at `level`.
+fn start(home: &TempHome, level: &str) -> Gateway {
+    Gateway::start(home, &[FAST_BACKOFF, ("RUST_LOG", level)])
 }
 
 fn unescape(html: &str) -> String {
@@ -156,7 +35,7 @@ fn unescape(html: &str) -> String {
 
 #[test]
 fn poll_errors_are_survived_with_one_conflict_warning_and_the_token_never_logged() {
-    let llm = model(vec![openai_text("Hi there, Alice")], Duration::ZERO);
+    let llm = chat_bodies(vec![openai_text("Hi there, Alice")], Duration::ZERO);
     let tg = FakeTelegram::start();
     let conflict = || {
         Response::json(
@@ -180,10 +59,10 @@ fn poll_errors_are_survived_with_one_conflict_warning_and_the_token_never_logged
     ]);
     tg.push_private(ALICE, "alice", "hello");
     let home = TempHome::onboarded("tg-errors", &config(&llm, &tg, ""));
-    let mut g = Gateway::start(&home, "debug");
+    let mut g = start(&home, "debug");
     g.wait_for("the reply", || !tg.sent_to(ALICE).is_empty());
     let log = g.log();
-    let out = stop_cleanly(g);
+    let out = g.stop_cleanly();
 
     let sent = tg.sent_to(ALICE);
     assert_eq!(sent.len(), 1, "{sent:?}");
@@ -211,7 +90,7 @@ fn poll_errors_are_survived_with_one_conflict_warning_and_the_token_never_logged
 
 #[test]
 fn a_refused_or_missing_token_is_a_clear_fatal_error() {
-    let llm = model(vec![openai_text("x")], Duration::ZERO);
+    let llm = chat_bodies(vec![openai_text("x")], Duration::ZERO);
     let tg = FakeTelegram::start();
     tg.set_get_me(Response::json(
         401,
@@ -248,13 +127,10 @@ fn a_refused_or_missing_token_is_a_clear_fatal_error() {
 
 #[test]
 fn without_telegram_the_gateway_idles_until_sigterm() {
-    let llm = model(vec![openai_text("x")], Duration::ZERO);
+    let llm = chat_bodies(vec![openai_text("x")], Duration::ZERO);
     let home = TempHome::onboarded("tg-off", &config_for(&llm.url(), ""));
-    let mut g = Gateway::start(&home, "info");
-    let log = g.stderr.clone();
-    g.wait_for("the start-up line", || {
-        log.lock().unwrap().contains("telegram.enabled is false")
-    });
+    let mut g = start(&home, "info");
+    g.wait_for_log("telegram.enabled is false");
     let (status, took, out) = g.stop();
     assert!(status.success(), "{status}: {out}");
     assert!(took < Duration::from_secs(5), "{took:?}");
@@ -262,24 +138,24 @@ fn without_telegram_the_gateway_idles_until_sigterm() {
 
 #[test]
 fn restart_never_answers_twice() {
-    let llm = model(vec![openai_text("answer")], Duration::ZERO);
+    let llm = chat_bodies(vec![openai_text("answer")], Duration::ZERO);
     let tg = FakeTelegram::start();
     tg.push_private(ALICE, "alice", "first");
     let home = TempHome::onboarded("tg-restart", &config(&llm, &tg, ""));
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     g.wait_for("the first reply", || tg.sent_to(ALICE).len() == 1);
-    stop_cleanly(g);
+    g.stop_cleanly();
 
     // The fake now replays every update on every poll (like a broken proxy), so only
     // the persisted offset keeps the first message from being answered again.
     tg.set_ignore_offset(true);
     tg.push_private(ALICE, "alice", "second");
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     g.wait_for("the second reply", || tg.sent_to(ALICE).len() >= 2);
     // Later polls replay both updates again; give them a chance to do harm.
     let polls = tg.polls();
     g.wait_for("a few more polls", || tg.polls() >= polls + 3);
-    stop_cleanly(g);
+    g.stop_cleanly();
     assert_eq!(tg.sent_to(ALICE).len(), 2);
     let turns = llm.requests_to("/chat/completions");
     assert_eq!(turns.len(), 2);
@@ -288,13 +164,13 @@ fn restart_never_answers_twice() {
 
 #[test]
 fn unlisted_users_are_refused_once_with_their_id() {
-    let llm = model(vec![openai_text("hello Alice")], Duration::ZERO);
+    let llm = chat_bodies(vec![openai_text("hello Alice")], Duration::ZERO);
     let tg = FakeTelegram::start();
     tg.push_private(555, "mallory", "let me in");
     tg.push_private(555, "mallory", "please");
     tg.push_private(ALICE, "alice", "hi");
     let home = TempHome::onboarded("tg-deny", &config(&llm, &tg, ""));
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     g.wait_for("Alice's reply", || !tg.sent_to(ALICE).is_empty());
     tg.push_private(555, "mallory", "hello?");
     tg.push_private(77, "BOB", "hi, I'm Bob");
@@ -302,7 +178,7 @@ fn unlisted_users_are_refused_once_with_their_id() {
         !tg.sent_to(77).is_empty()
     });
     let log = g.log();
-    stop_cleanly(g);
+    g.stop_cleanly();
     let refused = tg.sent_to(555);
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert!(refused[0].text.contains("555"), "{}", refused[0].text);
@@ -329,11 +205,11 @@ fn a_10000_character_reply_with_emoji_is_split_and_reassembles() {
         reply.push_str(if i % 5 == 0 { "\n\n" } else { ". " });
     }
     let reply = reply.trim_end().to_string();
-    let llm = model(vec![openai_text(&reply)], Duration::ZERO);
+    let llm = chat_bodies(vec![openai_text(&reply)], Duration::ZERO);
     let tg = FakeTelegram::start();
     tg.push_private(ALICE, "alice", "tell me a long story");
     let home = TempHome::onboarded("tg-long", &config(&llm, &tg, ""));
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     let expected_min_parts = 3;
     g.wait_for("every part", || {
         let joined: String = tg
@@ -343,7 +219,7 @@ fn a_10000_character_reply_with_emoji_is_split_and_reassembles() {
             .collect();
         joined.len() >= reply.len()
     });
-    stop_cleanly(g);
+    g.stop_cleanly();
     let parts = tg.sent_to(ALICE);
     assert!(parts.len() >= expected_min_parts, "{} parts", parts.len());
     for p in &parts {
@@ -357,7 +233,7 @@ fn a_10000_character_reply_with_emoji_is_split_and_reassembles() {
 
 #[test]
 fn an_html_rejection_is_resent_as_plain_text() {
-    let llm = model(
+    let llm = chat_bodies(
         vec![openai_text(
             "**Bold** move & [docs](https://example.com/a?b=1&c=2)",
         )],
@@ -370,9 +246,9 @@ fn an_html_rejection_is_resent_as_plain_text() {
     )]);
     tg.push_private(ALICE, "alice", "format something");
     let home = TempHome::onboarded("tg-plain", &config(&llm, &tg, ""));
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     g.wait_for("the plain resend", || tg.sent_to(ALICE).len() >= 2);
-    stop_cleanly(g);
+    g.stop_cleanly();
     let sent = tg.sent_to(ALICE);
     assert_eq!(sent.len(), 2, "{sent:?}");
     assert_eq!(sent[0].parse_mode.as_deref(), Some("HTML"));
@@ -390,7 +266,7 @@ fn an_html_rejection_is_resent_as_plain_text() {
 
 #[test]
 fn groups_are_answered_only_when_mentioned_or_replied_to() {
-    let llm = model(vec![openai_text("ok")], Duration::ZERO);
+    let llm = chat_bodies(vec![openai_text("ok")], Duration::ZERO);
     let tg = FakeTelegram::start();
     let group = -100_777;
     let g_msg = |text: &str, reply_to: Option<i64>| {
@@ -414,14 +290,14 @@ fn groups_are_answered_only_when_mentioned_or_replied_to() {
     ));
     tg.push_private(ALICE, "alice", "/start");
     let home = TempHome::onboarded("tg-groups", &config(&llm, &tg, ""));
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     g.wait_for("three model turns and their replies", || {
         tg.sent_to(group).len() >= 3 && tg.sent_to(ALICE).len() >= 3
     });
     // A final marker: once it is answered, everything before it was handled.
     tg.push_private(ALICE, "alice", "/status");
     g.wait_for("the marker", || tg.sent_to(ALICE).len() >= 4);
-    stop_cleanly(g);
+    g.stop_cleanly();
 
     let turns = llm.requests_to("/chat/completions");
     assert_eq!(turns.len(), 3, "mention, reply-to-bot, caption");
@@ -469,17 +345,42 @@ fn groups_are_answered_only_when_mentioned_or_replied_to() {
 }
 
 #[test]
+fn an_update_with_a_lone_surrogate_never_makes_the_bot_deaf() {
+    // Telegram passes a lone UTF-16 surrogate escape through from some clients; the whole
+    // getUpdates body used to be refused as "not JSON", forever, so nothing after it was
+    // ever read.
+    let llm = chat_bodies(vec![openai_text("got it")], Duration::ZERO);
+    let tg = FakeTelegram::start();
+    let raw = message(ALICE, "alice", ALICE, "private", "placeholder", None)
+        .replace(r#""placeholder""#, r#""broken \ud800 emoji""#);
+    tg.push_message(&raw);
+    tg.push_private(ALICE, "alice", "and this one?");
+    let home = TempHome::onboarded("tg-surrogate", &config(&llm, &tg, ""));
+    let mut g = start(&home, "info");
+    g.wait_for("both answers", || tg.sent_to(ALICE).len() >= 2);
+    g.stop_cleanly();
+    let turns = llm.requests_to("/chat/completions");
+    assert_eq!(turns.len(), 2, "one turn per message, none repeated");
+    assert!(
+        turns[0].body.contains("broken \u{fffd} emoji"),
+        "{}",
+        turns[0].body
+    );
+    assert!(turns[1].body.contains("and this one?"));
+}
+
+#[test]
 fn a_full_session_queue_gets_a_polite_busy_reply() {
-    let llm = model(vec![openai_text("done")], Duration::from_millis(300));
+    let llm = chat_bodies(vec![openai_text("done")], Duration::from_millis(300));
     let tg = FakeTelegram::start();
     // One runs, MAX_QUEUED_PER_SESSION (4) wait, two overflow.
     for i in 0..7 {
         tg.push_private(ALICE, "alice", &format!("message {i}"));
     }
     let home = TempHome::onboarded("tg-busy", &config(&llm, &tg, ""));
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     g.wait_for("seven answers", || tg.sent_to(ALICE).len() >= 7);
-    stop_cleanly(g);
+    g.stop_cleanly();
     let sent = tg.sent_to(ALICE);
     let busy = sent
         .iter()
@@ -492,15 +393,15 @@ fn a_full_session_queue_gets_a_polite_busy_reply() {
 
 #[test]
 fn sigterm_during_a_turn_exits_quickly_and_tells_the_chat() {
-    let llm = model(vec![openai_text("too late")], Duration::from_secs(20));
+    let llm = chat_bodies(vec![openai_text("too late")], Duration::from_secs(20));
     let tg = FakeTelegram::start();
     tg.push_private(ALICE, "alice", "think hard");
     let home = TempHome::onboarded("tg-sigterm", &config(&llm, &tg, ""));
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     g.wait_for("the model call and typing", || {
         !llm.requests().is_empty() && tg.typing_chats().contains(&ALICE)
     });
-    let out = stop_cleanly(g);
+    let out = g.stop_cleanly();
     let sent = tg.sent_to(ALICE);
     assert_eq!(sent.len(), 1, "{sent:?}\n{out}");
     assert!(sent[0].text.contains("restarting"), "{}", sent[0].text);
@@ -509,7 +410,7 @@ fn sigterm_during_a_turn_exits_quickly_and_tells_the_chat() {
 
 #[test]
 fn more_chats_than_session_slots_get_busy_replies() {
-    let llm = model(vec![openai_text("done")], Duration::from_millis(500));
+    let llm = chat_bodies(vec![openai_text("done")], Duration::from_millis(500));
     let tg = FakeTelegram::start();
     let cfg = config_for(
         &llm.url(),
@@ -522,9 +423,9 @@ fn more_chats_than_session_slots_get_busy_replies() {
         tg.push_private(user, "u", "hello");
     }
     let home = TempHome::onboarded("tg-slots", &cfg);
-    let mut g = Gateway::start(&home, "info");
+    let mut g = start(&home, "info");
     g.wait_for("four answers", || tg.sent().len() >= 4);
-    stop_cleanly(g);
+    g.stop_cleanly();
     let sent = tg.sent();
     let busy = sent
         .iter()

@@ -4,17 +4,15 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::process::{Child, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::io::Write;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 use support::fake_http::{FakeServer, Response, json_str, openai_text};
 use support::fake_telegram::FakeTelegram;
+use support::gateway::{FAST_BACKOFF, Gateway, PATIENCE, TOKEN};
 use support::{TempHome, config_for, text};
 
 /// Longest wait for anything (a hang guard, not a timing check).
-const PATIENCE: Duration = Duration::from_secs(30);
-const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
 const ALICE: i64 = 42;
 
 /// An OpenAI answer calling every `(name, arguments)` in order.
@@ -816,72 +814,11 @@ fn send_message_reaches_allowed_chats_only_and_is_scrubbed() {
 // ---------------------------------------------------------------------------------
 // Approvals over Telegram.
 
-/// A running gateway with its stderr collected.
-struct Gateway {
-    child: Child,
-    log: Arc<Mutex<String>>,
-}
-
-impl Gateway {
-    fn start(home: &TempHome, env: &[(&str, &str)]) -> Gateway {
-        let mut c = home.cmd(&["gateway"]);
-        c.env("TELEGRAM_BOT_TOKEN", TOKEN)
-            .env("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        let mut child = c.spawn().expect("start the gateway");
-        let log = Arc::new(Mutex::new(String::new()));
-        let mut err = child.stderr.take().unwrap();
-        let l = log.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                l.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        Gateway { child, log }
-    }
-
-    fn wait_for(&mut self, what: &str, mut cond: impl FnMut() -> bool) {
-        let start = Instant::now();
-        while !cond() {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                panic!("gateway exited ({st}) waiting for {what}:\n{}", self.log());
-            }
-            if start.elapsed() > PATIENCE {
-                panic!("timed out waiting for {what}:\n{}", self.log());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
-            .status();
-        let start = Instant::now();
-        while self.child.try_wait().ok().flatten().is_none() {
-            if start.elapsed() > PATIENCE {
-                let _ = self.child.kill();
-                panic!("the gateway ignored SIGTERM");
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
+/// The gateway with Telegram's waits shortened and `env`.
+fn start(home: &TempHome, env: &[(&str, &str)]) -> Gateway {
+    let mut all = vec![FAST_BACKOFF];
+    all.extend_from_slice(env);
+    Gateway::start(home, &all)
 }
 
 fn tg_config(model: &FakeServer, tg: &FakeTelegram, agent: &str) -> String {
@@ -918,7 +855,7 @@ fn telegram_approval_yes_no_always_and_nothing_waiting() {
             .map(|s| s.lines().count())
             .unwrap_or(0)
     };
-    let mut g = Gateway::start(&home, &[]);
+    let mut g = start(&home, &[]);
 
     // ask → /yes → runs
     tg.push_private(ALICE, "alice", "run it once");
@@ -980,7 +917,7 @@ fn telegram_approval_times_out_as_a_no() {
         "tg-timeout",
         &tg_config(&model, &tg, r#""approval_timeout_secs":10"#),
     );
-    let mut g = Gateway::start(&home, &[("YOCTOCLAW_TEST_APPROVAL_SCALE", "0.05")]);
+    let mut g = start(&home, &[("YOCTOCLAW_TEST_APPROVAL_SCALE", "0.05")]);
     tg.push_private(ALICE, "alice", "run it");
     g.wait_for("the answer after the timeout", || count(&tg, "done") == 1);
     assert_eq!(count(&tg, ASK), 1);
@@ -1011,7 +948,7 @@ fn telegram_read_only_refuses_without_asking() {
         "tg-readonly",
         &tg_config(&model, &tg, r#""autonomy":"read_only""#),
     );
-    let mut g = Gateway::start(&home, &[]);
+    let mut g = start(&home, &[]);
     tg.push_private(ALICE, "alice", "write it");
     g.wait_for("the answer", || count(&tg, "done") == 1);
     g.stop();
@@ -1029,7 +966,7 @@ fn telegram_replies_are_scrubbed() {
     let tg = FakeTelegram::start();
     let home = TempHome::onboarded("tg-scrub", &tg_config(&model, &tg, ""));
     with_secrets(&home);
-    let mut g = Gateway::start(&home, &[("YOCTOCLAW_API_KEY", API_KEY)]);
+    let mut g = start(&home, &[("YOCTOCLAW_API_KEY", API_KEY)]);
     tg.push_private(ALICE, "alice", "what are my keys?");
     g.wait_for("the reply", || !tg.sent_to(ALICE).is_empty());
     let log = g.log();
@@ -1039,4 +976,55 @@ fn telegram_replies_are_scrubbed() {
     }
     assert!(texts_to(&tg, ALICE)[0].contains("[REDACTED]"));
     assert_clean("the log", &log, &values);
+}
+
+// ---------------------------------------------------------------------------------
+// Special files in the workspace never freeze the gateway.
+
+fn mkfifo(path: &std::path::Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .expect("mkfifo");
+}
+
+#[test]
+fn a_fifo_in_the_workspace_never_blocks_the_gateway() {
+    // FIFOs without a writer: a plain open() of either waits forever, which on the
+    // executor thread froze every chat, the scheduler and SIGTERM handling.
+    let model = tool_model(calls(&[
+        ("read_file", r#"{"path":"pipe"}"#),
+        (
+            "edit_file",
+            r#"{"path":"pipe","old_text":"a","new_text":"b"}"#,
+        ),
+        ("list_dir", r#"{"path":"."}"#),
+    ]));
+    let tg = FakeTelegram::start();
+    let home = TempHome::onboarded("fifo", &tg_config(&model, &tg, r#""autonomy":"full""#));
+    mkfifo(&home.workspace().join("pipe"));
+    // A FIFO where the prompt's files are read, too.
+    std::fs::remove_file(home.workspace().join("SOUL.md")).unwrap();
+    mkfifo(&home.workspace().join("SOUL.md"));
+    tg.push_private(ALICE, "alice", "read the pipe");
+    let mut g = start(&home, &[]);
+    g.wait_for("the first answer", || texts_to(&tg, ALICE).len() == 1);
+    let r = tool_results(&model);
+    assert_eq!(r.len(), 3, "{r:?}");
+    assert!(
+        r[0].contains("FIFO") && r[0].contains("not a regular file"),
+        "{}",
+        r[0]
+    );
+    assert!(r[1].contains("FIFO"), "{}", r[1]);
+    assert!(r[2].contains("pipe"), "{}", r[2]);
+    // The gateway still answers, and stops within its shutdown limit.
+    tg.push_private(ALICE, "alice", "still there?");
+    g.wait_for("the second answer", || texts_to(&tg, ALICE).len() == 2);
+    let log = g.stop_cleanly();
+    assert!(log.contains("SOUL.md skipped"), "{log}");
 }

@@ -4,6 +4,10 @@
 //! request and answers at once: a native tool call on the first round of tool turns,
 //! the final answer once a tool result is the last message, a 500 on the first request
 //! of error turns (the gateway retries), and a short summary for compaction requests.
+//! A heartbeat check-in (a request whose newest user message holds `HEARTBEAT_OK`, from
+//! the heartbeat's instruction) is answered with [`HEARTBEAT_REPLY`], which is not
+//! `HEARTBEAT_OK`, so the heartbeat delivers it (the VM test looks for it at the fake
+//! Bot API).
 //!
 //! # Bounds
 //! Remembers which error turns already failed (one number per error turn).
@@ -15,6 +19,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use yoctoclaw::json;
 
+/// The fake model's answer to a heartbeat check-in: needs attention, so it is delivered.
+pub const HEARTBEAT_REPLY: &str =
+    "Heartbeat check-in: the disk is at 42 percent, nothing else to report.";
+
 /// What the fake model did.
 #[derive(Default)]
 pub struct ModelStats {
@@ -22,6 +30,7 @@ pub struct ModelStats {
     pub tool_calls: AtomicU64,
     pub errors: AtomicU64,
     pub summaries: AtomicU64,
+    pub heartbeats: AtomicU64,
     pub untagged: AtomicU64,
     pub request_bytes: AtomicU64,
     failed: Mutex<HashSet<u64>>,
@@ -70,6 +79,11 @@ fn answer(st: &ModelStats, body: &str, plain: bool) -> Response {
             200,
             &openai_text("The user asked about chores, plans and notes; all were answered."),
         );
+    }
+    let last_user = msgs.iter().rev().find(|m| role(m) == "user");
+    if last_user.is_some_and(|m| content(m).contains("HEARTBEAT_OK")) {
+        st.heartbeats.fetch_add(1, Ordering::Relaxed);
+        return Response::json(200, &openai_text(HEARTBEAT_REPLY));
     }
     let tag = msgs
         .iter()

@@ -36,13 +36,17 @@
 //! `YOCTOCLAW_TEST_APPROVAL_SCALE` (a number in 0.001..=1) multiplies the approval
 //! timeout, so tests see a timeout in well under a second. It can only shorten the wait
 //! and is logged when set.
+//!
+//! # Threads
+//! Executor thread: the registry is shared by the sessions' turns; asking awaits the
+//! channel's asker, answers arrive from the channels on the same thread.
 
 use super::Agent;
 use super::session::SessionTable;
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
+use crate::chat::ToolCall;
 use crate::config::Autonomy;
 use crate::limits::MAX_APPROVAL_SUMMARY_CHARS;
-use crate::provider::ToolCall;
 use crate::security::scrub::scrub;
 use crate::tools::{CallContext, ToolError};
 use std::cell::RefCell;

@@ -6,6 +6,10 @@
 //! # Bounds
 //! Two indexed SUM queries per turn when a budget is set, none otherwise. Limits are
 //! `1..=u64::MAX/2` tokens (config); totals saturate instead of overflowing.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use crate::config::BudgetConfig;
 use crate::store::usage::day_of;
@@ -93,7 +97,7 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::Usage;
+    use crate::chat::Usage;
 
     #[test]
     fn budgets_refuse_once_reached() {

@@ -20,10 +20,11 @@
 
 use super::streaming::{MarkupFilter, StreamSink};
 use super::{Agent, AgentError};
+use crate::chat::Message;
 use crate::limits::STREAM_QUEUE_LEN;
 use crate::provider::retry::Jitter;
-use crate::provider::{ChatReply, ChatRequest, Message, Provider, ProviderError};
-use crate::runtime::now_secs;
+use crate::provider::{ChatReply, ChatRequest, Provider, ProviderError};
+use crate::time::now as now_secs;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

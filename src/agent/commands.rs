@@ -1,9 +1,13 @@
 //! Chat commands understood on every channel: `/new`, `/status`, `/help`, `/start`, and
 //! `/yes` `/no` `/always` for approvals; [`handle`] answers them for any channel.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::Agent;
 use super::approval::Decision;
-use crate::runtime::now_secs;
+use crate::time::now as now_secs;
 
 /// A recognised chat command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,11 +17,15 @@
 //! sent for summarising holds the newest `MAX_TRANSCRIPT_BYTES` of the summarised part,
 //! each message cut to `MAX_TRANSCRIPT_MESSAGE_BYTES`; the stored summary is cut to
 //! `MAX_SUMMARY_BYTES`. One summary request per compaction, no tools offered.
+//!
+//! # Threads
+//! Executor thread: reads and writes history in SQLite; the summarising request awaits a
+//! worker thread like any model call.
 
 use super::Agent;
-use crate::provider::{Message, Role};
+use crate::chat::{Message, Role};
 use crate::store::summary::{Kind, Row};
-use crate::tools::cap_text;
+use crate::text::cap_text;
 
 /// Message roles read to place the cut.
 pub const MAX_CUT_SCAN_ROWS: usize = 1000;
@@ -242,17 +246,13 @@ mod tests {
         assert_eq!(choose_cut(&call_first, 1), None);
     }
 
-    /// xorshift64 for the property test.
-    fn next(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
+    fn next(x: &mut crate::testkit::XorShift) -> u64 {
+        x.next()
     }
 
     #[test]
     fn random_histories_are_never_split_inside_a_tool_exchange() {
-        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut x = crate::testkit::XorShift(0x1234_5678_9abc_def1);
         for _ in 0..3000 {
             // Build a valid history: user turns with optional tool rounds.
             let mut k = vec![User];
@@ -288,7 +288,7 @@ mod tests {
     #[test]
     fn transcript_lines_are_bounded() {
         let mut m = Message::new(Role::Assistant, "x".repeat(10_000));
-        m.tool_calls.push(crate::provider::ToolCall {
+        m.tool_calls.push(crate::chat::ToolCall {
             id: "c".into(),
             name: "read_file".into(),
             arguments: "y".repeat(10_000),

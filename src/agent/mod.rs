@@ -29,17 +29,21 @@ pub mod session;
 pub mod streaming;
 pub mod toolcall;
 
-use crate::channels::ChannelKind;
-use crate::config::{Config, Env, Home};
+use crate::chat::ChannelKind;
+use crate::chat::{Message, Role, ToolCall};
+use crate::config::Config;
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::provider::retry::Backoff;
-use crate::provider::{Message, Provider, ProviderError, Role, ToolCall};
-use crate::runtime::{Workers, now_secs};
+use crate::provider::{Provider, ProviderError};
+use crate::runtime::Workers;
 use crate::security::scrub::scrub;
 use crate::store::{Db, StoreError};
-use crate::tools::{CallContext, Tools, cap_text};
+use crate::text::cap_text;
+use crate::time::now as now_secs;
+use crate::tools::{CallContext, Tools};
 use approval::Approvals;
 use std::fmt;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use streaming::StreamSink;
@@ -85,54 +89,43 @@ impl From<StoreError> for AgentError {
     }
 }
 
-/// Everything a turn needs.
+/// Everything a turn needs. Built by the composition root (`app`), which hands the agent
+/// its providers and tools; what other parts need (config, store, workers) they receive
+/// from the root too, not through the agent.
 pub struct Agent {
-    pub cfg: Rc<Config>,
-    pub home: Home,
-    pub env: Env,
-    pub db: Rc<Db>,
+    cfg: Rc<Config>,
+    /// The workspace folder (system prompt files, skills).
+    workspace: PathBuf,
+    db: Rc<Db>,
     /// Primary first, then fallbacks.
-    pub providers: Vec<Arc<Provider>>,
-    pub workers: Workers,
-    pub tools: Tools,
+    providers: Vec<Arc<Provider>>,
+    workers: Workers,
+    tools: Tools,
     /// Retry policy for provider calls.
-    pub backoff: Backoff,
+    backoff: Backoff,
     /// Pending approvals, `/always` flags and the channels' askers.
-    pub approvals: Approvals,
+    approvals: Approvals,
     /// The prompt's workspace part, re-read every few seconds.
     workspace_prompt: prompt::WorkspaceCache,
 }
 
 impl Agent {
-    /// Build the agent. Fails when the primary provider cannot be set up (no key).
+    /// An agent over `providers` (primary first; at least one) and `tools`.
     pub fn new(
         cfg: Rc<Config>,
-        home: Home,
-        env: Env,
+        workspace: PathBuf,
         db: Rc<Db>,
+        providers: Vec<Arc<Provider>>,
         workers: Workers,
-    ) -> Result<Agent, ProviderError> {
-        let mut providers = vec![Arc::new(Provider::new(&cfg.provider, &env)?)];
-        for f in &cfg.fallbacks {
-            match Provider::new(f, &env) {
-                Ok(p) => providers.push(Arc::new(p)),
-                Err(e) => log::warn!("fallback provider {} skipped: {e}", f.model),
-            }
-        }
-        let mut tools = Tools::new(home.workspace(), cfg.clone(), workers.clone(), db.clone());
-        tools.deliver = Some(crate::channels::deliver::DeliverCtx::new(
-            &cfg,
-            &env,
-            workers.clone(),
-        ));
+        tools: Tools,
+    ) -> Agent {
         let approvals = Approvals::new(
             cfg.agent.max_sessions as usize,
             Approvals::timeout_from(cfg.agent.approval_timeout_secs),
         );
-        Ok(Agent {
+        Agent {
             cfg,
-            home,
-            env,
+            workspace,
             db,
             providers,
             workers,
@@ -140,7 +133,19 @@ impl Agent {
             backoff: Backoff::from_env(),
             approvals,
             workspace_prompt: prompt::WorkspaceCache::default(),
-        })
+        }
+    }
+
+    /// Whether answers stream as they are written (`provider.stream`): channels then show
+    /// them growing.
+    pub fn streams(&self) -> bool {
+        self.cfg.provider.stream
+    }
+
+    /// Pending approvals: channels register their asker and pass `/yes` `/no` `/always`
+    /// here (docs/DECISIONS.md 36).
+    pub fn approvals(&self) -> &Approvals {
+        &self.approvals
     }
 
     /// Run one turn and return the final answer.
@@ -292,14 +297,14 @@ impl Agent {
 
     /// The system prompt for a turn answering `user_text`.
     pub fn system_prompt(&self, session: &str, channel: ChannelKind, user_text: &str) -> String {
-        let now_text = crate::clock::format_now(&self.cfg.agent.timezone);
+        let now_text = crate::time::clock::format_now(&self.cfg.agent.timezone);
         let memory =
             crate::memory::inject::section(&self.db, &self.cfg.memory, user_text, now_secs())
                 .unwrap_or_else(|e| {
                     log::warn!("memory left out of the prompt: {e}");
                     None
                 });
-        let workspace_part = self.workspace_prompt.get(&self.home.workspace());
+        let workspace_part = self.workspace_prompt.get(&self.workspace);
         prompt::build(&prompt::PromptContext {
             workspace_part: &workspace_part,
             session,

@@ -9,13 +9,16 @@
 //! The files and the skills index are read again when the cached text is older than
 //! `PROMPT_FILES_TTL_SECS`: an edit to `SOUL.md` applies within seconds, and a busy
 //! gateway does not open six files and list a folder for every message.
+//!
+//! # Threads
+//! Executor thread: the workspace files are small regular files read at most every
+//! `PROMPT_FILES_TTL_SECS`, capped (see `read_capped`).
 
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
 use crate::limits::{
     MAX_BOOTSTRAP_FILE_BYTES, MAX_SKILLS, MAX_SKILLS_INDEX_BYTES, PROMPT_FILES_TTL_SECS,
 };
 use std::cell::RefCell;
-use std::io::Read;
 use std::path::Path;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -102,10 +105,16 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
 
 /// Read a text file, at most `max` bytes, lossily decoded. `None` when absent.
 pub fn read_capped(path: &Path, max: usize) -> Option<String> {
-    let f = std::fs::File::open(path).ok()?;
-    let mut buf = Vec::new();
-    f.take(max as u64).read_to_end(&mut buf).ok()?;
-    Some(String::from_utf8_lossy(&buf).into_owned())
+    // A FIFO or device named SOUL.md would block the executor on every turn: only
+    // regular files are read, and whatever else is there is skipped with a warning.
+    match crate::files::read_regular(path, max, true) {
+        Ok((buf, _)) => Some(String::from_utf8_lossy(&buf).into_owned()),
+        Err(crate::files::ReadError::NotFound) => None,
+        Err(e) => {
+            log::warn!("{} skipped: {e}", path.display());
+            None
+        }
+    }
 }
 
 /// `- name: description` for each `skills/<name>/SKILL.md`, from its front matter.

@@ -12,6 +12,9 @@
 //!   get [`Offer::Busy`].
 //! - Queued messages: `MAX_QUEUED_PER_SESSION` per session; more get [`Offer::Busy`].
 //! - So at most `capacity × (1 + MAX_QUEUED_PER_SESSION)` messages are held.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::session::SessionTable;
 use crate::limits::MAX_QUEUED_PER_SESSION;
@@ -146,12 +149,10 @@ mod tests {
     #[test]
     fn many_chats_never_grow_past_the_bound() {
         let mut r: Router<String> = Router::new(16);
-        let mut x: u64 = 0x1234_5678;
+        let mut rng = crate::testkit::XorShift(0x1234_5678);
         let mut held = 0usize;
         for _ in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let s = format!("telegram:{}", x % 64);
             if x.is_multiple_of(3) {
                 let _ = r.next(&s);

@@ -19,6 +19,9 @@
 //! At most `MAX_HOLD_BYTES` (plus one delta) are held, then released scrubbed (or
 //! swallowed inside a key block); at most `MAX_CUT_TRIES` cut places are tried per delta.
 //! Held text is released at the end of each model request and when the wrapper is dropped.
+//!
+//! # Threads
+//! Executor thread (a streaming sink is fed by the turn that owns it); no I/O.
 
 use super::streaming::StreamSink;
 use crate::security::scrub::{REDACTED, TOKEN_PREFIXES, ends_inside_literal, scrub};
@@ -411,13 +414,8 @@ mod tests {
 
     #[test]
     fn random_streams_never_leak_the_key_or_panic() {
-        let mut x: u64 = 0xDEAD_BEEF_1234_5678;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut x = crate::testkit::XorShift(0xDEAD_BEEF_1234_5678);
+        let mut next = move || x.next();
         let key = format!(" {KEY}");
         let words = [
             "a",

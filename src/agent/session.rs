@@ -8,6 +8,9 @@
 //! At most `capacity` entries (`agent.max_sessions`). Only entries the caller says are
 //! evictable (idle) are evicted; when none is, `get_or_insert` returns `None` and the
 //! caller answers "busy".
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// One slot of the table.
 struct Slot<T> {

@@ -277,13 +277,6 @@ mod tests {
         assert_eq!(run(&["<tool_call>{\"name\":"]), "<tool_call>{\"name\":");
     }
 
-    fn xorshift(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
-    }
-
     #[test]
     fn the_shown_text_is_always_the_extracted_text() {
         let pieces = [
@@ -303,17 +296,15 @@ mod tests {
             "<",
             ">",
         ];
-        let mut x = 0xC0FF_EE00_1234_5678u64;
+        let mut x = crate::testkit::XorShift(0xC0FF_EE00_1234_5678);
         for _ in 0..3000 {
-            let n = (xorshift(&mut x) % 7) as usize;
-            let text: String = (0..n)
-                .map(|_| pieces[(xorshift(&mut x) % pieces.len() as u64) as usize])
-                .collect();
+            let n = x.index(7);
+            let text: String = (0..n).map(|_| pieces[x.index(pieces.len())]).collect();
             // Split at random character boundaries.
             let mut chunks = Vec::new();
             let mut rest = text.as_str();
             while !rest.is_empty() {
-                let mut cut = 1 + (xorshift(&mut x) % 12) as usize;
+                let mut cut = 1 + x.index(12);
                 while cut < rest.len() && !rest.is_char_boundary(cut) {
                     cut += 1;
                 }

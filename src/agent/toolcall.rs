@@ -10,10 +10,13 @@
 //! # Bounds
 //! At most `MAX_TOOL_CALLS_PER_ANSWER` calls are taken from one answer. Scanning is linear
 //! in the text and never recursive.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
+use crate::chat::ToolCall;
 use crate::json;
 use crate::limits::MAX_TOOL_CALLS_PER_ANSWER;
-use crate::provider::ToolCall;
 use miniserde::json::Value;
 
 /// What was found in a text answer.
@@ -264,19 +267,18 @@ mod tests {
         let alphabet: Vec<char> = "<>/{}\"`:json tool_call invoke name= \n é😀"
             .chars()
             .collect();
-        let mut x: u64 = 88172645463325252;
+        let mut x = crate::testkit::XorShift(88172645463325252);
         for _ in 0..5000 {
             let mut s = String::new();
-            for _ in 0..(x % 64) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push(alphabet[(x % alphabet.len() as u64) as usize]);
+            for _ in 0..x.below(64) {
+                s.push(alphabet[x.index(alphabet.len())]);
             }
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let _ = extract(&s, &known);
+            // Properties: never more calls than the cap, only known tools, and the text
+            // left for the user is never longer than what the model wrote.
+            let e = extract(&s, &known);
+            assert!(e.calls.len() <= MAX_TOOL_CALLS_PER_ANSWER);
+            assert!(e.calls.iter().all(|c| known(&c.name)), "{s:?}");
+            assert!(e.text.len() <= s.len(), "{s:?} -> {:?}", e.text);
         }
     }
 

@@ -1,26 +1,29 @@
-//! Delivery of heartbeat and cron output to a `Target`: the log, stdout, or a Telegram chat.
+//! The implementation of the outbound seam (`chat::Outbound`): text to a `Target`, the log,
+//! stdout, or a Telegram chat. The agent's `send_message` tool, heartbeat and cron output
+//! all go through one [`Delivery`], built once per process by the composition root.
 //!
-//! Telegram output goes through the one Telegram send implementation (`telegram::send`:
+//! Telegram output goes through the one Telegram send implementation (`telegram::reply`:
 //! markdown to HTML, split at the length limit, plain-text fallback, retries). Inside
-//! the gateway, [`DeliverCtx::outbox`] hands it to the gateway's sender thread (same
-//! queue and order as the bot's replies) and waits for the outcome; outside it
-//! (`yoctoclaw heartbeat`, `cron run`), [`send_telegram`] runs
-//! `send::deliver_blocking` on a worker thread.
+//! the gateway, [`Delivery::outbox`] hands it to the gateway's sender thread (same
+//! queue, order, 429 backoff and shutdown drain as the bot's replies) and waits for the
+//! outcome; outside it (`yoctoclaw heartbeat`, `cron run`, `agent`), [`send_telegram`]
+//! runs `reply::deliver_blocking` on a worker thread.
 //!
 //! # Bounds
-//! A text goes out in at most `send::MAX_REPLY_PARTS` Telegram messages of at most
+//! A text goes out in at most `reply::MAX_REPLY_PARTS` Telegram messages of at most
 //! `TELEGRAM_MAX_MESSAGE_UTF16` UTF-16 units (the rest is cut with a marker); each is
-//! tried at most `send::MAX_SEND_ATTEMPTS` times. Each request has an overall timeout of
+//! tried at most `reply::MAX_SEND_ATTEMPTS` times. Each request has an overall timeout of
 //! `TELEGRAM_SEND_TIMEOUT_SECS`.
 //!
 //! # Blocking
 //! `deliver` is async; HTTP runs on the sender thread or the `Workers` pool. Stdout and
 //! log writes block for one write.
 
-use super::Target;
 use super::telegram::api::Api;
 use super::telegram::backoff::{Backoff, Stop};
-use super::telegram::send::{self, Outbox, Undelivered};
+use super::telegram::outbox::Outbox;
+use super::telegram::reply::{self, Undelivered};
+use crate::chat::{DeliverError as OutError, Delivering, Outbound, Target};
 use crate::config::{Config, Env};
 use crate::runtime::Workers;
 use crate::security::scrub::scrub;
@@ -33,7 +36,7 @@ pub const TELEGRAM_SEND_TIMEOUT_SECS: u64 = 30;
 /// What delivery needs: where the Bot API is, the token, the worker pool, and inside
 /// the gateway its Telegram sender.
 #[derive(Clone)]
-pub struct DeliverCtx {
+pub struct Delivery {
     /// `telegram.api_base`, no trailing slash.
     pub api_base: String,
     /// The bot token (from `telegram.token_env`), if set.
@@ -47,10 +50,10 @@ pub struct DeliverCtx {
     pub backoff: Backoff,
 }
 
-impl fmt::Debug for DeliverCtx {
+impl fmt::Debug for Delivery {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never print the token.
-        f.debug_struct("DeliverCtx")
+        f.debug_struct("Delivery")
             .field("api_base", &self.api_base)
             .field("token", &self.token.as_ref().map(|_| "[set]"))
             .field("outbox", &self.outbox.is_some())
@@ -58,14 +61,15 @@ impl fmt::Debug for DeliverCtx {
     }
 }
 
-impl DeliverCtx {
-    pub fn new(cfg: &Config, env: &Env, workers: Workers) -> DeliverCtx {
-        DeliverCtx {
+impl Delivery {
+    /// `outbox`: the gateway's Telegram sender thread, when there is one.
+    pub fn new(cfg: &Config, env: &Env, workers: Workers, outbox: Option<Outbox>) -> Delivery {
+        Delivery {
             api_base: cfg.telegram.api_base.trim_end_matches('/').to_string(),
             token: env.get(&cfg.telegram.token_env),
             token_env: cfg.telegram.token_env.clone(),
             workers,
-            outbox: None,
+            outbox,
             backoff: Backoff::from_env(),
         }
     }
@@ -99,9 +103,25 @@ impl fmt::Display for DeliverError {
 
 impl std::error::Error for DeliverError {}
 
+impl Outbound for Delivery {
+    fn deliver<'a>(&'a self, target: &'a Target, text: &'a str) -> Delivering<'a> {
+        Box::pin(async move { deliver(self, target, text).await.map_err(OutError::from) })
+    }
+}
+
+impl From<DeliverError> for OutError {
+    fn from(e: DeliverError) -> OutError {
+        match e {
+            DeliverError::NoToken(_) => OutError::NotConfigured(e.to_string()),
+            DeliverError::Stopped => OutError::Stopped,
+            other => OutError::Failed(other.to_string()),
+        }
+    }
+}
+
 /// Deliver `text` to `target`, scrubbed of credentials first (every delivery is an
 /// outbound message).
-pub async fn deliver(ctx: &DeliverCtx, target: &Target, text: &str) -> Result<(), DeliverError> {
+pub async fn deliver(ctx: &Delivery, target: &Target, text: &str) -> Result<(), DeliverError> {
     let text = &*scrub(text);
     match target {
         Target::Log => {
@@ -120,7 +140,7 @@ pub async fn deliver(ctx: &DeliverCtx, target: &Target, text: &str) -> Result<()
 
 /// Send markdown `text` to a Telegram chat: through the gateway's sender when there is
 /// one, else with the standalone sender on a worker thread.
-pub async fn send_telegram(ctx: &DeliverCtx, chat_id: i64, text: &str) -> Result<(), DeliverError> {
+pub async fn send_telegram(ctx: &Delivery, chat_id: i64, text: &str) -> Result<(), DeliverError> {
     if text.trim().is_empty() {
         log::info!("nothing to send to telegram:{chat_id}: the text is empty");
         return Ok(());
@@ -140,7 +160,7 @@ pub async fn send_telegram(ctx: &DeliverCtx, chat_id: i64, text: &str) -> Result
     let backoff = ctx.backoff;
     ctx.workers
         .run(move || {
-            send::deliver_blocking(&api, chat_id, &text, true, None, &backoff, &Stop::new())
+            reply::deliver_blocking(&api, chat_id, &text, true, None, &backoff, &Stop::new())
         })
         .await
         .map_err(|_| DeliverError::Stopped)?
@@ -152,8 +172,8 @@ pub async fn send_telegram(ctx: &DeliverCtx, chat_id: i64, text: &str) -> Result
 mod tests {
     use super::*;
 
-    fn ctx(token: Option<&str>) -> DeliverCtx {
-        DeliverCtx {
+    fn ctx(token: Option<&str>) -> Delivery {
+        Delivery {
             // Port 9 (discard) on loopback is closed in test environments.
             api_base: "http://127.0.0.1:9".into(),
             token: token.map(str::to_string),
@@ -167,12 +187,12 @@ mod tests {
     #[test]
     fn huge_text_is_capped_and_marked() {
         let text = "word ".repeat(100_000);
-        let parts = send::reply_parts(&text, true);
-        assert_eq!(parts.len(), send::MAX_REPLY_PARTS);
+        let parts = reply::reply_parts(&text, true);
+        assert_eq!(parts.len(), reply::MAX_REPLY_PARTS);
         for p in &parts {
             assert!(
-                super::super::telegram::format::utf16_len(p)
-                    <= super::super::telegram::format::TELEGRAM_MAX_MESSAGE_UTF16
+                super::super::telegram::split::utf16_len(p)
+                    <= super::super::telegram::split::TELEGRAM_MAX_MESSAGE_UTF16
             );
         }
         assert!(parts.last().unwrap().ends_with("[… cut]"));

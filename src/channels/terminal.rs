@@ -21,7 +21,7 @@ use crate::agent::approval::{AskFuture, Asker, Decision};
 use crate::agent::commands::{self, Command};
 use crate::agent::streaming::StreamSink;
 use crate::agent::{Agent, AgentError};
-use crate::channels::ChannelKind;
+use crate::chat::ChannelKind;
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::runtime::spawn_thread;
 use std::cell::RefCell;
@@ -112,7 +112,7 @@ impl StreamSink for TerminalSink {
 
 /// Run one turn and print its answer: streamed when the provider streams.
 pub async fn one_turn(agent: &Agent, session: &str, text: &str) -> Result<(), AgentError> {
-    if !agent.cfg.provider.stream {
+    if !agent.streams() {
         let reply = agent.run_turn(session, ChannelKind::Terminal, text).await?;
         println!("{reply}");
         return Ok(());
@@ -146,7 +146,7 @@ fn stdin_lines() -> async_channel::Receiver<String> {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
                     let line = String::from_utf8_lossy(&buf);
-                    let line = crate::tools::cap_text(
+                    let line = crate::text::cap_text(
                         line.trim_end_matches(['\n', '\r']),
                         MAX_USER_MESSAGE_BYTES,
                     );
@@ -242,7 +242,7 @@ async fn answer_approvals(
         }
         loop {
             let next = smol::future::or(async { Some(lines.recv().await.ok()) }, async {
-                while agent.approvals.is_pending(session) {
+                while agent.approvals().is_pending(session) {
                     smol::Timer::after(Duration::from_millis(APPROVAL_CHECK_MS)).await;
                 }
                 None
@@ -253,7 +253,7 @@ async fn answer_approvals(
                 None => break,
                 // End of input: nobody will answer.
                 Some(None) => {
-                    if let Some(reply) = agent.approvals.answer(session, Decision::No) {
+                    if let Some(reply) = agent.approvals().answer(session, Decision::No) {
                         println!("{reply} (end of input)");
                     }
                     break;
@@ -261,7 +261,7 @@ async fn answer_approvals(
                 Some(Some(line)) => line,
             };
             if let Some(d) = approval_word(&line) {
-                if let Some(reply) = agent.approvals.answer(session, d) {
+                if let Some(reply) = agent.approvals().answer(session, d) {
                     println!("{reply}");
                 }
                 break;
@@ -303,18 +303,18 @@ async fn turn_with_approvals(
 pub async fn one_shot(agent: &Agent, session: &str, text: &str) -> Result<(), AgentError> {
     if !std::io::stdin().is_terminal() {
         agent
-            .approvals
+            .approvals()
             .set_asker(ChannelKind::Terminal, Rc::new(NoTerminal));
         return one_turn(agent, session, text).await;
     }
     let lines = stdin_lines();
     let (tx, asked) = async_channel::bounded(1);
-    agent.approvals.set_asker(
+    agent.approvals().set_asker(
         ChannelKind::Terminal,
         Rc::new(TerminalAsker {
             asked: tx,
             to_stderr: true,
-            streaming: agent.cfg.provider.stream,
+            streaming: agent.streams(),
         }),
     );
     let held = RefCell::new(VecDeque::new());
@@ -326,12 +326,12 @@ pub async fn interactive(agent: &Agent, session: &str) {
     let tty = std::io::stdin().is_terminal();
     let lines = stdin_lines();
     let (tx, asked) = async_channel::bounded(1);
-    agent.approvals.set_asker(
+    agent.approvals().set_asker(
         ChannelKind::Terminal,
         Rc::new(TerminalAsker {
             asked: tx,
             to_stderr: false,
-            streaming: agent.cfg.provider.stream,
+            streaming: agent.streams(),
         }),
     );
     let held: RefCell<VecDeque<String>> = RefCell::new(VecDeque::new());

@@ -1,4 +1,7 @@
 //! Environment lookups: the process environment first, then `secrets.env`.
+//!
+//! # Threads
+//! Main thread, at start-up, before the executor runs (small bounded file reads).
 
 use super::ConfigError;
 use crate::limits::MAX_SECRETS_BYTES;

@@ -1,5 +1,8 @@
 //! Typed reading of one config object: defaults, env overrides, range clamping and the
 //! unknown-key check, so each section is a short list of `read` calls.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::{ConfigError, Env};
 use crate::json;

@@ -14,6 +14,9 @@
 //! # Bounds
 //! `config.json` is read up to `MAX_CONFIG_BYTES`, `secrets.env` up to `MAX_SECRETS_BYTES`;
 //! larger files are refused with an error.
+//!
+//! # Threads
+//! Main thread, at start-up, before the executor runs (small bounded file reads).
 
 mod env;
 mod fields;

@@ -170,19 +170,25 @@ fn random_config_text_never_panics() {
     let alphabet: Vec<char> = "{}[]\":,0123 abtruefalsnul\\provider model telegram agent\n"
         .chars()
         .collect();
-    let mut x: u64 = 0x9E3779B97F4A7C15;
+    let mut x = crate::testkit::XorShift(0x9E3779B97F4A7C15);
     for _ in 0..5000 {
         let mut s = String::new();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        for _ in 0..(x % 48) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            s.push(alphabet[(x % alphabet.len() as u64) as usize]);
+        for _ in 0..x.below(48) {
+            s.push(alphabet[x.index(alphabet.len())]);
         }
-        let _ = parse_str(&s);
+        // Properties: an error is one line of text that says what is wrong, never a
+        // dump; a text that parses gives a config whose values are in their ranges.
+        match parse_str(&s) {
+            Err(e) => {
+                let m = e.to_string();
+                assert!(!m.is_empty() && !m.contains('\n'), "{s:?} -> {m:?}");
+                assert!(m.len() < 600, "{m}");
+            }
+            Ok(c) => {
+                assert!(c.agent.max_tool_iterations >= 1, "{s:?}");
+                assert!(c.provider.timeout_secs >= 5, "{s:?}");
+            }
+        }
     }
 }
 

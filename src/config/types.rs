@@ -1,4 +1,7 @@
 //! The configuration structs, their defaults and ranges, read from JSON by `read_config`.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::ConfigError;
 use super::fields::Fields;
@@ -360,11 +363,11 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
-    if let Err(e) = crate::scheduler::tz::Tz::parse(&agent.timezone) {
+    if let Err(e) = crate::time::tz::Tz::parse(&agent.timezone) {
         return Err(ConfigError::BadValue {
             key: "agent.timezone".into(),
             expected: format!(
-                "UTC, an offset like +02:00, or a time zone name found in the system zoneinfo ({e})"
+                "UTC, an offset like +02:00, a time zone name like Europe/Berlin, or a POSIX rule ({e})"
             ),
         });
     }
@@ -498,7 +501,7 @@ fn check_url(url: &str, key: &str) -> Result<(), ConfigError> {
 
 /// Delivery targets: `telegram:<chat_id>`, `stdout`, or empty.
 pub fn check_target(t: &str, key: &str) -> Result<(), ConfigError> {
-    if crate::channels::Target::parse(t).is_some() {
+    if crate::chat::Target::parse(t).is_some() {
         Ok(())
     } else {
         Err(ConfigError::BadValue {

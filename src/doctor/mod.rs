@@ -1,7 +1,7 @@
 //! `yoctoclaw doctor`: one line per check, `OK`, `WARN` or `FAIL`, each saying what to do.
 //! Exit status 0 when nothing failed, 1 otherwise.
 //!
-//! Doctor loads everything itself instead of through `cli::load`, so a broken piece is a
+//! Doctor loads everything itself instead of through `app::load`, so a broken piece is a
 //! `FAIL` line rather than an early exit: a bad `secrets.env` or `config.json` is reported
 //! and the checks that do not depend on it still run. Checks that need the config are
 //! skipped (one `WARN` line) when it does not parse.
@@ -24,7 +24,7 @@
 
 pub mod net;
 
-use crate::cli::CliError;
+use crate::app::AppError;
 use crate::config::{self, Config, Env, Home};
 use crate::security::scrub::{install_secret_literals, scrub};
 use std::fmt;
@@ -88,7 +88,7 @@ impl fmt::Display for Check {
 }
 
 /// `yoctoclaw doctor`: print every check as it finishes; fail when any check failed.
-pub fn command(home_flag: Option<&Path>) -> Result<(), CliError> {
+pub fn command(home_flag: Option<&Path>) -> Result<(), AppError> {
     let checks = run(home_flag, &mut |c| println!("{c}"));
     let count = |v| checks.iter().filter(|c| c.verdict == v).count();
     let (warn, fail) = (count(Verdict::Warn), count(Verdict::Fail));
@@ -98,7 +98,7 @@ pub fn command(home_flag: Option<&Path>) -> Result<(), CliError> {
         count(Verdict::Ok)
     );
     if fail > 0 {
-        Err(CliError::Runtime(format!(
+        Err(AppError::Runtime(format!(
             "{fail} check(s) failed: fix the FAIL lines above, then run yoctoclaw doctor again"
         )))
     } else {
@@ -144,9 +144,15 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
         }
     }
     emit(clock_check(
-        crate::clock::now(),
-        crate::runtime::build_epoch(),
+        crate::time::clock::now(),
+        crate::time::build_epoch(),
     ));
+    if let Some(cfg) = &cfg {
+        emit(timezone_check(
+            &cfg.agent.timezone,
+            crate::time::clock::now(),
+        ));
+    }
     emit(disk_check(&home.dir));
     emit(memory_check());
     emit(database_check(&home));
@@ -360,6 +366,26 @@ fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
     out
 }
 
+/// `agent.timezone` (already valid: the config parsed): the local time at `now` and
+/// where the zone's rules came from, the system zoneinfo or the built-in table.
+pub fn timezone_check(timezone: &str, now: i64) -> Check {
+    use crate::time::tz::{Source, Tz};
+    match Tz::parse(timezone) {
+        Ok(tz) => {
+            let local = crate::time::clock::format_at(now, timezone);
+            let text = match tz.source() {
+                Source::Builtin => format!(
+                    "{local}: rules from {}, no zoneinfo file for it here; install tzdata to follow rule changes",
+                    Source::Builtin
+                ),
+                source => format!("{local}: rules from {source}"),
+            };
+            Check::new(Verdict::Ok, "timezone", text)
+        }
+        Err(e) => Check::new(Verdict::Fail, "timezone", e.to_string()),
+    }
+}
+
 /// The clock against the build time (`now` and `built` in Unix seconds).
 pub fn clock_check(now: i64, built: i64) -> Check {
     let day = crate::store::usage::day_of;
@@ -374,7 +400,11 @@ pub fn clock_check(now: i64, built: i64) -> Check {
             ),
         )
     } else {
-        Check::new(Verdict::Ok, "clock", crate::clock::format_at(now, "UTC"))
+        Check::new(
+            Verdict::Ok,
+            "clock",
+            crate::time::clock::format_at(now, "UTC"),
+        )
     }
 }
 
@@ -576,6 +606,29 @@ mod tests {
                 .text
                 .contains("1970-01-02")
         );
+    }
+
+    #[test]
+    fn timezone_check_names_the_source_of_the_rules() {
+        let jan = 1_768_478_400; // 2026-01-15 12:00 UTC
+        let c = timezone_check("UTC", jan);
+        assert_eq!(c.verdict, Verdict::Ok);
+        assert_eq!(
+            c.text,
+            "2026-01-15 12:00 (UTC, +00:00): rules from a fixed offset"
+        );
+        // From the system zoneinfo or, on a machine without tzdata, the built-in table.
+        let c = timezone_check("Europe/Berlin", jan);
+        assert_eq!(c.verdict, Verdict::Ok);
+        assert!(
+            c.text
+                .starts_with("2026-01-15 13:00 (Europe/Berlin, +01:00): rules from the "),
+            "{}",
+            c.text
+        );
+        let c = timezone_check("Mars/Olympus_Mons", jan);
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(c.text.contains("Mars/Olympus_Mons"), "{}", c.text);
     }
 
     #[test]

@@ -13,9 +13,13 @@
 //! length normalisation scales that by roughly 0.4..1.3 for texts a few times shorter or
 //! longer than the average. The default floor of 0.1 therefore keeps every match on a
 //! word held by less than about 45 % of the memories (even in a long text), and drops
-//! words so common in this store that they carry no signal. A consequence: with fewer
-//! than three non-core memories no FTS match passes (every word is in half of them);
-//! core memories are injected regardless, within the budget.
+//! words so common in this store that they carry no signal. In a small store bm25 says
+//! nothing (with two memories every word is in half of them: weight ~0), so a hit below
+//! the floor gets a second look: `Db::memory_relevance` weighs its words as if three more
+//! memories held none of them. An exact match in a store of one or two memories then
+//! weighs 0.85–1.1, a word held by every memory of a store of three or more weighs 0, and
+//! in a big store nothing changes. Core memories are injected regardless, within the
+//! budget.
 //!
 //! # Bounds
 //! At most `memory.inject_top_k` matches, and at most `memory.inject_budget_bytes` bytes
@@ -23,10 +27,14 @@
 //! does not fit is skipped). Each line is one memory on one line (whitespace collapsed);
 //! `<memory` / `</memory` inside a text are defused so a stored text cannot end the
 //! delimited section. At most `MAX_CORE_SCANNED` core rows are read per prompt.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::age;
-use super::query::FtsQuery;
 use crate::config::MemoryConfig;
+use crate::store::fts_query::FtsQuery;
 use crate::store::memory::Category;
 use crate::store::{Db, StoreError};
 
@@ -61,7 +69,13 @@ pub fn section(
             if used_keys.len() >= top_k {
                 break;
             }
-            if -hit.score < floor {
+            // The floor applies to relevance, whatever the store's size: bm25's score when
+            // the store is big enough for it to mean something, else the smoothed weight.
+            if -hit.score < floor
+                && db
+                    .memory_relevance(&q, &hit.text)?
+                    .is_none_or(|r| r < floor)
+            {
                 continue;
             }
             let line = format!(

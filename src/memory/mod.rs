@@ -1,6 +1,6 @@
-//! Long-term memory on top of `store::memory`: the safe FTS query builder, the memory
-//! section of the system prompt, retention, derived keys, export/import formats and the
-//! `memory` command.
+//! Long-term memory on top of `store::memory`: the memory
+//! section of the system prompt, retention, derived keys, export/import formats (the
+//! `memory` command is `app::memory_cmd`).
 //!
 //! # Retention
 //! [`run_retention`] deletes `daily`, `conversation` and `custom` memories whose last
@@ -11,11 +11,12 @@
 //! # Bounds
 //! Derived keys are at most `MAX_SLUG_BYTES` plus a 9-byte hash suffix. Everything else
 //! is bounded in the submodules and in `store::memory`.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
-pub mod cli;
 pub mod inject;
-pub mod query;
-pub mod snippet;
 pub mod transfer;
 
 use crate::config::MemoryConfig;

@@ -8,6 +8,9 @@
 //! Lines are read up to `MAX_IMPORT_LINE_BYTES` (the rest of a longer line is dropped and
 //! the line reported as too long). A markdown memory stops growing one byte past
 //! `MAX_MEMORY_TEXT_BYTES`, so the store refuses it instead of RAM filling up.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use crate::json;
 use crate::store::memory::{Category, MAX_MEMORY_TEXT_BYTES, Memory};

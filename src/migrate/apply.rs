@@ -27,11 +27,11 @@ use crate::config::{Env, Home, ProviderKind};
 use crate::files::{create_dir_private, write_atomic};
 use crate::memory::derive_key;
 use crate::onboard::{CONFIG_TEMPLATE, WORKSPACE_FILES};
-use crate::scheduler::schedule::Schedule;
-use crate::scheduler::tz::Tz;
 use crate::store::cron::NewCronJob;
 use crate::store::memory::{MemoryError, check_key, check_text};
 use crate::store::{Db, StoreError};
+use crate::time::schedule::Schedule;
+use crate::time::tz::Tz;
 use rusqlite::Connection;
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
@@ -492,7 +492,7 @@ fn import(
     opts: &Options,
     r: &mut Report<'_>,
 ) -> Result<(), MigrateError> {
-    let now = crate::runtime::now_secs();
+    let now = crate::time::now();
     // Texts stored already (hashed, as the telegram formatter's map type: one copy of
     // that code), and keys seen in this import.
     let mut texts: HashMap<usize, usize> = HashMap::new();
@@ -615,7 +615,7 @@ fn jobs(
         let schedule = tz.clone().and_then(|tz| {
             let s = schedule_text(&j.when, tz_name, &tz, now)?;
             let s = Schedule::parse(&s).map_err(|e| e.to_string())?;
-            if j.text.len() > crate::scheduler::jobs::MAX_CRON_TEXT_BYTES {
+            if j.text.len() > crate::jobs::MAX_CRON_TEXT_BYTES {
                 return Err("its text is too long".into());
             }
             Ok((tz, s))
@@ -645,7 +645,7 @@ fn jobs(
         }
         // Clock not set yet (1970 boards): stored unplanned, the scheduler plans it later.
         let next_run = match &j.when {
-            _ if now < crate::runtime::build_epoch() => None,
+            _ if now < crate::time::build_epoch() => None,
             When::At(t) => Some(*t),
             _ => schedule.next_after(now, &tz, None),
         };

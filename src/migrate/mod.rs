@@ -631,7 +631,7 @@ pub fn parse_instant(s: &str) -> Option<i64> {
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
         return None;
     }
-    let days = crate::scheduler::civil::days_from_civil(y as i32, mo as u8, d as u8);
+    let days = crate::time::civil::days_from_civil(y as i32, mo as u8, d as u8);
     Some(days * 86_400 + h * 3600 + mi * 60 + sec - offset)
 }
 

@@ -17,9 +17,13 @@
 //! Error details are cut to `openai::MAX_ERROR_DETAIL_CHARS`; a streamed answer keeps
 //! at most `MAX_STREAM_TOOL_CALLS` tool calls. Everything else is bounded by the body
 //! size caps of `provider`.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::openai::{error_detail, error_for_status};
-use super::{ChatReply, ChatRequest, Message, ProviderError, Role, ToolCall, Usage};
+use super::{ChatReply, ChatRequest, ProviderError};
+use crate::chat::{Message, Role, ToolCall, Usage};
 use crate::config::ProviderConfig;
 use crate::json;
 use crate::limits::MAX_STREAM_TOOL_CALLS;
@@ -556,7 +560,7 @@ impl AnthropicStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::ToolSpec;
+    use crate::chat::ToolSpec;
 
     fn call(id: &str, name: &str, args: &str) -> ToolCall {
         ToolCall {
@@ -729,13 +733,8 @@ mod tests {
 
     #[test]
     fn random_histories_always_alternate_and_pair() {
-        let mut x = 0x1234_5678_9ABC_DEF1u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut x = crate::testkit::XorShift(0x1234_5678_9ABC_DEF1);
+        let mut next = move || x.next();
         for _ in 0..2000 {
             let n = (next() % 8) as usize;
             let mut msgs = Vec::new();

@@ -1,4 +1,4 @@
-//! LLM providers: the chat types the agent speaks, the HTTP client shared by all
+//! LLM providers: the HTTP client shared by all
 //! providers, one module per wire protocol (`openai`, `anthropic`), streamed replies
 //! (`sse`, `stream`) and the retry policy (`retry`).
 //!
@@ -23,79 +23,9 @@ pub mod sse;
 pub mod stream;
 pub mod tls;
 
+use crate::chat::{Message, ToolCall, ToolSpec, Usage};
 use crate::config::{Env, ProviderConfig, ProviderKind};
 use std::fmt;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    System,
-    User,
-    Assistant,
-    Tool,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::System => "system",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Role> {
-        Some(match s {
-            "system" => Role::System,
-            "user" => Role::User,
-            "assistant" => Role::Assistant,
-            "tool" => Role::Tool,
-            _ => return None,
-        })
-    }
-}
-
-/// One tool call requested by the model. `arguments` is JSON text (an object).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// One message of a conversation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Message {
-    pub role: Role,
-    pub content: String,
-    pub tool_calls: Vec<ToolCall>,
-    pub tool_call_id: Option<String>,
-}
-
-impl Message {
-    pub fn new(role: Role, content: impl Into<String>) -> Message {
-        Message {
-            role,
-            content: content.into(),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        }
-    }
-}
-
-/// A tool as the model sees it. `parameters` is a JSON Schema object as text.
-#[derive(Debug, Clone, Copy)]
-pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub parameters: &'static str,
-}
-
-/// Token counts reported by the provider.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
 
 /// The model's answer to one request.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -303,6 +233,23 @@ impl Provider {
             key,
             agent: http::agent(cfg.timeout_secs),
         })
+    }
+
+    /// The primary provider and the fallbacks that can be set up, in order. Fails when the
+    /// primary cannot (no key); a fallback that cannot is skipped with a warning.
+    pub fn chain(
+        primary: &ProviderConfig,
+        fallbacks: &[ProviderConfig],
+        env: &Env,
+    ) -> Result<Vec<std::sync::Arc<Provider>>, ProviderError> {
+        let mut list = vec![std::sync::Arc::new(Provider::new(primary, env)?)];
+        for f in fallbacks {
+            match Provider::new(f, env) {
+                Ok(p) => list.push(std::sync::Arc::new(p)),
+                Err(e) => log::warn!("fallback provider {} skipped: {e}", f.model),
+            }
+        }
+        Ok(list)
     }
 
     /// Short label for logs and usage records: `openai:model`.

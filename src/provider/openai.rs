@@ -5,8 +5,12 @@
 //!
 //! # Bounds
 //! Error details quoted from a provider are cut to `MAX_ERROR_DETAIL_CHARS`.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
-use super::{ChatReply, ChatRequest, ProviderError, Role, ToolCall, Usage};
+use super::{ChatReply, ChatRequest, ProviderError};
+use crate::chat::{Role, ToolCall, Usage};
 use crate::config::ProviderConfig;
 use crate::json;
 use miniserde::json::Value;
@@ -263,7 +267,7 @@ pub fn error_for_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::{Message, ToolSpec};
+    use crate::chat::{Message, ToolSpec};
 
     #[test]
     fn parses_plain_and_tool_replies() {

@@ -15,6 +15,9 @@
 //! One line, and one event's joined data, may hold at most `MAX_SSE_LINE_BYTES`; more is
 //! [`SseError::LineTooLong`], never unbounded growth. Events produced by one `push` are
 //! bounded by the bytes pushed.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use crate::limits::MAX_SSE_LINE_BYTES;
 use std::fmt;
@@ -261,25 +264,18 @@ mod tests {
         assert!(p.has_partial());
     }
 
-    fn xorshift(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
-    }
-
     #[test]
     fn random_chunking_gives_the_same_events() {
         let stream = "\u{FEFF}: comment\r\nevent: a\r\ndata: ünïcödé 🎉\r\n\r\ndata: {\"x\":\"y\"}\n\n:ka\r\rdata: 1\rdata: 2\r\r\nevent: b\ndata\n\ndata: [DONE]\n\n";
         let bytes = stream.as_bytes();
         let want = parse_all(&[bytes]).unwrap();
         assert_eq!(want.len(), 5);
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut x = crate::testkit::XorShift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..3000 {
             let mut chunks: Vec<&[u8]> = Vec::new();
             let mut i = 0;
             while i < bytes.len() {
-                let n = 1 + (xorshift(&mut x) % 9) as usize;
+                let n = 1 + x.index(9);
                 let j = (i + n).min(bytes.len());
                 chunks.push(&bytes[i..j]);
                 i = j;
@@ -289,23 +285,24 @@ mod tests {
     }
 
     #[test]
-    fn random_bytes_never_panic() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
+    fn random_bytes_give_the_same_events_however_they_are_cut() {
+        let mut x = crate::testkit::XorShift(0x2545_F491_4F6C_DD1D);
         let alphabet = b"data:event \r\n:\xC3\xA9\xFF[]{}";
         for _ in 0..3000 {
-            let len = (xorshift(&mut x) % 64) as usize;
+            let len = x.index(64);
             let s: Vec<u8> = (0..len)
-                .map(|_| alphabet[(xorshift(&mut x) % alphabet.len() as u64) as usize])
+                .map(|_| alphabet[x.index(alphabet.len())])
                 .collect();
-            let mut p = SseParser::new();
-            let mut out = Vec::new();
-            let cut = if s.is_empty() {
-                0
-            } else {
-                (xorshift(&mut x) as usize) % s.len()
-            };
-            let _ = p.push(&s[..cut], &mut out);
-            let _ = p.push(&s[cut..], &mut out);
+            // Property: cutting the bytes anywhere changes nothing, and no event holds
+            // more data than the input.
+            let whole = parse_all(&[&s]);
+            let cut = if s.is_empty() { 0 } else { x.index(s.len()) };
+            let halves = parse_all(&[&s[..cut], &s[cut..]]);
+            assert_eq!(whole.is_ok(), halves.is_ok(), "{s:?}");
+            if let (Ok(a), Ok(b)) = (whole, halves) {
+                assert_eq!(a, b, "{s:?} cut at {cut}");
+                assert!(a.iter().all(|e| e.data.len() <= s.len()), "{s:?}");
+            }
         }
     }
 }

@@ -329,6 +329,7 @@ fn read_error(e: std::io::Error, host: &str) -> ProviderError {
 mod tests {
     use super::*;
     use crate::provider::openai::parse_reply;
+    use crate::testkit::XorShift;
 
     fn cfg(kind: ProviderKind) -> ProviderConfig {
         ProviderConfig {
@@ -371,18 +372,11 @@ mod tests {
 
     const OPENAI_BODY: &str = r#"{"choices":[{"message":{"content":"Héllo wörld 🎉","tool_calls":[{"id":"call_a","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"x\"}"}},{"id":"call_b","type":"function","function":{"name":"list_dir","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5}}"#;
 
-    fn xorshift(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
-    }
-
-    fn random_chunks<'b>(bytes: &'b [u8], x: &mut u64) -> Vec<&'b [u8]> {
+    fn random_chunks<'b>(bytes: &'b [u8], x: &mut XorShift) -> Vec<&'b [u8]> {
         let mut chunks = Vec::new();
         let mut i = 0;
         while i < bytes.len() {
-            let n = 1 + (xorshift(x) % 40) as usize;
+            let n = 1 + x.index(40);
             let j = (i + n).min(bytes.len());
             chunks.push(&bytes[i..j]);
             i = j;
@@ -406,7 +400,7 @@ mod tests {
     fn random_chunking_gives_the_same_reply() {
         let want = decode(ProviderKind::OpenAi, &[OPENAI_STREAM.as_bytes()]);
         let want = (want.0.unwrap(), want.1);
-        let mut x = 0xDEAD_BEEF_1234_5678u64;
+        let mut x = XorShift(0xDEAD_BEEF_1234_5678);
         for _ in 0..2000 {
             let chunks = random_chunks(OPENAI_STREAM.as_bytes(), &mut x);
             let (r, t) = decode(ProviderKind::OpenAi, &chunks);
@@ -480,9 +474,9 @@ mod tests {
         let finish_at = OPENAI_STREAM
             .find("\"finish_reason\":\"tool_calls\"")
             .unwrap();
-        let mut x = 7u64;
+        let mut x = XorShift(7);
         for _ in 0..300 {
-            let cut = (xorshift(&mut x) as usize) % finish_at;
+            let cut = x.index(finish_at);
             let (r, _) = decode(ProviderKind::OpenAi, &[&s[..cut]]);
             assert!(
                 matches!(r, Err(ProviderError::StreamCut { .. })),
@@ -492,7 +486,7 @@ mod tests {
         let a = anthropic_stream();
         let stop_at = a.find("event: message_delta").unwrap();
         for _ in 0..300 {
-            let cut = (xorshift(&mut x) as usize) % stop_at;
+            let cut = x.index(stop_at);
             let (r, _) = decode(ProviderKind::Anthropic, &[&a.as_bytes()[..cut]]);
             assert!(matches!(r, Err(ProviderError::StreamCut { .. })), "{r:?}");
         }

@@ -15,8 +15,12 @@
 //! # Bounds
 //! One `ClientConfig` for the whole process (built on first use); buffers come from the
 //! agent's config (`HTTP_BUFFER_BYTES`).
+//!
+//! # Threads
+//! Worker threads: the handshake and every read and write run inside the HTTP call that
+//! owns the connection.
 
-use crate::runtime::build_epoch;
+use crate::time::build_epoch;
 use rustls::client::ClientConnection;
 use rustls::crypto::KeyProvider;
 use rustls::pki_types::{PrivateKeyDer, ServerName, UnixTime};

@@ -4,28 +4,35 @@
 //!
 //! One check-in ([`check_in`]):
 //! 1. held while the clock is before the binary's build time (no RTC, not synced yet);
-//! 2. claims the `heartbeat.lease` state row for the interval (minus
-//!    `LEASE_SLACK_SECS`, so a crontab run a few seconds early is not skipped): the daemon
-//!    and crontab runs, or two crontab runs, share the database, and only the claimant
-//!    runs, so at most one check-in delivers per interval;
-//! 3. a file of only headings, HTML comments (also over several lines), rules and blank
-//!    lines is skipped with no model call;
-//! 4. otherwise the agent runs the file's content in session `heartbeat` with an
-//!    instruction to answer `HEARTBEAT_OK` when nothing needs attention; a reply holding
-//!    `HEARTBEAT_OK` is not delivered, anything else goes to `heartbeat.deliver_to`;
-//! 5. `heartbeat.last_run` (Unix seconds as text) and `heartbeat.last_result` (a short
+//! 2. a missing file, or one of only headings, HTML comments (also over several lines),
+//!    rules and blank lines, is skipped with no model call and takes no lease;
+//! 3. the daemon's timer ([`Trigger::Timer`]) claims the `heartbeat.lease` state row for
+//!    the interval (minus `LEASE_SLACK_SECS`) and defers when it is taken; a run by hand
+//!    or from a crontab ([`Trigger::Manual`]) always runs, and then takes the interval
+//!    from the timer, so the daemon and a crontab never both deliver in one interval;
+//! 4. every run holds `heartbeat.running` while it runs (at most `RUNNING_LEASE_SECS`),
+//!    so two check-ins never run at the same time (two overlapping crontab runs: one
+//!    delivers, the other is skipped);
+//! 5. the agent runs the file's content in session `heartbeat` with an instruction to
+//!    answer `HEARTBEAT_OK` when nothing needs attention; a reply holding `HEARTBEAT_OK`
+//!    is not delivered, anything else goes to `heartbeat.deliver_to`;
+//! 6. `heartbeat.last_run` (Unix seconds as text) and `heartbeat.last_result` (a short
 //!    outcome) are written to the state table for `status`.
 //!
-//! A failed check-in keeps its lease: the next try is one interval later, so a provider
-//! that is down is not hammered.
+//! A failed check-in keeps its interval lease: the next timer try is one interval later,
+//! so a provider that is down is not hammered.
 //!
 //! # Bounds
 //! `HEARTBEAT.md` is read up to `MAX_HEARTBEAT_FILE_BYTES` (the rest is not sent). The
 //! recorded outcome is cut to `MAX_OUTCOME_BYTES`.
+//!
+//! # Threads
+//! Executor thread: the lease and records in SQLite; the turn awaits the model on a
+//! worker thread; `HEARTBEAT.md` is one capped read of a small file.
 
+use super::Deps;
 use crate::agent::{Agent, AgentError};
-use crate::channels::deliver::{DeliverCtx, DeliverError, deliver};
-use crate::channels::{ChannelKind, Target};
+use crate::chat::{ChannelKind, DeliverError, Target};
 use crate::store::{Db, StoreError};
 use std::fmt;
 use std::path::Path;
@@ -47,6 +54,10 @@ pub const LEASE_KEY: &str = "heartbeat.lease";
 pub const LEASE_SLACK_SECS: i64 = 60;
 /// Largest part of `HEARTBEAT.md` read and sent to the model.
 pub const MAX_HEARTBEAT_FILE_BYTES: usize = 16 * 1024;
+/// The state key a check-in in progress holds (any trigger), so two never run at once.
+pub const RUNNING_KEY: &str = "heartbeat.running";
+/// Longest a check-in holds [`RUNNING_KEY`]: a run that crashed frees it after this.
+pub const RUNNING_LEASE_SECS: i64 = 15 * 60;
 /// Longest outcome text recorded.
 pub const MAX_OUTCOME_BYTES: usize = 300;
 
@@ -68,8 +79,10 @@ pub enum Skip {
     Disabled,
     /// The clock is before the binary's build time.
     ClockNotSet,
-    /// Another run holds this interval's lease.
+    /// The daemon's timer: another run holds this interval's lease.
     AlreadyRan,
+    /// Another check-in is running right now.
+    Running,
     /// No `HEARTBEAT.md` in the workspace.
     NoFile,
     /// The file holds only headings, comments and blank lines.
@@ -81,22 +94,25 @@ impl Outcome {
     pub fn text(&self) -> String {
         match self {
             Outcome::Ok => format!("ok ({OK_TOKEN})"),
-            Outcome::Delivered(t) => format!("delivered to {}", target_label(t)),
+            Outcome::Delivered(t) => format!("delivered to {}", t.label()),
             Outcome::Skipped(Skip::Disabled) => "skipped: disabled".into(),
             Outcome::Skipped(Skip::ClockNotSet) => "held: clock before build time".into(),
             Outcome::Skipped(Skip::AlreadyRan) => "skipped: already ran this interval".into(),
+            Outcome::Skipped(Skip::Running) => "skipped: another check-in is running".into(),
             Outcome::Skipped(Skip::NoFile) => format!("skipped: no {HEARTBEAT_FILE}"),
             Outcome::Skipped(Skip::Empty) => "skipped: empty".into(),
         }
     }
 }
 
-/// `telegram:42`, `stdout`, or `log`.
-pub fn target_label(t: &Target) -> String {
-    match t {
-        Target::Log => "log".into(),
-        other => other.to_string(),
-    }
+/// Who asked for a check-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// The daemon's timer: defers to a run already made this interval.
+    Timer,
+    /// `yoctoclaw heartbeat` (by hand or from a crontab): always runs unless another
+    /// check-in is running at this moment; the daemon's timer then defers to it.
+    Manual,
 }
 
 /// Why a check-in failed.
@@ -131,51 +147,78 @@ pub fn interval_secs(interval_mins: u64) -> i64 {
 }
 
 /// One check-in at `now` (see the module doc). `floor` is the earliest sane clock
-/// (`runtime::build_epoch()`).
+/// (`crate::time::build_epoch()`).
 pub async fn check_in(
     agent: &Agent,
-    dctx: &DeliverCtx,
+    deps: &Deps,
     now: i64,
     floor: i64,
+    trigger: Trigger,
 ) -> Result<Outcome, HeartbeatError> {
-    let cfg = &agent.cfg.heartbeat;
+    let cfg = &deps.cfg.heartbeat;
     if !cfg.enabled {
         return Ok(Outcome::Skipped(Skip::Disabled));
     }
     if now < floor {
         return Ok(Outcome::Skipped(Skip::ClockNotSet));
     }
-    let interval = interval_secs(cfg.interval_mins);
+    // Nothing to do takes no lease: a run by hand right after still runs.
+    let content = match read_file(&deps.workspace.join(HEARTBEAT_FILE)) {
+        None => Some(Skip::NoFile),
+        Some(c) if !has_tasks(&c) => Some(Skip::Empty),
+        Some(c) => return run_leased(agent, deps, &c, now, trigger).await,
+    };
+    let skipped = Outcome::Skipped(content.unwrap_or(Skip::Empty));
+    record(&deps.db, now, &skipped.text())?;
+    Ok(skipped)
+}
+
+/// Take the leases `trigger` needs, run the check-in, record it.
+async fn run_leased(
+    agent: &Agent,
+    deps: &Deps,
+    content: &str,
+    now: i64,
+    trigger: Trigger,
+) -> Result<Outcome, HeartbeatError> {
+    let interval = interval_secs(deps.cfg.heartbeat.interval_mins);
     let until = now.saturating_add(interval - LEASE_SLACK_SECS.min(interval / 2));
-    if !agent.db.claim_lease(LEASE_KEY, now, until, interval)? {
+    let db = &deps.db;
+    if trigger == Trigger::Timer && !db.claim_lease(LEASE_KEY, now, until, interval)? {
         return Ok(Outcome::Skipped(Skip::AlreadyRan));
     }
-    let result = run_claimed(agent, dctx).await;
+    let running_until = now.saturating_add(RUNNING_LEASE_SECS);
+    if !db.claim_lease(RUNNING_KEY, now, running_until, RUNNING_LEASE_SECS)? {
+        return Ok(Outcome::Skipped(Skip::Running));
+    }
+    let result = run_claimed(agent, deps, content).await;
     let text = match &result {
         Ok(o) => o.text(),
         Err(e) => format!("failed: {e}"),
     };
-    record(&agent.db, now, &text)?;
+    db.write_batch(|| {
+        // Done: free the running lease; a run by hand also takes this interval from the
+        // daemon's timer, so the two never both deliver in one interval.
+        db.set_state(RUNNING_KEY, &now.to_string())?;
+        if trigger == Trigger::Manual {
+            db.set_state(LEASE_KEY, &until.to_string())?;
+        }
+        record(db, now, &text)
+    })?;
     result
 }
 
-async fn run_claimed(agent: &Agent, dctx: &DeliverCtx) -> Result<Outcome, HeartbeatError> {
-    let path = agent.home.workspace().join(HEARTBEAT_FILE);
-    let Some(content) = read_file(&path) else {
-        return Ok(Outcome::Skipped(Skip::NoFile));
-    };
-    if !has_tasks(&content) {
-        return Ok(Outcome::Skipped(Skip::Empty));
-    }
+async fn run_claimed(agent: &Agent, deps: &Deps, content: &str) -> Result<Outcome, HeartbeatError> {
     let reply = agent
-        .run_turn(HEARTBEAT_SESSION, ChannelKind::Heartbeat, &prompt(&content))
+        .run_turn(HEARTBEAT_SESSION, ChannelKind::Heartbeat, &prompt(content))
         .await
         .map_err(HeartbeatError::Agent)?;
     if reply.contains(OK_TOKEN) {
         return Ok(Outcome::Ok);
     }
-    let target = Target::parse(&agent.cfg.heartbeat.deliver_to).unwrap_or(Target::Log);
-    deliver(dctx, &target, &reply)
+    let target = Target::parse(&deps.cfg.heartbeat.deliver_to).unwrap_or(Target::Log);
+    deps.outbound
+        .deliver(&target, &reply)
         .await
         .map_err(HeartbeatError::Deliver)?;
     Ok(Outcome::Delivered(target))
@@ -298,23 +341,27 @@ mod tests {
     }
 
     #[test]
-    fn has_tasks_never_panics_on_random_input() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    fn has_tasks_follows_headings_comments_and_task_lines_on_random_input() {
+        let mut x = crate::testkit::XorShift(0x9e37_79b9_7f4a_7c15);
         let alphabet = [
             "<!--", "-->", "#", " ", "\n", "a", "é", "-", "=", "<", "!", "\t",
         ];
         for _ in 0..5000 {
             let mut s = String::new();
-            for _ in 0..(x % 40) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push_str(alphabet[(x % alphabet.len() as u64) as usize]);
+            for _ in 0..x.below(40) {
+                s.push_str(alphabet[x.index(alphabet.len())]);
             }
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let _ = has_tasks(&s);
+            let t = has_tasks(&s);
+            // Properties: a heading or a blank line after the text changes nothing; the
+            // text inside one comment has no tasks; a task line after a text with no
+            // comment open makes tasks.
+            assert_eq!(has_tasks(&format!("{s}\n# Heading\n\n")), t, "{s:?}");
+            if !s.contains("-->") {
+                assert!(!has_tasks(&format!("<!--\n{s}\n-->")), "{s:?}");
+            }
+            if !s.contains("<!--") {
+                assert!(has_tasks(&format!("{s}\n- water the plants\n")), "{s:?}");
+            }
         }
     }
 

@@ -1,43 +1,50 @@
-//! Scheduler: the pure time layer (civil dates, time zones, cron expressions, schedules)
-//! and, on top, the heartbeat, cron jobs and the loop that runs them in the gateway.
+//! Scheduler: the heartbeat, cron jobs and the loop that runs them in the gateway, over
+//! the pure `time` layer (civil dates, time zones, cron expressions, schedules) and the
+//! job records (`crate::jobs`). It sits above the agent: it runs turns and delivers their
+//! results through the outbound seam it is given.
 //!
-//! The time layer (`civil`, `tz`, `cron_expr`, `schedule`) is pure: every time is passed
-//! in as Unix seconds (UTC). `heartbeat`, `jobs` and `runner` read the clock only through
-//! `clock::now` (or the clock given to `runner::run`), so tests can fake it.
+//! `heartbeat`, `jobs` and `runner` read the clock only through `time::now`, so tests
+//! can fake it.
 //!
 //! # Bounds
 //!
 //! Each submodule documents its own limits (text lengths, zoneinfo size, search spans,
-//! jobs per pass, sleep lengths). The change signal holds at most one pending wake.
+//! jobs per pass, sleep lengths).
 
-pub mod civil;
-pub mod cli;
-pub mod cron_expr;
 pub mod heartbeat;
 pub mod jobs;
 pub mod runner;
-pub mod schedule;
-pub mod tz;
 
 pub use runner::{Options, run};
 
-use std::sync::OnceLock;
+use crate::chat::Outbound;
+use crate::config::Config;
+use crate::store::Db;
+use std::path::PathBuf;
+use std::rc::Rc;
 
-type ChangeChannel = (async_channel::Sender<()>, async_channel::Receiver<()>);
-
-fn change_channel() -> &'static ChangeChannel {
-    static CHANGES: OnceLock<ChangeChannel> = OnceLock::new();
-    CHANGES.get_or_init(|| async_channel::bounded(1))
+/// What the scheduler works with besides the agent, handed over by the composition root.
+pub struct Deps {
+    pub cfg: Rc<Config>,
+    pub db: Rc<Db>,
+    /// The workspace folder (`HEARTBEAT.md`).
+    pub workspace: PathBuf,
+    /// Where heartbeat and cron output goes (inside the gateway: its Telegram sender).
+    pub outbound: Rc<dyn Outbound>,
 }
 
-/// Tell a scheduler running in this process that cron jobs changed, so it re-plans now.
-/// Never blocks; wakes coalesce. (Another process's changes are seen on the loop's next
-/// bounded wake.)
-pub fn notify_jobs_changed() {
-    let _ = change_channel().0.try_send(());
-}
-
-/// The receiving end of [`notify_jobs_changed`], for the scheduler loop.
-pub fn jobs_changed() -> async_channel::Receiver<()> {
-    change_channel().1.clone()
+impl Deps {
+    pub fn new(
+        cfg: &Rc<Config>,
+        db: &Rc<Db>,
+        workspace: PathBuf,
+        outbound: Rc<dyn Outbound>,
+    ) -> Deps {
+        Deps {
+            cfg: cfg.clone(),
+            db: db.clone(),
+            workspace,
+            outbound,
+        }
+    }
 }

@@ -4,7 +4,7 @@
 //! One future ([`run`]) sleeps on a `smol::Timer` until the earliest of: the next cron
 //! job, the next heartbeat, the next local midnight (when daily hooks are given), or
 //! `MAX_SLEEP_SECS`. It wakes early when jobs change in this process
-//! ([`super::notify_jobs_changed`], sent by `cron_add`/`cron_remove`); changes made by
+//! ([`crate::jobs::notify_jobs_changed`], sent by `cron_add`/`cron_remove`); changes made by
 //! another process (`yoctoclaw cron add` while the daemon runs) are seen on the next
 //! wake, at most `MAX_SLEEP_SECS` later. Every wake re-reads the table, so planning is
 //! never stale for longer than that. No thread per job, no polling every second.
@@ -28,13 +28,12 @@
 //! Sleeps last `MIN_SLEEP_SECS`..=`MAX_SLEEP_SECS`; a pass runs at most
 //! `jobs::MAX_JOBS_PER_PASS` jobs, one after another.
 
+use super::Deps;
 use super::heartbeat::{self, LAST_RUN_KEY, LEASE_KEY, Outcome};
 use super::jobs;
-use super::tz::Tz;
 use crate::agent::Agent;
-use crate::channels::deliver::DeliverCtx;
-use crate::channels::telegram::send::Outbox;
 use crate::store::Db;
+use crate::time::tz::Tz;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -49,7 +48,7 @@ pub const MIN_SLEEP_SECS: u64 = 1;
 pub const JUMP_TOLERANCE_SECS: i64 = 90;
 
 /// A daily housekeeping callback.
-pub type DailyHook = Box<dyn Fn(&Agent)>;
+pub type DailyHook = Box<dyn Fn()>;
 
 /// How the loop reads the time and what else it runs.
 pub struct Options {
@@ -59,18 +58,14 @@ pub struct Options {
     pub floor: i64,
     /// Run once a day (see the module doc).
     pub daily: Vec<DailyHook>,
-    /// The gateway's Telegram sender: deliveries to `telegram:<id>` go through it
-    /// (`None`: the standalone sender of `channels::deliver`).
-    pub outbox: Option<Outbox>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
-            clock: Rc::new(crate::clock::now),
-            floor: crate::runtime::build_epoch(),
+            clock: Rc::new(crate::time::clock::now),
+            floor: crate::time::build_epoch(),
             daily: Vec::new(),
-            outbox: None,
         }
     }
 }
@@ -137,18 +132,16 @@ pub fn next_midnight(now: i64, tz: &Tz) -> i64 {
 }
 
 /// Run cron jobs, the heartbeat and daily hooks until the future is dropped.
-pub async fn run(agent: &Agent, opts: Options) {
+pub async fn run(agent: &Agent, deps: &Deps, opts: Options) {
     let clock = opts.clock.clone();
-    let tz = match jobs::timezone(&agent.cfg.agent.timezone) {
+    let tz = match crate::jobs::timezone(&deps.cfg.agent.timezone) {
         Ok(tz) => tz,
         Err(e) => {
             log::error!("{e}; cron schedules use UTC until it is fixed");
             Tz::Utc
         }
     };
-    let mut dctx = DeliverCtx::new(&agent.cfg, &agent.env, agent.workers.clone());
-    dctx.outbox = opts.outbox.clone();
-    let changes = super::jobs_changed();
+    let changes = crate::jobs::jobs_changed();
     // When the loop first saw a sane clock: a heartbeat that never ran is due one
     // interval after that.
     let mut started: Option<i64> = None;
@@ -164,9 +157,9 @@ pub async fn run(agent: &Agent, opts: Options) {
                 Jump::Forward(d) => log::info!("the clock jumped forward by {d} s"),
                 Jump::Backward(d) => {
                     log::warn!("the clock was stepped back by {d} s");
-                    if d > jobs::REPLAN_BACKWARD_JUMP_SECS
+                    if d > crate::jobs::REPLAN_BACKWARD_JUMP_SECS
                         && now >= opts.floor
-                        && let Err(e) = jobs::replan_all(&agent.db, &tz, now)
+                        && let Err(e) = crate::jobs::replan_all(&deps.db, &tz, now)
                     {
                         log::error!("cannot re-plan cron jobs: {e}");
                     }
@@ -178,7 +171,7 @@ pub async fn run(agent: &Agent, opts: Options) {
                 log::warn!(
                     "the clock says {} UTC, before this binary was built: cron and heartbeat \
                      are held until the clock is set (NTP)",
-                    jobs::local_text(now, &Tz::Utc)
+                    crate::jobs::local_text(now, &Tz::Utc)
                 );
                 held = true;
             }
@@ -191,7 +184,7 @@ pub async fn run(agent: &Agent, opts: Options) {
             held = false;
         }
         let started = *started.get_or_insert(now);
-        let next_events = pass(agent, &opts, &dctx, &tz, started, now, &mut last_daily).await;
+        let next_events = pass(agent, deps, &opts, &tz, started, now, &mut last_daily).await;
         let after = clock();
         let secs = sleep_secs(after, &next_events);
         log::debug!("scheduler sleeps {secs} s");
@@ -203,32 +196,33 @@ pub async fn run(agent: &Agent, opts: Options) {
 /// One wake: due jobs, the heartbeat if due, daily hooks; returns the next event times.
 async fn pass(
     agent: &Agent,
+    deps: &Deps,
     opts: &Options,
-    dctx: &DeliverCtx,
     tz: &Tz,
     started: i64,
     now: i64,
     last_daily: &mut Option<i64>,
 ) -> [Option<i64>; 3] {
-    if let Err(e) = jobs::run_due(agent, dctx, tz, now).await {
+    if let Err(e) = jobs::run_due(agent, deps, tz, now).await {
         log::error!("cron pass failed: {e}");
     }
-    let hb = &agent.cfg.heartbeat;
+    let hb = &deps.cfg.heartbeat;
     let mut next_heartbeat = None;
     if hb.enabled {
         // Cron jobs may have taken a while: read the clock again.
         let now = (opts.clock)();
         let interval = heartbeat::interval_secs(hb.interval_mins);
-        let due = heartbeat_state_due(&agent.db, interval, started, now);
+        let due = heartbeat_state_due(&deps.db, interval, started, now);
         if due <= now {
-            match heartbeat::check_in(agent, dctx, now, opts.floor).await {
+            match heartbeat::check_in(agent, deps, now, opts.floor, heartbeat::Trigger::Timer).await
+            {
                 Ok(Outcome::Skipped(s)) => log::debug!("heartbeat skipped: {s:?}"),
                 Ok(o) => log::info!("heartbeat: {}", o.text()),
                 Err(e) => log::warn!("heartbeat failed: {e}"),
             }
         }
         let now = (opts.clock)();
-        next_heartbeat = Some(heartbeat_state_due(&agent.db, interval, started, now));
+        next_heartbeat = Some(heartbeat_state_due(&deps.db, interval, started, now));
     }
     let mut next_daily = None;
     if !opts.daily.is_empty() {
@@ -236,12 +230,12 @@ async fn pass(
         if *last_daily != Some(today) {
             *last_daily = Some(today);
             for hook in &opts.daily {
-                hook(agent);
+                hook();
             }
         }
         next_daily = Some(next_midnight(now, tz));
     }
-    let next_job = agent.db.next_cron_due().unwrap_or_else(|e| {
+    let next_job = deps.db.next_cron_due().unwrap_or_else(|e| {
         log::error!("cannot read cron jobs: {e}");
         None
     });
@@ -315,12 +309,10 @@ mod tests {
     fn planning_with_a_fake_clock_never_spins_or_oversleeps() {
         // Walk a fake clock over a day of random events: every sleep is bounded and, when
         // an event is ahead within the cap, the wake lands exactly on it.
-        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut rng = crate::testkit::XorShift(0x2545_f491_4f6c_dd1d);
         let mut now: i64 = 1_800_000_000;
         for _ in 0..5000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            let x = rng.next();
             let a = now + (x % 1000) as i64 - 100;
             let b = now + ((x >> 20) % 100_000) as i64;
             let events = [Some(a), if x & 1 == 0 { Some(b) } else { None }, None];

@@ -51,6 +51,9 @@
 //! - Brace expansion of one word stops at [`MAX_BRACE_EXPANSIONS`] words; a word that would
 //!   expand further is refused as too complex to check.
 //! - No recursion; time is roughly linear in the command length.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use std::error::Error;
 use std::fmt;
@@ -1232,7 +1235,18 @@ mod tests {
             for _ in 0..n {
                 cmd.push_str(pieces[(next() % pieces.len() as u64) as usize]);
             }
-            let _ = check_command(&cmd, &c);
+            // Properties: the verdict is deterministic, a refusal is one bounded line,
+            // and whatever follows a complete `rm -rf /` cannot rescue it.
+            let verdict = check_command(&cmd, &c);
+            assert_eq!(verdict.is_ok(), check_command(&cmd, &c).is_ok());
+            if let Err(e) = verdict {
+                let m = e.to_string();
+                assert!(!m.contains('\n') && m.len() < 1024, "{cmd:?} -> {m:?}");
+            }
+            assert!(
+                check_command(&format!("rm -rf /; {cmd}"), &c).is_err(),
+                "{cmd:?}"
+            );
         }
         for _ in 0..300 {
             let len = (next() % 400) as usize;

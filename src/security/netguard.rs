@@ -671,12 +671,21 @@ mod tests {
             }
             let v6 = Ipv6Addr::from(((next() as u128) << 64) | next() as u128);
             let _ = is_forbidden_ip(IpAddr::V6(v6));
-            let _ = is_forbidden_ip(IpAddr::V4(Ipv4Addr::from(next() as u32)));
+            // An IPv4 address and its IPv4-mapped IPv6 form get the same verdict (a
+            // mapped address must not smuggle a private one past the guard).
+            let v4 = Ipv4Addr::from(next() as u32);
+            assert_eq!(
+                is_forbidden_ip(IpAddr::V4(v4)),
+                is_forbidden_ip(IpAddr::V6(v4.to_ipv6_mapped())),
+                "{v4}"
+            );
         }
         for _ in 0..500 {
             let len = (next() % 200) as usize;
             let bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            let _ = parse_http_url(&String::from_utf8_lossy(&bytes));
+            if let Ok(u) = parse_http_url(&String::from_utf8_lossy(&bytes)) {
+                assert_eq!(parse_http_url(&u.to_string()).as_ref(), Ok(&u));
+            }
         }
     }
 }

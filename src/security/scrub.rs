@@ -38,6 +38,10 @@
 //!   Each call makes one lowercase copy of the text (for the case-insensitive anchors); when
 //!   nothing matches, that is the only allocation and [`scrub`] returns `Cow::Borrowed`.
 //!   Callers should cut a text to its size cap *before* scrubbing it.
+//!
+//! # Threads
+//! Any thread: pure, over a process-wide list of secret values installed at start (a lock
+//! held only to read it).
 
 use std::borrow::Cow;
 use std::sync::{OnceLock, RwLock};

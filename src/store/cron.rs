@@ -1,7 +1,7 @@
 //! Cron jobs in the `cron_jobs` table: add, list, get, remove, claim a due run, record
 //! its outcome.
 //!
-//! The store does not parse schedules or targets: `scheduler::jobs` validates them before
+//! The store does not parse schedules or targets: the `jobs` module validates them before
 //! a row is written and treats a row that no longer parses as a failed job.
 //!
 //! A `next_run` of NULL on an enabled job means "not planned yet": the job was added while
@@ -11,6 +11,10 @@
 //! At most `MAX_CRON_JOBS` rows; adding beyond is `StoreError::Full`. Every list is capped
 //! at `MAX_CRON_JOBS` rows; `due_cron_jobs` at the `limit` passed. `last_result` is cut to
 //! `MAX_CRON_RESULT_BYTES`.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Db, StoreError};
 use rusqlite::{OptionalExtension, Row, params};

@@ -2,10 +2,14 @@
 //!
 //! # Bounds
 //! Reads return at most the `limit` asked for; the caller passes a config bound.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Db, StoreError};
+use crate::chat::{Message, Role, ToolCall};
 use crate::json;
-use crate::provider::{Message, Role, ToolCall};
 use rusqlite::{OptionalExtension, params};
 
 impl Db {

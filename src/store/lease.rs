@@ -3,7 +3,7 @@
 //! database file).
 //!
 //! A lease is a state row whose value is the Unix second it expires. Claiming reads and
-//! writes it inside `BEGIN IMMEDIATE`, which takes SQLite's write lock first, so of two
+//! writes it in one `Db::write_batch` (`BEGIN IMMEDIATE`), which takes SQLite's write lock first, so of two
 //! processes claiming at once one waits (busy timeout) and then sees the other's lease.
 //!
 //! # Bounds
@@ -27,18 +27,8 @@ impl Db {
         until: i64,
         max_ahead_secs: i64,
     ) -> Result<bool, StoreError> {
-        self.conn.execute_batch("BEGIN IMMEDIATE")?;
-        let result = self.claim_lease_in_tx(key, now, until, max_ahead_secs);
-        match result {
-            Ok(claimed) => {
-                self.conn.execute_batch("COMMIT")?;
-                Ok(claimed)
-            }
-            Err(e) => {
-                let _ = self.conn.execute_batch("ROLLBACK");
-                Err(e)
-            }
-        }
+        // `write_batch` begins IMMEDIATE: the write lock first, then the read.
+        self.write_batch(|| self.claim_lease_in_tx(key, now, until, max_ahead_secs))
     }
 
     fn claim_lease_in_tx(

@@ -19,8 +19,8 @@
 //! Every call runs one or a few small statements on the calling thread.
 
 use super::{Db, StoreError};
-use crate::memory::query::FtsQuery;
-use crate::memory::snippet::snippet;
+use crate::store::fts_query::FtsQuery;
+use crate::store::snippet::snippet;
 use rusqlite::{OptionalExtension, params};
 use std::fmt;
 
@@ -40,6 +40,12 @@ pub const RETENTION_MAX_BATCHES: usize = 1000;
 /// Most matching rows a search ranks with bm25 (summed over the terms it keeps); rarer
 /// terms are kept first, more common ones dropped (see `Db::memory_search`).
 pub const MAX_RANKED_ROWS: i64 = 1_000;
+/// Pseudo-memories holding none of a query's words, added to the store's count in
+/// [`Db::memory_relevance`]: the prior that keeps a small store's word weights meaningful.
+pub const RELEVANCE_PRIOR_MEMORIES: f64 = 3.0;
+/// Above this many memories the prior moves a word's weight by a few percent at most and
+/// [`Db::memory_relevance`] leaves relevance to bm25 (`None`).
+pub const RELEVANCE_PRIOR_MAX_MEMORIES: i64 = 200;
 /// Pages (4 KiB) one [`Db::memory_index_tidy`] call writes at most, and per step.
 pub const FTS_TIDY_MAX_PAGES: i64 = 1024;
 pub const FTS_TIDY_STEP_PAGES: i64 = 128;
@@ -369,7 +375,7 @@ impl Db {
     ///
     /// Ranking reads only the FTS index (and the category when filtering); texts are then
     /// fetched by id for the returned rows alone, and their snippets made in Rust
-    /// (`memory::snippet`): FTS5's `snippet()` would evaluate the MATCH again per row.
+    /// (`store::snippet`): FTS5's `snippet()` would evaluate the MATCH again per row.
     pub fn memory_search(
         &self,
         query: &FtsQuery,
@@ -436,6 +442,39 @@ impl Db {
             out.extend(hit);
         }
         Ok(out)
+    }
+
+    /// How relevant `text` (a hit of `query`) is, on the scale of bm25's IDF but with
+    /// `RELEVANCE_PRIOR_MEMORIES` pseudo-memories holding none of the words: the sum, over
+    /// the query's terms that `text` holds, of `ln((N + prior - n + 0.5) / (n + 0.5))`
+    /// (floored at 0), N the memories in the store, n those holding the term. FTS5's bm25
+    /// gives every word of a store of one or two memories a weight of ~0 (it is in half
+    /// of them or more), so a relevance floor on its score dropped even exact matches; with
+    /// the prior an exact match in a tiny store weighs about 1, while in a big store a word
+    /// keeps the weight bm25 gives it. `None` above `RELEVANCE_PRIOR_MAX_MEMORIES`
+    /// memories, where bm25's own score is that relevance to within a few percent.
+    pub fn memory_relevance(
+        &self,
+        query: &FtsQuery,
+        text: &str,
+    ) -> Result<Option<f64>, StoreError> {
+        let total: i64 = self
+            .conn
+            .prepare_cached("SELECT COUNT(*) FROM memories")?
+            .query_row([], |r| r.get(0))?;
+        if total > RELEVANCE_PRIOR_MAX_MEMORIES {
+            return Ok(None);
+        }
+        let mut relevance = 0.0;
+        for (i, (term, prefix)) in query.terms().iter().enumerate() {
+            if !crate::store::snippet::holds(text, term, *prefix) {
+                continue;
+            }
+            let n = self.matches_up_to_cap(query.single(i, *prefix))? as f64;
+            let idf = ((total as f64 + RELEVANCE_PRIOR_MEMORIES - n + 0.5) / (n + 0.5)).ln();
+            relevance += idf.max(0.0);
+        }
+        Ok(Some(relevance))
     }
 
     /// The part of `query` worth ranking (see [`Db::memory_search`]): all of it in a small

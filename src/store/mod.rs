@@ -13,9 +13,11 @@
 //! connection; see docs/DECISIONS.md for why that is acceptable here.
 
 pub mod cron;
+pub mod fts_query;
 pub mod history;
 pub mod lease;
 pub mod memory;
+pub mod snippet;
 pub mod sqlite_alloc;
 pub mod state;
 pub mod summary;

@@ -1,4 +1,8 @@
 //! Small key/value state that must survive restarts (Telegram offset, last heartbeat…).
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Db, StoreError};
 use rusqlite::{OptionalExtension, params};

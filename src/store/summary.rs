@@ -10,9 +10,13 @@
 //! # Bounds
 //! `conversation_tail` reads at most the `limit` asked for (id and role only);
 //! `messages_before` hands messages over one at a time until the caller stops.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Db, StoreError};
-use crate::provider::{Message, Role};
+use crate::chat::{Message, Role};
 use rusqlite::{OptionalExtension, params};
 
 /// The first line of the summary message the model sees.
@@ -186,7 +190,7 @@ impl Db {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::ToolCall;
+    use crate::chat::ToolCall;
 
     fn add(db: &Db, s: &str, role: Role, text: &str) {
         db.append_message(s, &Message::new(role, text), 1).unwrap();

@@ -1,7 +1,11 @@
 //! Token usage per turn, per session and provider, for `status` and budgets.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Db, StoreError};
-use crate::provider::Usage;
+use crate::chat::Usage;
 use rusqlite::params;
 
 impl Db {
@@ -47,7 +51,7 @@ impl Db {
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
 pub fn day_of(secs: i64) -> String {
-    let c = crate::scheduler::civil::CivilDateTime::from_unix(secs);
+    let c = crate::time::civil::CivilDateTime::from_unix(secs);
     format!("{:04}-{:02}-{:02}", c.year, c.month, c.day)
 }
 

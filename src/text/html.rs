@@ -23,6 +23,9 @@
 //!   [`MAX_ENTITY_BYTES`] are left as text.
 //! - Time is linear in the input, except that searching for the end of a dropped element is
 //!   linear in the rest of the input once per such element.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// Appended when the output was cut to `max_out_bytes`.
 pub const TRUNCATION_MARKER: &str = "\n[truncated]";

@@ -1,4 +1,7 @@
 //! Typed access to a tool call's JSON arguments, with errors the model can act on.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::ToolError;
 use crate::json;

@@ -1,5 +1,5 @@
 //! Cron tools for the model: `cron_add`, `cron_list`, `cron_remove`, over the same
-//! validation and listing as the `cron` command (`scheduler::jobs`).
+//! validation and listing as the `cron` command (`crate::jobs`).
 //!
 //! `cron_add` and `cron_remove` change what runs unattended: they are listed in
 //! `tools::needs_approval` (supervised autonomy asks the user first) and refused outright
@@ -8,14 +8,18 @@
 //! # Bounds
 //! Job text up to `jobs::MAX_CRON_TEXT_BYTES`, at most `MAX_CRON_JOBS` jobs; the listing
 //! is one short block per job and is cut by the agent's tool-result cap.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Args, CallContext, ToolError};
-use crate::channels::{ChannelKind, Target};
+use crate::chat::ToolSpec;
+use crate::chat::{ChannelKind, Target};
 use crate::config::{Autonomy, Config};
-use crate::provider::ToolSpec;
-use crate::runtime::build_epoch;
-use crate::scheduler::jobs::{self, CronError, JobRequest};
+use crate::jobs::{self, CronError, JobRequest};
 use crate::store::Db;
+use crate::time::build_epoch;
 
 pub const CRON_ADD: ToolSpec = ToolSpec {
     name: "cron_add",
@@ -81,7 +85,7 @@ pub fn add(
     };
     let job = jobs::add(db, &tz, &req, now, build_epoch()).map_err(tool_err)?;
     let to = Target::parse(&job.target)
-        .map(|t| crate::scheduler::heartbeat::target_label(&t))
+        .map(|t| t.label())
         .unwrap_or_default();
     Ok(format!(
         "Added cron job {}: {}, next run {} ({}), delivered to {}.",

@@ -23,7 +23,7 @@
 
 use super::process::{self, Ending, RunSpec};
 use super::{Args, ToolError, Tools};
-use crate::provider::ToolSpec;
+use crate::chat::ToolSpec;
 use crate::security::exec_policy::{self, MAX_COMMAND_BYTES, PolicyContext};
 use std::path::Path;
 use std::time::Duration;

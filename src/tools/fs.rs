@@ -3,12 +3,15 @@
 //! # Bounds
 //! `read_file` reads at most `MAX_READ_FILE_BYTES`; `list_dir` lists at most
 //! `MAX_LIST_DIR_ENTRIES` entries. Both say when they cut.
+//!
+//! # Threads
+//! Executor thread: bounded reads (see `# Bounds`).
 
 use super::{Args, ToolError};
+use crate::chat::ToolSpec;
+use crate::files::{ReadError, read_regular};
 use crate::limits::{MAX_LIST_DIR_ENTRIES, MAX_READ_FILE_BYTES};
-use crate::provider::ToolSpec;
 use crate::security::confine::{self, ConfineError};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub const READ_FILE: ToolSpec = ToolSpec {
@@ -57,18 +60,21 @@ pub fn resolve(
 pub fn read_file(workspace: &Path, restrict: bool, args: &Args) -> Result<String, ToolError> {
     let requested = args.str("path")?;
     let path = resolve(workspace, restrict, requested, true)?;
-    if path.is_dir() {
-        return Err(ToolError::Failed(format!(
-            "{requested:?} is a folder: use list_dir"
-        )));
-    }
-    let file = std::fs::File::open(&path)
-        .map_err(|e| ToolError::Failed(format!("cannot open {requested:?}: {e}")))?;
-    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut buf = Vec::new();
-    file.take(MAX_READ_FILE_BYTES)
-        .read_to_end(&mut buf)
-        .map_err(|e| ToolError::Failed(format!("cannot read {requested:?}: {e}")))?;
+    // Confinement resolved every link: the last component is opened without following
+    // one (a link swapped in since is refused), and only a regular file is read (a FIFO
+    // or a device would block).
+    let (buf, total) = match read_regular(&path, MAX_READ_FILE_BYTES as usize, !restrict) {
+        Ok(r) => r,
+        Err(ReadError::NotRegular("folder")) => {
+            return Err(ToolError::Failed(format!(
+                "{requested:?} is a folder: use list_dir"
+            )));
+        }
+        Err(e @ ReadError::NotRegular(_)) => {
+            return Err(ToolError::Denied(format!("cannot read {requested:?}: {e}")));
+        }
+        Err(e) => return Err(ToolError::Failed(format!("cannot read {requested:?}: {e}"))),
+    };
     if buf.contains(&0) {
         return Err(ToolError::Failed(format!(
             "{requested:?} is a binary file, not text"

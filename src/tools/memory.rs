@@ -5,12 +5,16 @@
 //! Keys and texts are bounded by `store::memory` (a too-long text is refused with a hint
 //! to store a shorter summary). `memory_search` returns at most `MAX_SEARCH_RESULTS`
 //! results, each snippet one line.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is one short statement or
+//! read, nothing here awaits I/O of its own.
 
 use super::{Args, ToolError};
-use crate::memory::query::FtsQuery;
+use crate::chat::ToolSpec;
 use crate::memory::{age, derive_key};
-use crate::provider::ToolSpec;
 use crate::store::Db;
+use crate::store::fts_query::FtsQuery;
 use crate::store::memory::{Category, MemoryError, Stored};
 
 /// Most results one `memory_search` returns.

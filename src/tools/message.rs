@@ -3,8 +3,9 @@
 //!
 //! Why the allowlist: the model must not be talked into messaging strangers from the
 //! owner's bot. Only numeric ids are accepted as targets (a `@username` in the allowlist
-//! cannot be turned into a chat id without Telegram). Delivery goes through
-//! `channels::deliver`, which scrubs the text.
+//! cannot be turned into a chat id without Telegram). Delivery goes through the
+//! outbound seam (`chat::Outbound`), which scrubs the text; inside the gateway that is the
+//! Telegram sender thread.
 //!
 //! "The current chat" is the Telegram chat of a `telegram:<id>` session, or stdout for
 //! the terminal. Heartbeat and cron turns have no chat of their own: they name a target.
@@ -13,9 +14,8 @@
 //! Text up to [`MAX_MESSAGE_BYTES`]; delivery splits and caps it (`channels::deliver`).
 
 use super::{Args, CallContext, ToolError, Tools};
-use crate::channels::deliver::deliver;
-use crate::channels::{ChannelKind, Target};
-use crate::provider::ToolSpec;
+use crate::chat::ToolSpec;
+use crate::chat::{ChannelKind, Target};
 
 /// Longest text `send_message` accepts.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
@@ -85,12 +85,9 @@ pub async fn send_message(
         )));
     }
     let target = target(tools, ctx, args.opt_str("to")?)?;
-    let Some(dctx) = &tools.deliver else {
-        return Err(ToolError::Failed(
-            "messages cannot be sent from here".into(),
-        ));
-    };
-    deliver(dctx, &target, text)
+    tools
+        .outbound
+        .deliver(&target, text)
         .await
         .map_err(|e| ToolError::Failed(e.to_string()))?;
     Ok(format!(

@@ -13,7 +13,8 @@
 //!
 //! # Bounds
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
-//! Blocking work (commands, HTTP, `statvfs`) runs on `Workers`.
+//! Blocking work (files, commands, HTTP, `statvfs`) runs on `Workers`; file tools have a
+//! deadline of `FILE_TOOL_DEADLINE_SECS`.
 
 mod args;
 pub mod cron;
@@ -29,14 +30,17 @@ pub mod write;
 
 pub use args::Args;
 
-use crate::channels::deliver::DeliverCtx;
+use crate::chat::{Outbound, ToolSpec};
 use crate::config::Config;
-use crate::provider::ToolSpec;
-use crate::runtime::{Workers, now_secs};
+use crate::runtime::Workers;
 use crate::store::Db;
+use crate::time::now as now_secs;
 use std::fmt;
 use std::path::PathBuf;
 use std::rc::Rc;
+
+/// Longest a file tool (`read_file`, `write_file`, `edit_file`, `list_dir`) may take.
+pub const FILE_TOOL_DEADLINE_SECS: u64 = 20;
 
 /// Why a tool call did not produce a result.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,7 +72,7 @@ impl std::error::Error for ToolError {}
 #[derive(Debug, Clone)]
 pub struct CallContext {
     pub session: String,
-    pub channel: crate::channels::ChannelKind,
+    pub channel: crate::chat::ChannelKind,
 }
 
 /// The tool set of one running program.
@@ -77,8 +81,8 @@ pub struct Tools {
     pub cfg: Rc<Config>,
     pub workers: Workers,
     pub db: Rc<Db>,
-    /// Where `send_message` delivers (set by the agent; `None` refuses sending).
-    pub deliver: Option<DeliverCtx>,
+    /// Where `send_message` delivers: the process's one outbound seam.
+    pub outbound: Rc<dyn Outbound>,
 }
 
 const ALL: &[ToolSpec] = &[
@@ -109,13 +113,19 @@ pub fn needs_approval(name: &str) -> bool {
 }
 
 impl Tools {
-    pub fn new(workspace: PathBuf, cfg: Rc<Config>, workers: Workers, db: Rc<Db>) -> Tools {
+    pub fn new(
+        workspace: PathBuf,
+        cfg: Rc<Config>,
+        workers: Workers,
+        db: Rc<Db>,
+        outbound: Rc<dyn Outbound>,
+    ) -> Tools {
         Tools {
             workspace,
             cfg,
             workers,
             db,
-            deliver: None,
+            outbound,
         }
     }
 
@@ -162,18 +172,25 @@ impl Tools {
     ) -> Result<String, ToolError> {
         let args = Args::parse(arguments)?;
         let restrict = self.cfg.agent.restrict_to_workspace;
-        let ws = &self.workspace;
+        type FileTool = fn(&std::path::Path, bool, &Args) -> Result<String, ToolError>;
+        let file_tool: Option<FileTool> = match name {
+            "read_file" => Some(fs::read_file),
+            "write_file" => Some(write::write_file),
+            "edit_file" => Some(write::edit_file),
+            "list_dir" => Some(fs::list_dir),
+            _ => None,
+        };
+        if let Some(f) = file_tool {
+            let ws = self.workspace.clone();
+            return self.on_worker(move || f(&ws, restrict, &args)).await;
+        }
         match name {
-            "read_file" => fs::read_file(ws, restrict, &args),
-            "write_file" => write::write_file(ws, restrict, &args),
-            "edit_file" => write::edit_file(ws, restrict, &args),
-            "list_dir" => fs::list_dir(ws, restrict, &args),
             "exec" => exec::exec(self, &args).await,
             "web_fetch" => web::web_fetch(self, &args).await,
             "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
             "memory_search" => memory::memory_search(&self.db, &args, now_secs()),
             "memory_forget" => memory::memory_forget(&self.db, &args),
-            "cron_add" => cron::add(&self.db, &self.cfg, ctx, &args, crate::clock::now()),
+            "cron_add" => cron::add(&self.db, &self.cfg, ctx, &args, crate::time::clock::now()),
             "cron_list" => cron::list(&self.db, &self.cfg),
             "cron_remove" => cron::remove(&self.db, &self.cfg, &args),
             "send_message" => message::send_message(self, ctx, &args).await,
@@ -181,37 +198,34 @@ impl Tools {
             other => Err(ToolError::Unknown(other.to_string())),
         }
     }
-}
 
-/// Cut `s` to at most `max` bytes at a char boundary, with a marker saying how much went.
-pub fn cap_text(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
+    /// Run blocking filesystem work on a worker, for at most `FILE_TOOL_DEADLINE_SECS`:
+    /// the executor never waits on a disk (a hung network or FUSE mount, a slow SD card
+    /// syncing). Past the deadline the turn gets an error and goes on; the worker
+    /// finishes the call in the background.
+    async fn on_worker<F>(&self, f: F) -> Result<String, ToolError>
+    where
+        F: FnOnce() -> Result<String, ToolError> + Send + 'static,
+    {
+        let run = async {
+            self.workers
+                .run(f)
+                .await
+                .unwrap_or_else(|_| Err(ToolError::Failed("yoctoclaw is shutting down".into())))
+        };
+        let late = async {
+            smol::Timer::after(std::time::Duration::from_secs(FILE_TOOL_DEADLINE_SECS)).await;
+            Err(ToolError::Failed(format!(
+                "the file system did not answer within {FILE_TOOL_DEADLINE_SECS} s"
+            )))
+        };
+        smol::future::or(run, late).await
     }
-    let mut end = max.saturating_sub(64);
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}\n[… truncated {} of {} bytes]",
-        &s[..end],
-        s.len() - end,
-        s.len()
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cap_text_cuts_at_char_boundaries() {
-        let s = "é".repeat(1000);
-        let c = cap_text(&s, 301);
-        assert!(c.len() <= 301 + 64);
-        assert!(c.contains("truncated"));
-        assert_eq!(cap_text("short", 100), "short");
-    }
 
     #[test]
     fn changes_need_approval_and_reading_does_not() {
@@ -234,7 +248,13 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(d.join("workspace")).unwrap();
         let db = Rc::new(Db::open_in_memory().unwrap());
-        let t = Tools::new(d.join("workspace"), Rc::new(cfg), Workers::start(1), db);
+        let t = Tools::new(
+            d.join("workspace"),
+            Rc::new(cfg),
+            Workers::start(1),
+            db,
+            Rc::new(crate::chat::outbound::Nowhere),
+        );
         (t, d)
     }
 
@@ -290,7 +310,7 @@ mod tests {
 
     #[test]
     fn messages_go_to_this_chat_or_allowed_numeric_ids() {
-        use crate::channels::{ChannelKind, Target};
+        use crate::chat::{ChannelKind, Target};
         let mut cfg = Config::default();
         cfg.telegram.allow_from = vec!["42".into(), "@bob".into()];
         let (t, d) = test_tools("message", cfg);
@@ -358,24 +378,25 @@ mod tests {
             "\"x\"",
             " ",
         ];
-        let mut x: u64 = 0xC0FF_EE00_1234_5678;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut x = crate::testkit::XorShift(0xC0FF_EE00_1234_5678);
+        let mut next = move || x.next();
         let ctx = CallContext {
             session: "stdio:fuzz".into(),
-            channel: crate::channels::ChannelKind::Terminal,
+            channel: crate::chat::ChannelKind::Terminal,
         };
         for _ in 0..3000 {
             let mut a = String::new();
             for _ in 0..next() % 12 {
                 a.push_str(parts[(next() % parts.len() as u64) as usize]);
             }
+            // Properties: a known tool is never "unknown", errors are bounded sentences,
+            // and nothing is ever written outside the workspace (checked below).
             for name in NEEDS_APPROVAL {
-                let _ = t.approval_summary(name, &a);
+                match t.approval_summary(name, &a) {
+                    Err(ToolError::Unknown(_)) => panic!("{name} unknown"),
+                    Err(e) => assert!(e.to_string().len() < 4096, "{e}"),
+                    Ok(s) => assert!(s.is_some_and(|s| !s.is_empty()), "{name} {a:?}"),
+                }
             }
             for name in [
                 "read_file",
@@ -384,9 +405,21 @@ mod tests {
                 "list_dir",
                 "cron_list",
             ] {
-                let _ = smol::block_on(t.call(name, &a, &ctx));
+                if let Err(e) = smol::block_on(t.call(name, &a, &ctx)) {
+                    assert!(!matches!(e, ToolError::Unknown(_)), "{name}");
+                    assert!(e.to_string().len() < 4096, "{e}");
+                }
             }
         }
+        let outside: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            outside,
+            ["workspace"],
+            "files written outside the workspace"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -17,6 +17,9 @@
 //! [`scrub_capped`] returns at most `max` bytes plus a one-line marker; [`HeadTail`] holds
 //! at most `max + 2 × SCRUB_MARGIN_BYTES` bytes (plus amortised slack of the same size) and
 //! returns at most `max` bytes plus a marker, whatever it was fed.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use crate::limits::SCRUB_MARGIN_BYTES;
 use crate::security::scrub::{REDACTED, scrub};
@@ -283,13 +286,8 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic_and_stay_bounded() {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut x = crate::testkit::XorShift(0x9E37_79B9_7F4A_7C15);
+        let mut next = move || x.next();
         for _ in 0..300 {
             let max = 1024 + (next() % 4096) as usize;
             let mut h = HeadTail::new(max);

@@ -12,8 +12,8 @@
 //! File reads and `statvfs` (which can hang on a dead network mount): run on a worker.
 
 use super::{ToolError, Tools};
+use crate::chat::ToolSpec;
 use crate::limits::{MAX_SYSINFO_FILE_BYTES, MAX_THERMAL_ZONES};
-use crate::provider::ToolSpec;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 

@@ -23,10 +23,10 @@
 //! [`fetch_blocking`] does DNS and HTTP: it runs on a worker thread.
 
 use super::{Args, ToolError, Tools};
+use crate::chat::ToolSpec;
 use crate::limits::{
     HTTP_BUFFER_BYTES, HTTP_CONNECT_TIMEOUT_SECS, HTTP_MAX_HEADER_BYTES, MAX_FETCH_REDIRECTS,
 };
-use crate::provider::ToolSpec;
 use crate::security::netguard::{self, HttpUrl, UrlError};
 use std::io::Read;
 use std::net::SocketAddr;

@@ -18,8 +18,8 @@
 
 use super::fs::resolve;
 use super::{Args, ToolError};
+use crate::chat::ToolSpec;
 use crate::limits::MAX_WRITE_FILE_BYTES;
-use crate::provider::ToolSpec;
 use crate::security::confine::display_relative;
 use std::path::{Path, PathBuf};
 
@@ -212,16 +212,20 @@ pub fn edit_file(ws: &Path, restrict: bool, args: &Args) -> Result<String, ToolE
 
 /// Read a whole text file for editing (bounded, UTF-8, no NUL).
 fn read_text(path: &Path, requested: &str) -> Result<String, ToolError> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| ToolError::Failed(format!("cannot read {requested:?}: {e}")))?
-        .len();
+    // Only a regular file (a FIFO or device would block), the last component not
+    // followed (the path was resolved already).
+    let (bytes, len) =
+        crate::files::read_regular(path, MAX_WRITE_FILE_BYTES + 1, false).map_err(|e| match e {
+            crate::files::ReadError::NotRegular(_) => {
+                ToolError::Denied(format!("cannot edit {requested:?}: {e}"))
+            }
+            _ => ToolError::Failed(format!("cannot read {requested:?}: {e}")),
+        })?;
     if len > MAX_WRITE_FILE_BYTES as u64 {
         return Err(ToolError::Failed(format!(
             "{requested:?} is {len} bytes; edit_file works on files up to {MAX_WRITE_FILE_BYTES} bytes"
         )));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| ToolError::Failed(format!("cannot read {requested:?}: {e}")))?;
     if bytes.len() > MAX_WRITE_FILE_BYTES || bytes.contains(&0) {
         return Err(ToolError::Failed(format!(
             "{requested:?} is not a small text file"

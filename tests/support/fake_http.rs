@@ -359,6 +359,74 @@ fn write_response(mut conn: TcpStream, resp: Response) {
     let _ = conn.shutdown(std::net::Shutdown::Both);
 }
 
+/// A server answering the scripted responses in order, whatever the path (the last one
+/// repeats).
+pub fn scripted(responses: Vec<Response>) -> FakeServer {
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    FakeServer::start(move |_| {
+        let i = n.fetch_add(1, Ordering::SeqCst).min(responses.len() - 1);
+        responses[i].clone()
+    })
+}
+
+/// A fake OpenAI-compatible model answering `/v1/chat/completions` with the scripted
+/// responses in order (the last one repeats); other paths get 404.
+pub fn chat_model(responses: Vec<Response>) -> FakeServer {
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    FakeServer::start(move |req| {
+        if !req.path.ends_with("/v1/chat/completions") {
+            return Response::json(404, r#"{"error":{"message":"no route"}}"#);
+        }
+        let i = n.fetch_add(1, Ordering::SeqCst).min(responses.len() - 1);
+        responses[i].clone()
+    })
+}
+
+/// [`chat_model`] with 200 JSON bodies, each answered after `delay`.
+pub fn chat_bodies(bodies: Vec<String>, delay: Duration) -> FakeServer {
+    chat_model(
+        bodies
+            .iter()
+            .map(|b| {
+                let r = Response::json(200, b);
+                if delay.is_zero() {
+                    r
+                } else {
+                    Response::Delay(delay, Box::new(r))
+                }
+            })
+            .collect(),
+    )
+}
+
+/// An OpenAI-compatible SSE stream (chunked) sending `parts` of text, `pause` apart,
+/// with OpenRouter's keep-alive comment first and `[DONE]` last.
+pub fn openai_sse(parts: &[&str], pause: Duration) -> Response {
+    let mut chunks = vec![
+        b": OPENROUTER PROCESSING\n\n".to_vec(),
+        b"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n".to_vec(),
+    ];
+    for p in parts {
+        chunks.push(
+            format!(
+                "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":{}}},\"finish_reason\":null}}]}}\n\n",
+                json_str(p)
+            )
+            .into_bytes(),
+        );
+    }
+    chunks.push(
+        b"data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"
+            .to_vec(),
+    );
+    Response::Chunked {
+        status: 200,
+        content_type: "text/event-stream".into(),
+        chunks,
+        pause,
+    }
+}
+
 /// An OpenAI Chat Completions response carrying a plain assistant message.
 pub fn openai_text(content: &str) -> String {
     format!(

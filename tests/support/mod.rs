@@ -3,6 +3,7 @@
 
 pub mod fake_http;
 pub mod fake_telegram;
+pub mod gateway;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -12,6 +12,9 @@
 //! a BEL is echoed once) until the end of line. An unterminated escape sequence ends at
 //! the first byte that cannot belong to one. Echo output is at most a few bytes per input
 //! byte (Ctrl-U: three per erased character).
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// A finished line.
 #[derive(Debug, Clone, PartialEq, Eq)]

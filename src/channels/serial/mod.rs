@@ -28,8 +28,7 @@ pub mod line;
 pub mod port;
 
 use crate::agent::Agent;
-use crate::channels::ChannelKind;
-use crate::cli::{CliError, Loaded};
+use crate::chat::ChannelKind;
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::runtime::{Workers, spawn_thread};
 use crate::security::scrub::scrub;
@@ -327,16 +326,17 @@ fn serve(file: &File, device: &str, echo: bool, tx: &Sender<String>, got_data: &
 /// Answer lines from `lines` in session `serial:<device>` until the reader stops.
 pub async fn run_console(
     agent: &Agent,
+    workers: &Workers,
     device: &str,
     lines: Receiver<String>,
     writer: SerialWriter,
 ) {
     let session = session_id(device);
-    agent.approvals.set_asker(
+    agent.approvals().set_asker(
         ChannelKind::Serial,
         Rc::new(SerialAsker {
             writer: writer.clone(),
-            workers: agent.workers.clone(),
+            workers: workers.clone(),
         }),
     );
     // Lines typed while a turn runs (that are not approval answers) wait here.
@@ -357,7 +357,7 @@ pub async fn run_console(
             format!("{r}\n")
         } else {
             let turn = agent.run_turn(&session, ChannelKind::Serial, text);
-            let during = read_during_turn(agent, &session, &lines, &writer, &held);
+            let during = read_during_turn(agent, workers, &session, &lines, &writer, &held);
             match smol::future::or(turn, during).await {
                 Ok(r) => format!("{r}\n"),
                 Err(e) => {
@@ -367,7 +367,7 @@ pub async fn run_console(
             }
         };
         let out = format!("{reply}{PROMPT}");
-        if let Err(e) = writer.write(&agent.workers, &out).await {
+        if let Err(e) = writer.write(workers, &out).await {
             log::warn!(
                 "serial {device}: a reply of {} bytes was not written: {e}",
                 out.len()
@@ -383,6 +383,7 @@ const MAX_HELD_LINES: usize = 4;
 /// lines wait for the turn to end. Never resolves (the turn wins the race).
 async fn read_during_turn(
     agent: &Agent,
+    workers: &Workers,
     session: &str,
     lines: &Receiver<String>,
     writer: &SerialWriter,
@@ -393,10 +394,10 @@ async fn read_during_turn(
             return std::future::pending().await;
         };
         let word = crate::channels::terminal::approval_word(&line);
-        let note = if let (Some(d), true) = (word, agent.approvals.is_pending(session)) {
+        let note = if let (Some(d), true) = (word, agent.approvals().is_pending(session)) {
             // A plain "yes"/"no"/"always" answers a waiting question, as on a terminal.
             agent
-                .approvals
+                .approvals()
                 .answer(session, d)
                 .unwrap_or_else(|| crate::agent::commands::NOTHING_WAITING.to_string())
         } else if let Some(r) = crate::agent::commands::approval_reply(agent, session, &line) {
@@ -407,7 +408,7 @@ async fn read_during_turn(
         } else {
             crate::agent::router::BUSY_REPLY.to_string()
         };
-        let _ = writer.write(&agent.workers, &format!("{note}\n")).await;
+        let _ = writer.write(workers, &format!("{note}\n")).await;
     }
 }
 
@@ -423,21 +424,6 @@ impl crate::agent::approval::Asker for SerialAsker {
         let text = format!("\n{question}\n");
         Box::pin(async move { writer.write(&workers, &text).await.is_ok() })
     }
-}
-
-/// `yoctoclaw serial`: the console alone, until killed.
-pub fn command(l: &Loaded, device: &str, baud: u32, echo: bool) -> Result<(), CliError> {
-    let (lines, writer) = start(device, baud, echo).map_err(|e| match e {
-        SerialError::Thread(_) => CliError::Runtime(e.to_string()),
-        _ => CliError::Usage(e.to_string()),
-    })?;
-    let db = crate::cli::open_db(l)?;
-    let workers = Workers::start(crate::limits::WORKER_THREADS);
-    let agent = crate::cli::build_agent(l, db, workers)?;
-    smol::block_on(run_console(&agent, device, lines, writer));
-    Err(CliError::Runtime(format!(
-        "the serial reader for {device} stopped"
-    )))
 }
 
 #[cfg(test)]

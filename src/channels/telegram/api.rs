@@ -246,8 +246,8 @@ impl Api {
         limit: u64,
     ) -> Result<Vec<Update>, ApiError> {
         let body = updates_request(offset, timeout_secs, limit);
-        let r = self.call("getUpdates", &body)?;
-        parse_updates(&r)
+        let (status, text, retry_after) = self.call_raw("getUpdates", &body)?;
+        updates_from_body(status, &text, retry_after)
     }
 
     /// Send one message (at most 4096 UTF-16 units: split before calling). Returns the
@@ -280,6 +280,12 @@ impl Api {
     }
 
     fn call(&self, method: &str, body: &str) -> Result<Value, ApiError> {
+        let (status, text, retry_after) = self.call_raw(method, body)?;
+        parse_envelope(status, &text, retry_after)
+    }
+
+    /// The status, body and `Retry-After` of one call.
+    fn call_raw(&self, method: &str, body: &str) -> Result<(u16, String, Option<u64>), ApiError> {
         let transport = |error| ApiError::Transport {
             host: self.host.clone(),
             error,
@@ -292,9 +298,7 @@ impl Api {
             .header("Content-Type", "application/json")
             .send(body)
             .map_err(|e| transport(http::map_error(e)))?;
-        let (status, text, retry_after) =
-            http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)?;
-        parse_envelope(status, &text, retry_after)
+        http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)
     }
 }
 
@@ -446,6 +450,139 @@ fn cut(s: &str, max_bytes: usize) -> String {
 }
 
 /// The updates in a `getUpdates` result; entries without an `update_id` are skipped.
+/// The updates of a `getUpdates` answer. Never stuck on one bad update: lone surrogate
+/// escapes are repaired first (`json::repair_surrogates`); when the body still cannot be
+/// read, each element of its `result` array is read on its own, and one that cannot be
+/// is logged with its `update_id` and kept as an update without a message, so the
+/// offset moves past it and the updates after it are answered.
+pub fn updates_from_body(
+    status: u16,
+    body: &str,
+    retry_after: Option<u64>,
+) -> Result<Vec<Update>, ApiError> {
+    let body = json::repair_surrogates(body);
+    match parse_envelope(status, &body, retry_after) {
+        Ok(result) => parse_updates(&result),
+        Err(e @ ApiError::BadResponse { .. }) => salvage_updates(&body).ok_or(e),
+        Err(e) => Err(e),
+    }
+}
+
+/// The elements of the first `"result":[…]` array of `body`, each read on its own.
+/// `None` when there is no such array or no element names an `update_id`.
+fn salvage_updates(body: &str) -> Option<Vec<Update>> {
+    let b = body.as_bytes();
+    // A raw (unescaped) `"result"` can only be a key: quotes inside strings are escaped.
+    let key = body.find("\"result\"")?;
+    let mut i = key + 8;
+    while b
+        .get(i)
+        .is_some_and(|c| c.is_ascii_whitespace() || *c == b':')
+    {
+        i += 1;
+    }
+    if b.get(i) != Some(&b'[') {
+        return None;
+    }
+    let mut out = Vec::new();
+    let (mut depth, mut in_str, mut esc, mut start) = (0usize, false, false, None);
+    for (j, &c) in b.iter().enumerate().skip(i + 1) {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' | b'[' => {
+                if depth == 0 {
+                    start = Some(j);
+                }
+                depth += 1;
+            }
+            b'}' | b']' if depth > 0 => {
+                depth -= 1;
+                if depth == 0
+                    && let Some(s) = start.take()
+                {
+                    out.extend(salvage_one(body.get(s..=j).unwrap_or("")));
+                }
+            }
+            b']' => break, // the end of the result array
+            _ => {}
+        }
+        if out.len() >= MAX_SALVAGED_UPDATES {
+            break;
+        }
+    }
+    // A byte that broke the structure (an unescaped quote or backslash) hides the
+    // elements after it from the scan: their ids are still in the text. Only ids close
+    // to the first one count (Telegram numbers updates one after another), so an id
+    // spelled inside a broken text cannot move the offset far ahead.
+    let ids = raw_update_ids(body);
+    if let Some(&first) = ids.first() {
+        for id in ids {
+            let near = (first..first.saturating_add(MAX_SALVAGED_UPDATES as i64)).contains(&id);
+            if near && !out.iter().any(|u| u.update_id == id) {
+                log::warn!("telegram: update {id} could not be read (invalid JSON); skipped");
+                out.push(Update {
+                    update_id: id,
+                    message: None,
+                });
+            }
+        }
+    }
+    out.sort_by_key(|u| u.update_id);
+    out.dedup_by_key(|u| u.update_id);
+    out.truncate(MAX_SALVAGED_UPDATES);
+    (!out.is_empty()).then_some(out)
+}
+
+/// Every `"update_id": N` of `body`, in order of appearance (at most
+/// `MAX_SALVAGED_UPDATES`).
+fn raw_update_ids(body: &str) -> Vec<i64> {
+    let mut ids = Vec::new();
+    for (at, _) in body.match_indices("\"update_id\"") {
+        let digits: String = body
+            .get(at + 11..)
+            .unwrap_or("")
+            .trim_start_matches(|c: char| c.is_ascii_whitespace() || c == ':')
+            .chars()
+            .take_while(|c| c.is_ascii_digit())
+            .collect();
+        if let Ok(id) = digits.parse::<i64>() {
+            ids.push(id);
+        }
+        if ids.len() >= MAX_SALVAGED_UPDATES {
+            break;
+        }
+    }
+    ids
+}
+
+/// Updates read from one broken `getUpdates` answer at most (Telegram sends at most the
+/// `limit` asked for).
+const MAX_SALVAGED_UPDATES: usize = 100;
+
+/// One element of a `result` array: the update if it reads, else its `update_id` alone.
+fn salvage_one(element: &str) -> Option<Update> {
+    if let Ok(v) = miniserde::json::from_str::<Value>(element)
+        && let Ok(mut list) = parse_updates(&Value::Array(vec![v].into_iter().collect()))
+    {
+        return list.pop();
+    }
+    let update_id = *raw_update_ids(element).first()?;
+    log::warn!("telegram: update {update_id} could not be read (invalid JSON); skipped");
+    Some(Update {
+        update_id,
+        message: None,
+    })
+}
+
 pub fn parse_updates(result: &Value) -> Result<Vec<Update>, ApiError> {
     let list = as_array(result).ok_or(ApiError::BadResponse {
         detail: "getUpdates result is not a list",
@@ -471,7 +608,7 @@ fn parse_message(m: &Value) -> Option<Incoming> {
         _ => ChatKind::Channel,
     };
     let from = get(m, "from");
-    let text_of = |key| str_at(m, key).map(|t| crate::tools::cap_text(t, MAX_USER_MESSAGE_BYTES));
+    let text_of = |key| str_at(m, key).map(|t| crate::text::cap_text(t, MAX_USER_MESSAGE_BYTES));
     Some(Incoming {
         message_id,
         chat_id,
@@ -494,6 +631,7 @@ fn parse_message(m: &Value) -> Option<Incoming> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::XorShift;
 
     #[test]
     fn success_returns_the_result() {
@@ -611,6 +749,69 @@ mod tests {
         assert!(parse_updates(&json::string("x")).is_err());
     }
 
+    fn three_updates(middle_text: &str) -> String {
+        let m = |id: i64, text: &str| {
+            format!(
+                r#"{{"update_id":{id},"message":{{"message_id":{id},"from":{{"id":42,"is_bot":false,"first_name":"A"}},"chat":{{"id":42,"type":"private"}},"date":1,"text":"{text}"}}}}"#
+            )
+        };
+        format!(
+            r#"{{"ok":true,"result":[{},{},{}]}}"#,
+            m(20, "first"),
+            m(21, middle_text),
+            m(22, "third")
+        )
+    }
+
+    #[test]
+    fn a_lone_surrogate_in_one_update_is_repaired_and_nothing_is_lost() {
+        let u = updates_from_body(200, &three_updates(r"hi \ud800 there"), None).unwrap();
+        let ids: Vec<i64> = u.iter().map(|u| u.update_id).collect();
+        assert_eq!(ids, [20, 21, 22]);
+        let text = u[1].message.as_ref().and_then(|m| m.text.clone());
+        assert_eq!(text.as_deref(), Some("hi \u{fffd} there"));
+    }
+
+    #[test]
+    fn any_corruption_inside_one_update_still_moves_past_it() {
+        let junk = [
+            r"\ud800", r"\udc00", r"\q", r"\u12", "\u{1}", "\t", "é", r"\", "{", "}", "[", "]",
+            ",", ":", r#"\""#, "ok", "\u{7f}",
+        ];
+        let mut x = crate::testkit::XorShift(0xBAD_0FF5E7);
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..1 + x.below(8) {
+                text.push_str(junk[x.index(junk.len())]);
+            }
+            // Property: whatever is inside the middle update's text, the answer gives
+            // update ids 20..=22 in order (so the offset moves past all three), and the
+            // update before it is read. (The one after it is read too unless the junk
+            // broke the JSON structure itself: an unescaped quote or backslash.)
+            let body = three_updates(&text);
+            let u = updates_from_body(200, &body, None).unwrap_or_else(|e| panic!("{body}: {e}"));
+            let ids: Vec<i64> = u.iter().map(|u| u.update_id).collect();
+            assert_eq!(ids, [20, 21, 22], "{body}");
+            assert!(u[0].message.is_some(), "{body}");
+            if !text.contains('\\') && !text.contains('"') {
+                assert!(u[2].message.is_some(), "{body}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_update_id_inside_a_broken_text_cannot_move_the_offset_far_ahead() {
+        let body = three_updates(r#"x\" "update_id":999999999, "#);
+        let ids: Vec<i64> = updates_from_body(200, &body, None)
+            .unwrap()
+            .iter()
+            .map(|u| u.update_id)
+            .collect();
+        assert_eq!(ids, [20, 21, 22], "{body}");
+        // A body with no update at all is still an error (the poller backs off).
+        assert!(updates_from_body(200, "<html>bad gateway</html>", None).is_err());
+    }
+
     #[test]
     fn request_bodies() {
         let b = updates_request(0, 50, 16);
@@ -680,25 +881,207 @@ mod tests {
         }
     }
 
+    /// What every error from `parse_envelope` must look like, whatever the body.
+    fn assert_well_formed(e: &ApiError) {
+        if let ApiError::Rejected { description, .. } | ApiError::Conflict { description } = e {
+            assert!(
+                description.chars().count() <= MAX_DESCRIPTION_CHARS,
+                "{e:?}"
+            );
+            assert!(!description.chars().any(char::is_control), "{e:?}");
+            assert_eq!(description.trim(), description, "{e:?}");
+        }
+        assert!(!e.to_string().contains('\n'), "{e}");
+        assert!(!matches!(e, ApiError::Transport { .. }), "{e:?}");
+    }
+
+    /// The error an answer with no usable envelope gets: decided by the status alone.
+    fn by_status_alone(status: u16) -> ApiError {
+        by_status(status, String::new(), None)
+    }
+
+    const STATUSES: [u16; 6] = [200, 400, 401, 409, 429, 500];
+
     #[test]
-    fn random_bodies_never_panic() {
+    fn random_bodies_give_a_result_only_on_success_and_errors_by_status() {
         let alphabet = br#"{}[]":,0123456789-oktruefalsresultupdate_idmessagechatid "#;
-        let mut x: u64 = 0x9E3779B97F4A7C15;
+        let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
         for _ in 0..5_000 {
             let mut s = String::new();
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            for _ in 0..(x % 64) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push(alphabet[(x % alphabet.len() as u64) as usize] as char);
+            for _ in 0..rng.below(64) {
+                s.push(alphabet[rng.index(alphabet.len())] as char);
             }
-            let status = [200u16, 400, 409, 429, 500][(x % 5) as usize];
-            if let Ok(v) = parse_envelope(status, &s, None) {
-                let _ = parse_updates(&v);
+            let status = STATUSES[rng.index(STATUSES.len())];
+            let is_object = matches!(miniserde::json::from_str::<Value>(&s), Ok(Value::Object(_)));
+            match parse_envelope(status, &s, None) {
+                Ok(v) => {
+                    assert_eq!(status, 200, "{s:?}");
+                    if let Ok(updates) = parse_updates(&v) {
+                        assert!(updates.len() <= as_array(&v).map_or(0, |l| l.len()));
+                    }
+                }
+                Err(e) => {
+                    assert_well_formed(&e);
+                    if !is_object {
+                        let want = if status == 200 {
+                            ApiError::BadResponse { detail: "not JSON" }
+                        } else {
+                            by_status_alone(status)
+                        };
+                        assert_eq!(e, want, "{s:?}");
+                    }
+                }
             }
         }
+    }
+
+    #[test]
+    fn generated_envelopes_are_classified_by_their_fields() {
+        let descriptions = [
+            r#""Bad Request: chat not found""#,
+            r#""  line\nbreak\ttab  ""#,
+            r#""é😀""#,
+            "17",
+        ];
+        let texts = [r#""hi""#, r#""é\n😀""#, "5"];
+        let mut rng = XorShift(0x2545_F491_4F6C_DD1D);
+        let long = format!("\"{}\"", "d".repeat(3 * MAX_DESCRIPTION_CHARS));
+        let huge = format!("\"{}\"", "t".repeat(MAX_USER_MESSAGE_BYTES + 100));
+        // How often each outcome was met: every one must be (the generator reaches them).
+        let mut seen = [0u32; 4];
+        for _ in 0..3_000 {
+            let status = STATUSES[rng.index(STATUSES.len())];
+            let mut fields: Vec<String> = Vec::new();
+            let ok = [Some("true"), Some("false"), Some("1"), None][rng.index(4)];
+            if let Some(ok) = ok {
+                fields.push(format!(r#""ok":{ok}"#));
+            }
+            let code = [
+                None,
+                Some(400i64),
+                Some(409),
+                Some(429),
+                Some(503),
+                Some(99),
+            ][rng.index(6)];
+            if let Some(c) = code {
+                fields.push(format!(r#""error_code":{c}"#));
+            }
+            if rng.below(2) == 0 {
+                let d = match rng.index(descriptions.len() + 1) {
+                    i if i < descriptions.len() => descriptions[i],
+                    _ => long.as_str(),
+                };
+                fields.push(format!(r#""description":{d}"#));
+            }
+            let retry_after = [None, Some(7i64), Some(-1)][rng.index(3)];
+            if let Some(r) = retry_after {
+                fields.push(format!(r#""parameters":{{"retry_after":{r}}}"#));
+            }
+            // Updates: some without an id, some with a message, texts of every size.
+            let mut with_id = 0;
+            let mut updates = Vec::new();
+            for i in 0..rng.below(5) {
+                let text = match rng.index(texts.len() + 1) {
+                    j if j < texts.len() => texts[j],
+                    _ => huge.as_str(),
+                };
+                let message = format!(
+                    r#"{{"message_id":{i},"chat":{{"id":-{i},"type":"group"}},"text":{text}}}"#
+                );
+                if rng.below(4) == 0 {
+                    updates.push(format!(r#"{{"message":{message}}}"#));
+                } else {
+                    with_id += 1;
+                    updates.push(format!(r#"{{"update_id":{i},"message":{message}}}"#));
+                }
+            }
+            let has_result = rng.below(4) != 0;
+            if has_result {
+                fields.push(format!(r#""result":[{}]"#, updates.join(",")));
+            }
+            let mut body = format!("{{{}}}", fields.join(","));
+            let cut = rng.below(8) == 0 && body.len() > 1;
+            if cut {
+                body.truncate(rng.index(body.len() - 1) + 1);
+            }
+
+            let r = parse_envelope(status, &body, None);
+            if cut {
+                let want = if status == 200 {
+                    ApiError::BadResponse { detail: "not JSON" }
+                } else {
+                    by_status_alone(status)
+                };
+                assert_eq!(r.err(), Some(want), "{body}");
+                seen[0] += 1;
+                continue;
+            }
+            // `"ok":1` is not a boolean: read as no `ok` field at all.
+            let ok = ok.filter(|o| *o != "1");
+            let success = status == 200 && ok == Some("true");
+            match r {
+                Ok(v) => {
+                    seen[1] += 1;
+                    assert!(success && has_result, "{body}");
+                    let got = parse_updates(&v).unwrap();
+                    assert_eq!(got.len(), with_id, "{body}");
+                    for u in &got {
+                        let m = u.message.as_ref().expect("every update has a message");
+                        assert_eq!(m.chat, ChatKind::Group);
+                        let len = m.text.as_ref().map_or(0, String::len);
+                        assert!(len <= MAX_USER_MESSAGE_BYTES, "{len}");
+                    }
+                }
+                Err(e) => {
+                    assert_well_formed(&e);
+                    assert!(!(success && has_result), "{body}: {e:?}");
+                    if success {
+                        assert_eq!(
+                            e,
+                            ApiError::BadResponse {
+                                detail: "no result"
+                            }
+                        );
+                    } else if ok.is_none() {
+                        let want = if status == 200 {
+                            ApiError::BadResponse {
+                                detail: "no ok field",
+                            }
+                        } else {
+                            by_status_alone(status)
+                        };
+                        assert_eq!(e, want, "{body}");
+                    } else {
+                        // Telegram's error_code wins when it is an error code.
+                        let want = match code {
+                            Some(c) if (400..600).contains(&c) => c as u16,
+                            _ if status == 200 => 500,
+                            _ => status,
+                        };
+                        match e {
+                            ApiError::RateLimited { retry_after_secs } => {
+                                seen[2] += 1;
+                                assert_eq!(want, 429, "{body}");
+                                let want_wait = match retry_after {
+                                    Some(7) => 7,
+                                    _ => DEFAULT_RETRY_AFTER_SECS,
+                                };
+                                assert_eq!(retry_after_secs, want_wait, "{body}");
+                            }
+                            ApiError::Rejected { status, .. } => {
+                                seen[3] += 1;
+                                assert_eq!(status, want, "{body}");
+                            }
+                            ApiError::Conflict { .. } => assert_eq!(want, 409),
+                            ApiError::Unauthorized => assert_eq!(want, 401),
+                            ApiError::Server { status } => assert_eq!(status, want),
+                            other => panic!("{body}: {other:?}"),
+                        }
+                    }
+                }
+            }
+        }
+        assert!(seen.iter().all(|n| *n > 0), "{seen:?}");
     }
 }

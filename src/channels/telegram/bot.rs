@@ -2,8 +2,8 @@
 //! out through the sender thread.
 //!
 //! Why it exists: it ties the pure pieces together (`inbound` rules, the agent's
-//! `router`, the `send` outbox) and owns the channel's state: the persisted offset,
-//! the refusal limiter and the running turns. Each update is handled (answered,
+//! `router`, the `outbox` to the sender thread) and owns the channel's state: the
+//! persisted offset, the refusal limiter and the running turns. Each update is handled (answered,
 //! queued, refused or ignored) before its offset is persisted, so a restart answers
 //! nothing twice; a message queued in RAM when the process dies is not re-read (its
 //! chat is told to resend it at a clean shutdown).
@@ -19,13 +19,14 @@
 
 use super::api::{BotIdentity, Update};
 use super::inbound::{self, Action, AllowList, RefusalLimiter, Request, Rules};
-use super::send::{Outbound, Outbox};
+use super::outbox::{Job, Outbox};
 use super::stream::Streamer;
 use crate::agent::approval::{AskFuture, Asker};
 use crate::agent::router::{BUSY_REPLY, Offer, Router};
 use crate::agent::{Agent, AgentError, commands};
-use crate::channels::ChannelKind;
-use crate::config::GroupMode;
+use crate::chat::ChannelKind;
+use crate::config::{Config, GroupMode};
+use crate::store::Db;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -43,8 +44,8 @@ pub fn session_id(chat_id: i64) -> String {
 }
 
 /// The next offset persisted by an earlier run (0 when none or unreadable).
-pub fn stored_offset(agent: &Agent) -> i64 {
-    match agent.db.get_state(OFFSET_KEY) {
+pub fn stored_offset(db: &Db) -> i64 {
+    match db.get_state(OFFSET_KEY) {
         Ok(Some(v)) => v.trim().parse::<i64>().unwrap_or(0).max(0),
         Ok(None) => 0,
         Err(e) => {
@@ -57,6 +58,7 @@ pub fn stored_offset(agent: &Agent) -> i64 {
 /// The Telegram channel's executor-side state.
 pub struct Bot {
     agent: Rc<Agent>,
+    db: Rc<Db>,
     me: BotIdentity,
     allow: AllowList,
     group_mode: GroupMode,
@@ -69,11 +71,19 @@ pub struct Bot {
 }
 
 impl Bot {
-    pub fn new(agent: Rc<Agent>, me: BotIdentity, allow: AllowList, outbox: Outbox) -> Bot {
-        let capacity = agent.cfg.agent.max_sessions as usize;
-        let group_mode = agent.cfg.telegram.group_mode;
-        let next_offset = stored_offset(&agent);
-        agent.approvals.set_asker(
+    /// The bot over `agent`, with its offset in `db`; sessions and group rules from `cfg`.
+    pub fn new(
+        agent: Rc<Agent>,
+        db: Rc<Db>,
+        cfg: &Config,
+        me: BotIdentity,
+        allow: AllowList,
+        outbox: Outbox,
+    ) -> Bot {
+        let capacity = cfg.agent.max_sessions as usize;
+        let group_mode = cfg.telegram.group_mode;
+        let next_offset = stored_offset(&db);
+        agent.approvals().set_asker(
             ChannelKind::Telegram,
             Rc::new(TelegramAsker {
                 outbox: outbox.clone(),
@@ -81,6 +91,7 @@ impl Bot {
         );
         Bot {
             agent,
+            db,
             me,
             allow,
             group_mode,
@@ -195,14 +206,14 @@ impl Bot {
         self.next_offset.set(next);
         // Not synced to disk here: the next turn's answer syncs it, and after a power cut
         // Telegram itself still holds the offset confirmed by the last getUpdates.
-        let db = &self.agent.db;
+        let db = &self.db;
         if let Err(e) = db.deferred_sync(|| db.set_state(OFFSET_KEY, &next.to_string())) {
             log::warn!("telegram: cannot store the update offset: {e}");
         }
     }
 
     async fn notice(&self, chat_id: i64, text: String, reply_to: Option<i64>) {
-        let job = Outbound::Notice {
+        let job = Job::Notice {
             chat_id,
             text,
             reply_to,
@@ -234,17 +245,17 @@ impl Bot {
         }
         // "typing…" goes out before the turn starts: a turn can finish in its first poll
         // (its model call already answered), and the refresher would never have run.
-        self.outbox.try_push(Outbound::Typing {
+        self.outbox.try_push(Job::Typing {
             chat_id: req.chat_id,
         });
-        let job = if self.agent.cfg.provider.stream {
+        let job = if self.agent.streams() {
             self.streamed_turn(session, &req).await
         } else {
             let turn = self
                 .agent
                 .run_turn(session, ChannelKind::Telegram, &req.text);
             let result = smol::future::or(turn, self.typing(req.chat_id)).await;
-            result.map(|text| Outbound::Reply {
+            result.map(|text| Job::Reply {
                 chat_id: req.chat_id,
                 text,
                 reply_to: req.reply_to,
@@ -252,7 +263,7 @@ impl Bot {
         };
         let job = job.unwrap_or_else(|e| {
             log::warn!("telegram: the turn in {session} failed: {e}");
-            Outbound::Notice {
+            Job::Notice {
                 chat_id: req.chat_id,
                 text: format!("Sorry, I could not answer that: {e}"),
                 reply_to: req.reply_to,
@@ -268,7 +279,7 @@ impl Bot {
 
     /// A turn whose answer is shown while it is written (see `stream`); returns the job
     /// that makes the streamed reply final.
-    async fn streamed_turn(&self, session: &str, req: &Request) -> Result<Outbound, AgentError> {
+    async fn streamed_turn(&self, session: &str, req: &Request) -> Result<Job, AgentError> {
         let streamer = Streamer::new(req.chat_id, req.reply_to);
         let mut sink = streamer.sink();
         let turn =
@@ -281,7 +292,7 @@ impl Bot {
         };
         let result = smol::future::or(turn, background).await;
         streamer.settle().await;
-        result.map(|text| Outbound::StreamEnd {
+        result.map(|text| Job::StreamEnd {
             live: streamer.live(),
             text,
         })
@@ -292,7 +303,7 @@ impl Bot {
     async fn typing(&self, chat_id: i64) -> Result<String, AgentError> {
         loop {
             smol::Timer::after(Duration::from_secs(TYPING_REFRESH_SECS)).await;
-            self.outbox.try_push(Outbound::Typing { chat_id });
+            self.outbox.try_push(Job::Typing { chat_id });
         }
     }
 
@@ -309,7 +320,7 @@ impl Bot {
         let mut told = 0;
         for chat_id in chats {
             log::warn!("telegram: abandoned the unanswered message in chat {chat_id} at shutdown");
-            let job = Outbound::Notice {
+            let job = Job::Notice {
                 chat_id,
                 text: RESTART_NOTICE.to_string(),
                 reply_to: None,
@@ -338,7 +349,7 @@ impl Asker for TelegramAsker {
             let Some(chat_id) = chat_id else {
                 return false;
             };
-            let job = Outbound::Notice {
+            let job = Job::Notice {
                 chat_id,
                 text,
                 reply_to: None,

@@ -293,7 +293,10 @@ pub fn strip_mention(text: &str, name: &str) -> String {
         last = e;
     }
     out.push_str(&text[last..]);
-    out.trim().trim_start_matches([',', ':']).trim().to_string()
+    // "@bot, : hello" -> "hello": the separators after a leading mention, in any order.
+    out.trim_start_matches(|c: char| c.is_whitespace() || c == ',' || c == ':')
+        .trim_end()
+        .to_string()
 }
 
 /// The `@target` of a leading `/command@target`, if any.
@@ -549,27 +552,46 @@ mod tests {
     }
 
     #[test]
-    fn random_messages_never_panic() {
+    fn random_messages_follow_the_allow_list_and_the_mention_rule() {
         let a = allow(&["1", "@x"]);
         let alphabet = [
             "@yc_bot", "@", "/", "help", " ", "é", "😀", ",", ":", "yc_bot", "a",
         ];
-        let mut x: u64 = 0xDEADBEEF;
+        let mut x = crate::testkit::XorShift(0xDEADBEEF);
         for _ in 0..5_000 {
             let mut s = String::new();
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            for _ in 0..(x % 12) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                s.push_str(alphabet[(x % alphabet.len() as u64) as usize]);
+            for _ in 0..x.below(12) {
+                s.push_str(alphabet[x.index(alphabet.len())]);
             }
-            let kind = [ChatKind::Private, ChatKind::Group][(x % 2) as usize];
-            let m = msg(kind, (x % 3) as i64, Some(&s));
-            let _ = judge(&m, &a, GroupMode::Mention);
-            let _ = strip_mention(&s, "yc_bot");
+            let kind = [ChatKind::Private, ChatKind::Group][x.index(2)];
+            let from = x.below(3) as i64;
+            let m = msg(kind, from, Some(&s));
+            // Properties: only listed users are answered, with a text never longer than
+            // what was sent; in a group, only when addressed, and without our mention;
+            // without a mention, stripping only trims the ends.
+            if let Action::Answer(r) = judge(&m, &a, GroupMode::Mention) {
+                assert_eq!(from, 1, "{s:?}");
+                assert!(r.text.len() <= s.len(), "{s:?}");
+                if kind == ChatKind::Group {
+                    assert!(
+                        mentions(&s, "yc_bot") || s.trim_start().starts_with('/'),
+                        "{s:?}"
+                    );
+                    // (A bare mention is passed on as is: the model gets something to read.)
+                    // Adjacent mentions (`@yc_bot@yc_bot`) leave one: also passed on.
+                    let bare = strip_mention(&s, "yc_bot").is_empty() || s.contains("bot@");
+                    assert!(
+                        bare || !mentions(&r.text, "yc_bot"),
+                        "{s:?} -> {:?}",
+                        r.text
+                    );
+                }
+            }
+            let stripped = strip_mention(&s, "yc_bot");
+            assert!(stripped.len() <= s.len(), "{s:?}");
+            if !mentions(&s, "yc_bot") {
+                assert!(s.trim_end().ends_with(&stripped), "{s:?} -> {stripped:?}");
+            }
         }
     }
 }

@@ -1,13 +1,45 @@
-//! The Telegram Bot API channel: long-poll `poller` (own thread) → `bot` (executor:
-//! rules in `inbound`, turns through the agent's router) → `send` (own thread), over
-//! the typed calls of `api`, with the waits of `backoff` and the reply text shaped by
-//! `format`; streamed replies (a draft or one edited message) in `stream`.
+//! The Telegram Bot API channel, split by the thread each file runs on.
+//!
+//! ```text
+//!  poller thread            executor thread                    sender thread
+//!  ─────────────            ───────────────                    ─────────────
+//!  poller ──Update──▶ bot (rules: inbound, turns: router)
+//!   (getUpdates)       │ replies, notices, "typing…"
+//!                      ├──────────── Job ─▶ outbox ─▶ sender ─┬─▶ reply (send, retry,
+//!                      │                                      │    plain fallback)
+//!                      └─ stream (Streamer, LiveSink)         └─▶ preview (drafts,
+//!                           │  pump: Preview job ─▶ outbox          edits, finish)
+//!                           └──────────── live (LiveReply) ◀────────┘
+//! ```
+//!
+//! - Poller thread: `poller` long-polls `getUpdates` and hands updates to the executor
+//!   over a bounded channel.
+//! - Executor: `bot` applies `inbound`'s rules and runs turns through the agent's
+//!   router; everything it sends becomes an `outbox::Job` on the `Outbox` (never an
+//!   HTTP call). A streamed reply's `stream::Streamer` collects the text and queues
+//!   `Preview` jobs.
+//! - Sender thread: `sender` runs the jobs in order: replies, notices and deliveries
+//!   through `reply` (markdown to `html`, `split` to the length limit, retries,
+//!   plain-text fallback), previews and the end of streamed replies through `preview`.
+//!   Outside the gateway, `reply::deliver_blocking` runs on a worker instead
+//!   (`channels::deliver`).
+//! - Shared: `live` (one streamed reply's state: written by `stream`, shown by
+//!   `preview`; its `Mutex` is never held across I/O).
+//! - Pure, any thread: `html`, `split`, `inbound`, `backoff` (its `Stop::sleep` blocks
+//!   the calling thread), and `api`'s request and answer parsing (its calls block).
+//!
+//! No file here imports a file that imports it back.
 
 pub mod api;
 pub mod backoff;
 pub mod bot;
-pub mod format;
+pub mod html;
 pub mod inbound;
+pub mod live;
+pub mod outbox;
 pub mod poller;
-pub mod send;
+pub mod preview;
+pub mod reply;
+pub mod sender;
+pub mod split;
 pub mod stream;

@@ -9,6 +9,9 @@
 //! - Brace expansion yields at most [`MAX_BRACE_EXPANSIONS`] words per word (and takes at most
 //!   four times as many steps); beyond, [`Reason::TooComplex`].
 //! - No recursion: every loop walks forward over the (already size-capped) command.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use super::{MAX_BRACE_EXPANSIONS, Reason};
 

@@ -30,19 +30,22 @@
 //! It is read only here, logged when set, and can only shorten waits
 //! (docs/DECISIONS.md).
 
+use super::{AppError, Loaded, agent as build_agent, open_db, outbound, providers, runtime};
 use crate::agent::Agent;
 use crate::channels::telegram::api::{Api, ApiError, BotIdentity};
 use crate::channels::telegram::backoff::{Backoff, ErrorDelay, Stop};
 use crate::channels::telegram::bot::Bot;
 use crate::channels::telegram::inbound::AllowList;
+use crate::channels::telegram::outbox::Outbox;
 use crate::channels::telegram::poller::{POLL_BATCH_UPDATES, POLL_MARGIN_SECS, poll_loop};
-use crate::channels::telegram::send::{Outbox, sender_loop};
-use crate::cli::{CliError, Loaded, build_agent, open_db, runtime};
-use crate::config::TelegramConfig;
+use crate::channels::telegram::sender::sender_loop;
+use crate::config::{Config, Home, TelegramConfig};
 use crate::limits::{INBOUND_QUEUE_LEN, WORKER_THREADS};
-use crate::runtime::{Workers, build_epoch, spawn_thread};
-use crate::scheduler::{self, heartbeat};
+use crate::runtime::{Workers, spawn_thread};
+use crate::scheduler::{self, Deps, heartbeat};
 use crate::signals::Signals;
+use crate::store::Db;
+use crate::time::build_epoch;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -78,10 +81,10 @@ type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
 ///    wait for the signal (the gateway is then a cron and heartbeat daemon).
 /// 5. Stop polling, give running turns a moment, tell unanswered chats to resend,
 ///    flush what can be sent, and return.
-pub fn run(l: &Loaded) -> Result<(), CliError> {
+pub fn run(l: &Loaded) -> Result<(), AppError> {
     let db = open_db(l)?;
+    let providers = providers(l)?;
     let workers = Workers::start(WORKER_THREADS);
-    let agent = Rc::new(build_agent(l, db, workers)?);
     let signals =
         Signals::install().map_err(|e| runtime(format!("cannot watch for signals: {e}")))?;
     let backoff = test_backoff();
@@ -91,34 +94,41 @@ pub fn run(l: &Loaded) -> Result<(), CliError> {
     } else {
         None
     };
-    memory_retention(&agent);
-    announce(&agent);
     let stop = Stop::new();
     let sender = match &token {
         Some(token) => Some(start_sender(tg, token, backoff, &stop)?),
         None => None,
     };
+    // The daemon's one outbound seam: with Telegram on, every delivery (replies, the
+    // send_message tool, heartbeat, cron, approvals) goes through the sender thread.
+    let out = outbound(l, &workers, sender.as_ref().map(|(_, o)| o.clone()));
+    let agent = build_agent(l, &db, &workers, providers, out.clone());
+    let deps = Rc::new(Deps::new(&l.cfg, &db, l.home.workspace(), out));
+    memory_retention(&db, &l.cfg);
+    announce(&l.cfg, &l.home, &db);
     let ex: smol::LocalExecutor<'static> = smol::LocalExecutor::new();
     let bot: BotSlot = Rc::new(RefCell::new(None));
     // Closed when a signal arrives: stops the scheduler and the status timer.
     let (stopping, stopped) = async_channel::bounded::<()>(1);
     ex.spawn(until_closed(
-        scheduler_task(agent.clone(), sender.as_ref().map(|(_, o)| o.clone())),
+        scheduler_task(agent.clone(), deps),
         stopped.clone(),
     ))
     .detach();
     ex.spawn(until_closed(
-        status_task(agent.clone(), bot.clone()),
+        status_task(db.clone(), bot.clone()),
         stopped.clone(),
     ))
     .detach();
     // The serial console beside Telegram when `serial.device` is set.
     if let Some(started) = crate::channels::serial::start_from_config(&l.cfg.serial) {
         let (lines, writer) = started
-            .map_err(|e| CliError::Usage(format!("serial console {}: {e}", l.cfg.serial.device)))?;
-        let (a, device) = (agent.clone(), l.cfg.serial.device.clone());
+            .map_err(|e| AppError::Usage(format!("serial console {}: {e}", l.cfg.serial.device)))?;
+        let (a, w, device) = (agent.clone(), workers.clone(), l.cfg.serial.device.clone());
         ex.spawn(until_closed(
-            async move { crate::channels::serial::run_console(&a, &device, lines, writer).await },
+            async move {
+                crate::channels::serial::run_console(&a, &w, &device, lines, writer).await
+            },
             stopped,
         ))
         .detach();
@@ -127,14 +137,22 @@ pub fn run(l: &Loaded) -> Result<(), CliError> {
         match (token, sender) {
             (Some(token), Some((api, outbox))) => {
                 let t = Telegram {
-                    cfg: tg,
+                    cfg: &l.cfg,
                     token: &token,
                     api,
                     outbox,
                     backoff,
                     stop,
                 };
-                serve_telegram(&ex, &agent, t, &signals, &stopping, &bot).await
+                let s = Serving {
+                    agent: &agent,
+                    db: &db,
+                    workers: &workers,
+                    signals: &signals,
+                    stopping: &stopping,
+                    slot: &bot,
+                };
+                serve_telegram(&ex, t, s).await
             }
             _ => {
                 signals.wait().await;
@@ -155,49 +173,49 @@ async fn until_closed(task: impl Future<Output = ()>, closed: async_channel::Rec
 }
 
 /// The scheduler loop with the gateway's daily hooks (never returns).
-async fn scheduler_task(agent: Rc<Agent>, outbox: Option<Outbox>) {
+async fn scheduler_task(agent: Rc<Agent>, deps: Rc<Deps>) {
+    let (db, cfg) = (deps.db.clone(), deps.cfg.clone());
     let opts = scheduler::Options {
-        daily: vec![Box::new(memory_retention)],
-        outbox,
+        daily: vec![Box::new(move || memory_retention(&db, &cfg))],
         ..scheduler::Options::default()
     };
-    scheduler::run(&agent, opts).await;
+    scheduler::run(&agent, &deps, opts).await;
 }
 
 /// Rewrite the status record now and every `STATUS_RECORD_SECS` (never returns).
-async fn status_task(agent: Rc<Agent>, bot: BotSlot) {
+async fn status_task(db: Rc<Db>, bot: BotSlot) {
     loop {
         let sessions = bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
         // What start-up or the last minute read into SQLite's page cache, and what is
         // then free at the top of the heap, goes back to the system.
-        agent.db.release_memory();
+        db.release_memory();
         crate::heap::trim();
-        write_status_record(&agent, sessions);
+        write_status_record(&db, sessions);
         smol::Timer::after(Duration::from_secs(STATUS_RECORD_SECS)).await;
     }
 }
 
 /// Delete expired memories (`memory.*_days`), unless the clock is not set yet.
-fn memory_retention(agent: &Agent) {
-    let now = crate::clock::now();
+fn memory_retention(db: &Db, cfg: &Config) {
+    let now = crate::time::clock::now();
     if now < build_epoch() {
         return;
     }
-    if let Err(e) = crate::memory::run_retention(&agent.db, &agent.cfg.memory, now) {
+    if let Err(e) = crate::memory::run_retention(db, &cfg.memory, now) {
         log::warn!("memory retention failed: {e}");
     }
 }
 
 /// Say what the gateway will do; warn when it has nothing to do.
-fn announce(agent: &Agent) {
-    let telegram = agent.cfg.telegram.enabled;
-    let heartbeat = agent.cfg.heartbeat.enabled
+fn announce(cfg: &Config, home: &Home, db: &Db) {
+    let telegram = cfg.telegram.enabled;
+    let heartbeat = cfg.heartbeat.enabled
         && crate::agent::prompt::read_capped(
-            &agent.home.workspace().join(heartbeat::HEARTBEAT_FILE),
+            &home.workspace().join(heartbeat::HEARTBEAT_FILE),
             heartbeat::MAX_HEARTBEAT_FILE_BYTES,
         )
         .is_some_and(|t| heartbeat::has_tasks(&t));
-    let jobs = match agent.db.list_cron_jobs() {
+    let jobs = match db.list_cron_jobs() {
         Ok(list) => list.iter().filter(|j| j.enabled).count(),
         Err(e) => {
             log::warn!("gateway: cannot read cron jobs: {e}");
@@ -218,14 +236,14 @@ fn announce(agent: &Agent) {
 
 /// Write the gateway's status record (`status::write_gateway_record`): pid, memory,
 /// live sessions, time. `yoctoclaw status` reads it.
-pub fn write_status_record(agent: &Agent, live_sessions: usize) {
+pub fn write_status_record(db: &Db, live_sessions: usize) {
     let rss = crate::status::self_rss_kib().unwrap_or_default();
     if let Err(e) = crate::status::write_gateway_record(
-        &agent.db,
+        db,
         std::process::id(),
         rss,
         live_sessions,
-        crate::clock::now(),
+        crate::time::clock::now(),
     ) {
         log::warn!("gateway: cannot write the status record: {e}");
     }
@@ -237,7 +255,7 @@ fn start_sender(
     token: &str,
     backoff: Backoff,
     stop: &Stop,
-) -> Result<(Api, Outbox), CliError> {
+) -> Result<(Api, Outbox), AppError> {
     let api = Api::new(&tg.api_base, token, SEND_TIMEOUT_SECS);
     let (outbox, out_rx) = Outbox::new();
     let (a, stop) = (api.clone(), stop.clone());
@@ -246,9 +264,9 @@ fn start_sender(
     Ok((api, outbox))
 }
 
-/// What [`serve_telegram`] needs.
+/// The Telegram side of [`serve_telegram`].
 struct Telegram<'a> {
-    cfg: &'a TelegramConfig,
+    cfg: &'a Config,
     token: &'a str,
     /// The sender's client (`getMe` uses it too).
     api: Api,
@@ -258,18 +276,33 @@ struct Telegram<'a> {
     stop: Stop,
 }
 
+/// The rest of the daemon, as [`serve_telegram`] sees it.
+struct Serving<'a> {
+    agent: &'a Rc<Agent>,
+    db: &'a Rc<Db>,
+    workers: &'a Workers,
+    signals: &'a Signals,
+    stopping: &'a async_channel::Sender<()>,
+    slot: &'a BotSlot,
+}
+
 /// Step 4 and 5 of [`run`] for Telegram: identify, start polling, serve until a
 /// signal, shut down.
 async fn serve_telegram(
     ex: &smol::LocalExecutor<'static>,
-    agent: &Rc<Agent>,
     t: Telegram<'_>,
-    signals: &Signals,
-    stopping: &async_channel::Sender<()>,
-    slot: &BotSlot,
-) -> Result<(), CliError> {
-    let tg = t.cfg;
-    let identify = identify(&t.api, &agent.workers, &t.backoff, &tg.token_env);
+    s: Serving<'_>,
+) -> Result<(), AppError> {
+    let Serving {
+        agent,
+        db,
+        workers,
+        signals,
+        stopping,
+        slot,
+    } = s;
+    let tg = &t.cfg.telegram;
+    let identify = identify(&t.api, workers, &t.backoff, &tg.token_env);
     let stopped = async {
         signals.wait().await;
         Ok(None)
@@ -297,7 +330,14 @@ async fn serve_telegram(
         );
     }
 
-    let bot = Rc::new(Bot::new(agent.clone(), me.clone(), allow, t.outbox.clone()));
+    let bot = Rc::new(Bot::new(
+        agent.clone(),
+        db.clone(),
+        t.cfg,
+        me.clone(),
+        allow,
+        t.outbox.clone(),
+    ));
     *slot.borrow_mut() = Some(bot.clone());
     let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
     {
@@ -310,7 +350,7 @@ async fn serve_telegram(
         })
         .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
     }
-    agent.db.release_memory();
+    db.release_memory();
     crate::heap::trim();
     log::info!(
         "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
@@ -318,11 +358,7 @@ async fn serve_telegram(
         t.api.host(),
         allow_len,
         tg.group_mode,
-        if agent.cfg.provider.stream {
-            "on"
-        } else {
-            "off"
-        }
+        if agent.streams() { "on" } else { "off" }
     );
 
     let serve = async {
@@ -346,10 +382,10 @@ async fn serve_telegram(
 }
 
 /// The bot token from its variable, checked for shape (never printed).
-fn bot_token(l: &Loaded) -> Result<String, CliError> {
+fn bot_token(l: &Loaded) -> Result<String, AppError> {
     let var = &l.cfg.telegram.token_env;
     let Some(token) = l.env.get(var) else {
-        return Err(CliError::Usage(format!(
+        return Err(AppError::Usage(format!(
             "telegram.enabled is true but {var} is not set: put the token from @BotFather in secrets.env or the environment"
         )));
     };
@@ -359,7 +395,7 @@ fn bot_token(l: &Loaded) -> Result<String, CliError> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b':' | b'_' | b'-'));
     if !shape_ok {
-        return Err(CliError::Usage(format!(
+        return Err(AppError::Usage(format!(
             "{var} does not look like a bot token (digits, a colon, then letters, as @BotFather gives it)"
         )));
     }
@@ -394,7 +430,7 @@ async fn identify(
     workers: &Workers,
     backoff: &Backoff,
     token_env: &str,
-) -> Result<Option<BotIdentity>, CliError> {
+) -> Result<Option<BotIdentity>, AppError> {
     let mut delay = ErrorDelay::new(backoff);
     loop {
         let a = api.clone();
@@ -413,7 +449,7 @@ async fn identify(
                 } else {
                     404
                 };
-                return Err(CliError::Runtime(format!(
+                return Err(AppError::Runtime(format!(
                     "Telegram refused the bot token (HTTP {status}): check {token_env} (a token from @BotFather) and telegram.api_base"
                 )));
             }

@@ -13,6 +13,9 @@
 //!   even an out-of-range value built by hand cannot overflow.
 //! - [`CivilDateTime::parse`] accepts at most [`MAX_DATETIME_TEXT_BYTES`] bytes
 //!   and only four-digit years.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use std::fmt;
 

@@ -8,7 +8,9 @@
 //! TZif format of RFC 8536, versions 1 to 4. The 64-bit section is used when
 //! present, and the POSIX TZ footer (`CET-1CEST,M3.5.0,M10.5.0/3`) covers every
 //! instant after the last transition, which "slim" zoneinfo files rely on.
-//! Boards without tzdata can give the POSIX rule itself as the zone name.
+//! Boards without tzdata can give the POSIX rule itself as the zone name, and IANA
+//! names with no readable zoneinfo file come from the built-in table of current rules
+//! (`tzdb`); [`Tz::source`] says which was used.
 //! Leap-second records are skipped (Unix time has none). No clock is read here.
 //!
 //! # Bounds
@@ -118,6 +120,8 @@ pub struct Zone {
     initial_offset: i32,
     /// Rule for instants at or after the last transition (or all, if none).
     footer: Option<PosixTz>,
+    /// Where the data came from.
+    source: Source,
 }
 
 /// A parsed POSIX TZ string.
@@ -199,10 +203,15 @@ impl Tz {
             .bytes()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'/' | b'_' | b'-' | b'+'));
         if file_like {
-            match read_zone_file(&zoneinfo_dir.join(name)) {
-                Ok(bytes) => return Tz::from_tzif(name, &bytes),
-                Err(TzError::NotFound { .. }) => {}
-                Err(e) => return Err(e),
+            let file = read_zone_file(&zoneinfo_dir.join(name));
+            match file.and_then(|bytes| Tz::from_tzif(name, &bytes)) {
+                Ok(tz) => return Ok(tz),
+                // No usable zoneinfo file (none on the board, or a broken one).
+                Err(e) => match builtin_zone(name) {
+                    Some(tz) => return Ok(tz),
+                    None if matches!(e, TzError::NotFound { .. }) => {}
+                    None => return Err(e),
+                },
             }
         }
         // Not a file: maybe a POSIX rule with daylight saving. Rules without
@@ -214,6 +223,7 @@ impl Tz {
                 transitions: Vec::new(),
                 initial_offset: rule.std_offset(),
                 footer: Some(rule),
+                source: Source::PosixRule,
             }))),
             _ => Err(TzError::NotFound {
                 name: name.to_string(),
@@ -684,6 +694,7 @@ fn read_block(
         transitions,
         initial_offset,
         footer,
+        source: Source::Zoneinfo,
     })
 }
 
@@ -886,11 +897,66 @@ impl PosixParser<'_> {
     }
 }
 
+/// Where a [`Tz`]'s rules came from (what `doctor` reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// UTC or a fixed offset: no rules needed.
+    Fixed,
+    /// A zoneinfo (TZif) file, normally the system's.
+    Zoneinfo,
+    /// The built-in table of current rules (`tzdb`): no readable zoneinfo file.
+    Builtin,
+    /// A POSIX TZ rule given as the zone name.
+    PosixRule,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Fixed => f.write_str("a fixed offset"),
+            Source::Zoneinfo => f.write_str("the zoneinfo file"),
+            Source::Builtin => write!(f, "the built-in table (tzdata {})", super::tzdb::VERSION),
+            Source::PosixRule => f.write_str("the posix rule given"),
+        }
+    }
+}
+
+impl Tz {
+    /// Where this zone's rules came from.
+    pub fn source(&self) -> Source {
+        match self {
+            Tz::Utc | Tz::Fixed(_) => Source::Fixed,
+            Tz::Zone(z) => z.source,
+        }
+    }
+}
+
+/// The zone `name` from the built-in table, if it lists the name.
+fn builtin_zone(name: &str) -> Option<Tz> {
+    let entry = super::tzdb::entry(name)?;
+    let footer = parse_posix(entry.rule).ok()?;
+    let transitions: Vec<(i64, i32)> = entry
+        .transitions
+        .iter()
+        .map(|&(at, off)| (i64::from(at) * 60, i32::from(off) * 60))
+        .collect();
+    let initial_offset = transitions
+        .first()
+        .map_or(footer.std_offset(), |&(_, off)| off);
+    Some(Tz::Zone(Box::new(Zone {
+        name: name.to_string(),
+        transitions,
+        initial_offset,
+        footer: Some(footer),
+        source: Source::Builtin,
+    })))
+}
+
 /// TZif fixtures built in memory, so tests never depend on the machine's tzdata.
 #[cfg(test)]
 pub(crate) mod fixtures {
     use super::Tz;
-    use crate::scheduler::civil::{days_from_civil, days_in_month, weekday_from_days};
+    use crate::time::civil::{days_from_civil, days_in_month, weekday_from_days};
 
     /// A TZif file: `transitions` are (utc, type index), `types` are
     /// (offset, is_dst, abbreviation). Version 0 writes only the 32-bit
@@ -1058,7 +1124,7 @@ mod tests {
     use super::fixtures::*;
     use super::*;
 
-    use crate::testkit::XorShift;
+    use crate::testkit::{XorShift, skipped};
 
     fn utc(text: &str) -> i64 {
         CivilDateTime::parse(text).expect("test date").to_unix()
@@ -1109,11 +1175,11 @@ mod tests {
         }
         assert_eq!(Tz::parse(&"A".repeat(300)), Err(TzError::BadName));
         let dir = Path::new("/nonexistent-zoneinfo");
-        let err = Tz::parse_in("Europe/Berlin", dir).expect_err("no such dir");
+        let err = Tz::parse_in("Europe/Atlantis", dir).expect_err("no such zone");
         assert!(matches!(err, TzError::NotFound { .. }));
         let msg = err.to_string();
         assert!(
-            msg.contains("Europe/Berlin") && msg.contains("+02:00"),
+            msg.contains("Europe/Atlantis") && msg.contains("+02:00"),
             "{msg}"
         );
         // POSIX rules without DST are refused (UTC+2 would mean UTC-2).
@@ -1427,23 +1493,27 @@ mod tests {
     #[test]
     fn system_zoneinfo_when_present() {
         let dir = Path::new(DEFAULT_ZONEINFO_DIR);
-        let Ok(berlin) = Tz::parse_in("Europe/Berlin", dir) else {
-            eprintln!("no system zoneinfo; skipped");
+        if !dir.join("Europe/Berlin").is_file() {
+            skipped(
+                "system zoneinfo check",
+                "no /usr/share/zoneinfo/Europe/Berlin on this machine",
+            );
             return;
-        };
+        }
+        let berlin = Tz::parse_in("Europe/Berlin", dir).expect("system Europe/Berlin");
+        assert_eq!(berlin.source(), Source::Zoneinfo);
         assert_eq!(berlin.offset_at(utc("2026-01-15T12:00")), 3600);
         assert_eq!(berlin.offset_at(utc("2026-07-15T12:00")), 7200);
         assert_eq!(berlin.offset_at(utc("2026-03-29T00:59:59")), 3600);
         assert_eq!(berlin.offset_at(utc("2026-03-29T01:00")), 7200);
         assert_eq!(berlin.offset_at(utc("2060-07-15T12:00")), 7200);
         assert_eq!(berlin.offset_at(utc("1990-07-15T12:00")), 7200);
-        if let Ok(ny) = Tz::parse_in("America/New_York", dir) {
-            assert_eq!(ny.offset_at(utc("2026-01-15T12:00")), -18_000);
-            assert_eq!(ny.offset_at(utc("2026-07-15T12:00")), -14_400);
-            assert_eq!(ny.offset_at(utc("2026-11-01T05:59:59")), -14_400);
-            assert_eq!(ny.offset_at(utc("2026-11-01T06:00")), -18_000);
-            assert_eq!(ny.offset_at(utc("2070-01-15T12:00")), -18_000);
-        }
+        let ny = Tz::parse_in("America/New_York", dir).expect("system America/New_York");
+        assert_eq!(ny.offset_at(utc("2026-01-15T12:00")), -18_000);
+        assert_eq!(ny.offset_at(utc("2026-07-15T12:00")), -14_400);
+        assert_eq!(ny.offset_at(utc("2026-11-01T05:59:59")), -14_400);
+        assert_eq!(ny.offset_at(utc("2026-11-01T06:00")), -18_000);
+        assert_eq!(ny.offset_at(utc("2070-01-15T12:00")), -18_000);
         // Every TZif file shipped must parse, and agree with our fixture rules.
         let mut stack = vec![dir.to_path_buf()];
         let mut parsed = 0;
@@ -1468,5 +1538,221 @@ mod tests {
             }
         }
         assert!(parsed > 0);
+    }
+
+    /// Instants in `[from, to)` at which the offset changes, with the offset from then on.
+    fn offset_changes(tz: &Tz, from: i64, to: i64) -> Vec<(i64, i32)> {
+        let Tz::Zone(z) = tz else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut t = from;
+        while let Some(next) = z.next_transition_after(t).filter(|&n| n < to) {
+            if z.offset_at(next) != z.offset_at(next - 1) {
+                out.push((next, z.offset_at(next)));
+            }
+            t = next;
+            assert!(out.len() < 1000, "{}: runaway transitions", tz.name());
+        }
+        out
+    }
+
+    #[test]
+    fn builtin_rules_without_zoneinfo_in_three_hemispheres() {
+        let dir = Path::new("/nonexistent-zoneinfo");
+        let zone = |name: &str| {
+            let tz = Tz::parse_in(name, dir).expect(name);
+            assert_eq!(tz.source(), Source::Builtin, "{name}");
+            assert_eq!(tz.name(), name);
+            tz
+        };
+        let year = (utc("2026-01-01T00:00"), utc("2027-01-01T00:00"));
+        // (zone, offset on 2026-01-01, the year's changes), from tzdata's own files.
+        type Case<'a> = (&'a str, i32, &'a [(&'a str, i32)]);
+        let cases: [Case; 10] = [
+            // North: DST in the middle of the year.
+            (
+                "Europe/Berlin",
+                3600,
+                &[("2026-03-29T01:00", 7200), ("2026-10-25T01:00", 3600)],
+            ),
+            (
+                "America/St_Johns",
+                -12_600,
+                &[("2026-03-08T05:30", -9000), ("2026-11-01T04:30", -12_600)],
+            ),
+            // South: DST across the new year.
+            (
+                "Australia/Sydney",
+                39_600,
+                &[("2026-04-04T16:00", 36_000), ("2026-10-03T16:00", 39_600)],
+            ),
+            (
+                "America/Santiago",
+                -10_800,
+                &[("2026-04-05T03:00", -14_400), ("2026-09-06T04:00", -10_800)],
+            ),
+            // A 30-minute DST shift on a half-hour offset; a 45-minute offset with DST.
+            (
+                "Australia/Lord_Howe",
+                39_600,
+                &[("2026-04-04T15:00", 37_800), ("2026-10-03T15:30", 39_600)],
+            ),
+            (
+                "Pacific/Chatham",
+                49_500,
+                &[("2026-04-04T14:00", 45_900), ("2026-09-26T14:00", 49_500)],
+            ),
+            // No DST: south, a half hour, 45 minutes.
+            ("America/Sao_Paulo", -10_800, &[]),
+            ("Asia/Kolkata", 19_800, &[]),
+            ("Asia/Kathmandu", 20_700, &[]),
+            // Ramadan-tied: listed transitions, then the rule.
+            (
+                "Africa/Casablanca",
+                3600,
+                &[("2026-02-15T02:00", 0), ("2026-03-22T02:00", 3600)],
+            ),
+        ];
+        for (name, first, changes) in cases {
+            let tz = zone(name);
+            assert_eq!(tz.offset_at(year.0), first, "{name}");
+            let want: Vec<(i64, i32)> = changes.iter().map(|&(t, off)| (utc(t), off)).collect();
+            assert_eq!(offset_changes(&tz, year.0, year.1), want, "{name}");
+            for &(t, off) in &want {
+                assert_ne!(tz.offset_at(t - 1), off, "{name} just before {t}");
+            }
+        }
+        // Aliases resolve to their zone's rule, under the name given.
+        assert_eq!(zone("Asia/Calcutta").offset_at(year.0), 19_800);
+        assert_eq!(
+            zone("US/Eastern").offset_at(utc("2026-07-01T00:00")),
+            -14_400
+        );
+        assert_eq!(zone("Etc/GMT+5").offset_at(year.0), -18_000);
+        let kiev = zone("Europe/Kiev");
+        assert_eq!(kiev.offset_at(utc("2026-07-01T00:00")), 10_800);
+        // Scheduling across the Berlin spring gap works the same as with a file.
+        let berlin = zone("Europe/Berlin");
+        assert_eq!(
+            berlin.local_to_utc(&local("2026-03-29T02:30")),
+            LocalTime::None
+        );
+        assert_eq!(
+            berlin.fire_instant(local("2026-03-29T02:30").to_unix()),
+            utc("2026-03-29T01:00")
+        );
+        assert_eq!(
+            berlin.local_to_utc(&local("2026-10-25T02:30")),
+            LocalTime::Ambiguous(utc("2026-10-25T00:30"), utc("2026-10-25T01:30"))
+        );
+        // Case is forgiven; unknown names still are not.
+        assert_eq!(
+            Tz::parse_in("europe/berlin", dir).map(|t| t.source()),
+            Ok(Source::Builtin)
+        );
+        assert!(matches!(
+            Tz::parse_in("Europe/Atlantis", dir),
+            Err(TzError::NotFound { .. })
+        ));
+        // Other sources are named as such.
+        assert_eq!(
+            Tz::parse_in("UTC", dir).map(|t| t.source()),
+            Ok(Source::Fixed)
+        );
+        assert_eq!(
+            Tz::parse_in(BERLIN_FOOTER, dir).map(|t| t.source()),
+            Ok(Source::PosixRule)
+        );
+        assert_eq!(berlin_slim().source(), Source::Zoneinfo);
+    }
+
+    #[test]
+    fn every_builtin_entry_parses() {
+        let all = super::super::tzdb::all();
+        assert!(all.len() > 550);
+        for (name, entry) in &all {
+            assert!(parse_posix(entry.rule).is_ok(), "{name}: {}", entry.rule);
+            let tz = builtin_zone(name).expect("listed");
+            assert_eq!(tz.source(), Source::Builtin);
+            // Offsets stay in range and round trips work around a listed transition.
+            for t in [0, utc("2026-06-01T00:00"), i64::MAX] {
+                assert!(tz.offset_at(t).unsigned_abs() <= MAX_OFFSET_SECS.unsigned_abs());
+            }
+            let t = utc("2026-06-01T00:00");
+            match tz.local_to_utc(&tz.to_local(t)) {
+                LocalTime::One(u) => assert_eq!(u, t, "{name}"),
+                LocalTime::Ambiguous(a, b) => assert!(a == t || b == t, "{name}"),
+                LocalTime::None => panic!("{name}: {t} maps to no instant"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_broken_zoneinfo_file_falls_back_to_the_builtin_table() {
+        let dir = std::env::temp_dir().join(format!("yc-tz-broken-{}", std::process::id()));
+        let europe = dir.join("Europe");
+        std::fs::create_dir_all(&europe).expect("temp dir");
+        // A file that parses is used as it is, with its own rules.
+        let fake = tzif(b'2', &[], &[(7200, false, "XXX")], "<+02>-2");
+        std::fs::write(europe.join("Berlin"), &fake).expect("write");
+        let tz = Tz::parse_in("Europe/Berlin", &dir).expect("file");
+        assert_eq!(tz.source(), Source::Zoneinfo);
+        assert_eq!(tz.offset_at(utc("2026-01-01T00:00")), 7200);
+        // A truncated one gives way to the table.
+        std::fs::write(europe.join("Berlin"), &fake[..30]).expect("write");
+        let tz = Tz::parse_in("Europe/Berlin", &dir).expect("table");
+        assert_eq!(tz.source(), Source::Builtin);
+        assert_eq!(tz.offset_at(utc("2026-01-01T00:00")), 3600);
+        // A truncated file of a name the table lacks is still an error.
+        std::fs::write(europe.join("Atlantis"), &fake[..30]).expect("write");
+        assert_eq!(
+            Tz::parse_in("Europe/Atlantis", &dir),
+            Err(TzError::Malformed("truncated"))
+        );
+        // A folder where a zone file should be: not found, so the table.
+        std::fs::create_dir_all(europe.join("Paris")).expect("dir");
+        let tz = Tz::parse_in("Europe/Paris", &dir).expect("table");
+        assert_eq!(tz.source(), Source::Builtin);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn builtin_table_matches_system_zoneinfo_2025_to_2030() {
+        let dir = Path::new(DEFAULT_ZONEINFO_DIR);
+        let what = "built-in table vs system zoneinfo";
+        let Ok(zi) = std::fs::read_to_string(dir.join("tzdata.zi")) else {
+            skipped(what, "no /usr/share/zoneinfo/tzdata.zi on this machine");
+            return;
+        };
+        let version = zi
+            .lines()
+            .find_map(|l| l.strip_prefix("# version "))
+            .unwrap_or("unknown");
+        let ours = super::super::tzdb::VERSION;
+        if version != ours {
+            let why = format!(
+                "the system has tzdata {version}, the table {ours}: rerun scripts/gen-tzdb.py"
+            );
+            skipped(what, &why);
+            return;
+        }
+        let (from, to) = (utc("2025-01-01T00:00"), utc("2031-01-01T00:00"));
+        let mut rng = XorShift(2025);
+        let mut compared = 0;
+        for (name, _) in super::super::tzdb::all() {
+            let bytes = std::fs::read(dir.join(&name)).expect(&name);
+            let system = Tz::from_tzif(&name, &bytes).expect(&name);
+            let table = builtin_zone(&name).expect(&name);
+            assert_eq!(table.offset_at(from), system.offset_at(from), "{name}");
+            let changes = offset_changes(&system, from, to);
+            assert_eq!(offset_changes(&table, from, to), changes, "{name}");
+            for _ in 0..200 {
+                let t = from + rng.below((to - from) as u64) as i64;
+                assert_eq!(table.offset_at(t), system.offset_at(t), "{name} at {t}");
+            }
+            compared += 1;
+        }
+        assert!(compared > 550, "{compared}");
     }
 }

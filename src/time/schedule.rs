@@ -23,6 +23,9 @@
 //!   that names the limit.
 //! - Cron expressions that can never fire (`0 0 30 2 *`) are rejected here
 //!   so that a job is never stored that would silently never run.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use std::fmt;
 
@@ -242,7 +245,7 @@ impl fmt::Display for Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduler::tz::fixtures;
+    use crate::time::tz::fixtures;
 
     use crate::testkit::XorShift;
 

@@ -8,10 +8,14 @@
 //! left out); texts in `list` are cut to `LIST_TEXT_CHARS` characters. `export` streams
 //! one row at a time; `import` reads one bounded line at a time inside one transaction,
 //! reporting at most `MAX_REPORTED_SKIPS` skipped entries by line number.
+//!
+//! # Threads
+//! Main thread: one command, SQLite and stdout.
 
-use super::transfer::{self, Entry, MAX_IMPORT_LINE_BYTES, Markdown};
-use super::{age, derive_key};
-use crate::cli::{CliError, MemorySub, runtime};
+use super::{AppError, runtime};
+use crate::args::MemorySub;
+use crate::memory::transfer::{self, Entry, MAX_IMPORT_LINE_BYTES, Markdown};
+use crate::memory::{age, derive_key};
 use crate::store::Db;
 use crate::store::memory::{Category, MAX_MEMORY_LIST_ROWS, MemoryError, Stored};
 use std::io::{BufRead, Write};
@@ -23,7 +27,7 @@ pub const LIST_TEXT_CHARS: usize = 200;
 pub const MAX_REPORTED_SKIPS: usize = 20;
 
 /// Run one `memory` subcommand, printing to `out`.
-pub fn run(db: &Db, sub: MemorySub, now: i64, out: &mut impl Write) -> Result<(), CliError> {
+pub fn run(db: &Db, sub: MemorySub, now: i64, out: &mut impl Write) -> Result<(), AppError> {
     let r = match sub {
         MemorySub::Search(s) => search(db, &s.query.join(" "), s.limit, now, out),
         MemorySub::List(l) => list(db, l.category.as_deref(), now, out),
@@ -40,26 +44,26 @@ pub fn run(db: &Db, sub: MemorySub, now: i64, out: &mut impl Write) -> Result<()
         MemorySub::Import(i) => import(db, &i.file, now, out),
     };
     match r {
-        Err(CliError::Runtime(m)) if m == BROKEN_PIPE => Ok(()),
+        Err(AppError::Runtime(m)) if m == BROKEN_PIPE => Ok(()),
         other => other,
     }
 }
 
 const BROKEN_PIPE: &str = "\0broken pipe";
 
-fn io(e: std::io::Error) -> CliError {
+fn io(e: std::io::Error) -> AppError {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
-        CliError::Runtime(BROKEN_PIPE.into())
+        AppError::Runtime(BROKEN_PIPE.into())
     } else {
-        CliError::Runtime(format!("cannot write the output: {e}"))
+        AppError::Runtime(format!("cannot write the output: {e}"))
     }
 }
 
-fn parse_category(name: Option<&str>) -> Result<Option<Category>, CliError> {
+fn parse_category(name: Option<&str>) -> Result<Option<Category>, AppError> {
     match name {
         None => Ok(None),
         Some(n) => Category::parse(n).map(Some).ok_or_else(|| {
-            CliError::Usage(format!(
+            AppError::Usage(format!(
                 "unknown category {n:?}: use core, daily, conversation or custom"
             ))
         }),
@@ -82,9 +86,9 @@ fn search(
     limit: u32,
     now: i64,
     out: &mut impl Write,
-) -> Result<(), CliError> {
-    let Some(q) = super::query::FtsQuery::from_text(query) else {
-        return Err(CliError::Usage(
+) -> Result<(), AppError> {
+    let Some(q) = crate::store::fts_query::FtsQuery::from_text(query) else {
+        return Err(AppError::Usage(
             "give words to search for: yoctoclaw memory search WORDS".into(),
         ));
     };
@@ -107,7 +111,7 @@ fn search(
     Ok(())
 }
 
-fn list(db: &Db, category: Option<&str>, now: i64, out: &mut impl Write) -> Result<(), CliError> {
+fn list(db: &Db, category: Option<&str>, now: i64, out: &mut impl Write) -> Result<(), AppError> {
     let cat = parse_category(category)?;
     let mut shown = 0usize;
     let mut err = None;
@@ -166,10 +170,10 @@ fn add(
     category: Option<&str>,
     now: i64,
     out: &mut impl Write,
-) -> Result<(), CliError> {
+) -> Result<(), AppError> {
     let cat = parse_category(category)?.unwrap_or(Category::Core);
     let stored = db.memory_store(key, text, cat, now).map_err(|e| match e {
-        MemoryError::BadKey(m) | MemoryError::BadText(m) => CliError::Usage(m),
+        MemoryError::BadKey(m) | MemoryError::BadText(m) => AppError::Usage(m),
         other => runtime(other),
     })?;
     let verb = match stored {
@@ -179,18 +183,18 @@ fn add(
     writeln!(out, "{verb} {:?} ({cat})", key.trim()).map_err(io)
 }
 
-fn forget(db: &Db, key: &str, out: &mut impl Write) -> Result<(), CliError> {
+fn forget(db: &Db, key: &str, out: &mut impl Write) -> Result<(), AppError> {
     if db.memory_forget(key).map_err(runtime)? {
         writeln!(out, "forgot {:?}", key.trim()).map_err(io)
     } else {
-        Err(CliError::Runtime(format!(
+        Err(AppError::Runtime(format!(
             "no memory has the key {:?} (see yoctoclaw memory list)",
             key.trim()
         )))
     }
 }
 
-fn export(db: &Db, out: &mut impl Write) -> Result<(), CliError> {
+fn export(db: &Db, out: &mut impl Write) -> Result<(), AppError> {
     db.memory_walk::<WalkError>(|m| {
         writeln!(out, "{}", transfer::to_json_line(&m)).map_err(WalkError::Io)
     })
@@ -220,16 +224,16 @@ pub struct ImportReport {
     pub skipped: usize,
 }
 
-fn import(db: &Db, file: &Path, now: i64, out: &mut impl Write) -> Result<(), CliError> {
+fn import(db: &Db, file: &Path, now: i64, out: &mut impl Write) -> Result<(), AppError> {
     let f = std::fs::File::open(file)
-        .map_err(|e| CliError::Runtime(format!("cannot read {}: {e}", file.display())))?;
+        .map_err(|e| AppError::Runtime(format!("cannot read {}: {e}", file.display())))?;
     let mut reader = std::io::BufReader::new(f);
     let report = import_from(db, &mut reader, now, &mut |line, why| {
         eprintln!("yoctoclaw: {} line {line}: skipped: {why}", file.display());
     })?;
     let done = report.created + report.updated;
     if done == 0 && report.skipped > 0 {
-        return Err(CliError::Runtime(format!(
+        return Err(AppError::Runtime(format!(
             "nothing imported from {}: all {} entries were skipped",
             file.display(),
             report.skipped
@@ -253,7 +257,7 @@ pub fn import_from(
     r: &mut impl BufRead,
     now: i64,
     skip: &mut dyn FnMut(usize, &str),
-) -> Result<ImportReport, CliError> {
+) -> Result<ImportReport, AppError> {
     let tx = db.conn.unchecked_transaction().map_err(runtime)?;
     let mut report = ImportReport::default();
     let mut buf = Vec::new();
@@ -268,7 +272,7 @@ pub fn import_from(
     };
     loop {
         let read = transfer::read_line_bounded(r, &mut buf, MAX_IMPORT_LINE_BYTES)
-            .map_err(|e| CliError::Runtime(format!("cannot read the import file: {e}")))?;
+            .map_err(|e| AppError::Runtime(format!("cannot read the import file: {e}")))?;
         let Some(too_long) = read else { break };
         line_no += 1;
         let text = String::from_utf8_lossy(&buf);
@@ -310,7 +314,7 @@ fn put(
     report: &mut ImportReport,
     line: usize,
     note: &mut impl FnMut(&mut ImportReport, usize, &str),
-) -> Result<(), CliError> {
+) -> Result<(), AppError> {
     let key = e.key.unwrap_or_else(|| derive_key(&e.text));
     let updated = e.updated.unwrap_or(now);
     let created = e.created.unwrap_or(updated);

@@ -27,6 +27,9 @@
 //!   (8 years, enough to reach a February 29 across 2100) and
 //!   [`MAX_SEARCH_STEPS`] loop steps, then returns `None`. It skips whole
 //!   months, days and hours, never stepping minute by minute over long spans.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 use std::fmt;
 
@@ -469,8 +472,8 @@ impl fmt::Display for CronExpr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduler::civil::CivilDateTime;
-    use crate::scheduler::tz::fixtures;
+    use crate::time::civil::CivilDateTime;
+    use crate::time::tz::fixtures;
 
     use crate::testkit::XorShift;
 

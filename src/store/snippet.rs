@@ -13,6 +13,9 @@
 //! # Bounds
 //! Texts are at most `MAX_MEMORY_TEXT_BYTES` (the store refuses longer); at most
 //! `MAX_SNIPPET_SCAN_BYTES` of a text are scanned, so the work per hit is bounded.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// Bytes of a text scanned for words.
 pub const MAX_SNIPPET_SCAN_BYTES: usize = 8 * 1024;
@@ -39,6 +42,13 @@ fn matches(word: &str, term: &str, prefix: bool) -> bool {
             _ => {}
         }
     }
+}
+
+/// True when a word of the scanned head of `text` matches `term` (lower case; `prefix`: a
+/// word starting with it matches too), the way the FTS index matched it.
+pub fn holds(text: &str, term: &str, prefix: bool) -> bool {
+    let terms = [(term.to_string(), prefix)];
+    words(text, &terms).0.iter().any(|w| w.hit)
 }
 
 /// The words of the scanned head of `text`, and the length of that head.
@@ -195,12 +205,8 @@ mod tests {
         assert!(s.contains("[x] [x] [x]"), "{s}");
     }
 
-    /// xorshift64: a tiny deterministic PRNG.
-    fn next(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
+    fn next(x: &mut crate::testkit::XorShift) -> u64 {
+        x.next()
     }
 
     #[test]
@@ -208,7 +214,7 @@ mod tests {
         let pieces = [
             "é", "a", " ", "word", "[", "…", "\u{301}", "東京", "🎉", "\n", "WORD", "ß",
         ];
-        let mut x = 0x1234_5678_9ABC_DEF1u64;
+        let mut x = crate::testkit::XorShift(0x1234_5678_9ABC_DEF1);
         for _ in 0..3000 {
             let n = (next(&mut x) % 200) as usize;
             let mut s = String::new();

@@ -6,11 +6,13 @@
 //! `YOCTOCLAW_TEST_NOW=<unix seconds>` makes `now` return that fixed time for the whole
 //! process (read once). It exists so integration tests can put the binary in 1970 (a board
 //! without an RTC) and check `doctor` and cron behave; it is not a user setting. Every
-//! reader of the wall clock goes through `now` (`runtime::now_secs` forwards here), so the
+//! reader of the wall clock goes through `now` , so the
 //! hook moves the whole program's idea of time, log timestamps included. TLS certificate
 //! checks use the real clock.
+//!
+//! # Threads
+//! Any thread: one read of the system clock (or of the test hook, read once).
 
-use crate::runtime::build_epoch;
 use std::sync::OnceLock;
 
 /// The test hook's environment variable (see the module doc).
@@ -34,28 +36,30 @@ pub fn now() -> i64 {
         .unwrap_or(0)
 }
 
-fn now_secs() -> i64 {
-    now()
+/// The binary's build time (Unix seconds, from `build.rs`): the floor for certificate
+/// checks and the line below which the wall clock is taken as unset (no RTC).
+pub fn build_epoch() -> i64 {
+    env!("YOCTOCLAW_BUILD_EPOCH").parse().unwrap_or(0)
 }
 
 /// True when the wall clock is earlier than the binary's build time (a board that booted
 /// without an RTC and has not synced yet).
 pub fn clock_is_insane() -> bool {
-    now_secs() < build_epoch()
+    now() < build_epoch()
 }
 
 /// `YYYY-MM-DD HH:MM (zone, ±HH:MM)` for the prompt.
 pub fn format_now(timezone: &str) -> String {
-    format_at(now_secs(), timezone)
+    format_at(now(), timezone)
 }
 
 pub fn format_at(utc: i64, timezone: &str) -> String {
-    let (offset, label) = match crate::scheduler::tz::Tz::parse(timezone) {
+    let (offset, label) = match super::tz::Tz::parse(timezone) {
         Ok(tz) => (tz.offset_at(utc), timezone.to_string()),
         Err(_) => (0, "UTC".to_string()),
     };
     let local = utc.saturating_add(offset as i64);
-    let c = crate::scheduler::civil::CivilDateTime::from_unix(local);
+    let c = super::civil::CivilDateTime::from_unix(local);
     let sign = if offset < 0 { '-' } else { '+' };
     let off = offset.unsigned_abs();
     format!(

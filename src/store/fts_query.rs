@@ -17,6 +17,9 @@
 //! # Bounds
 //! Only the first `MAX_QUERY_INPUT_BYTES` of the text are read; at most `MAX_QUERY_TERMS`
 //! distinct terms are kept, each cut to `MAX_TERM_BYTES`. No term means no query (`None`).
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O.
 
 /// Bytes of user text scanned for terms.
 pub const MAX_QUERY_INPUT_BYTES: usize = 4096;
@@ -257,12 +260,8 @@ mod tests {
         assert!(q.as_str().len() <= MAX_TERM_BYTES + 4);
     }
 
-    /// xorshift64: a tiny deterministic PRNG for the property test.
-    fn next(x: &mut u64) -> u64 {
-        *x ^= *x << 13;
-        *x ^= *x >> 7;
-        *x ^= *x << 17;
-        *x
+    fn next(x: &mut crate::testkit::XorShift) -> u64 {
+        x.next()
     }
 
     #[test]
@@ -357,7 +356,7 @@ mod tests {
             let r = db.memory_search(&q, None, 5);
             assert!(r.is_ok(), "{s:?} gave {:?}: {r:?}", q.as_str());
         }
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut x = crate::testkit::XorShift(0x9E37_79B9_7F4A_7C15);
         let mut ran = 0;
         for _ in 0..3000 {
             let n = (next(&mut x) % 12) as usize;

@@ -1,0 +1,171 @@
+//! The composition root: it loads the config, opens the store, starts the workers, builds
+//! the providers, the tools, the agent and the outbound seam, and hands each part only
+//! what it needs. `cli` parses the command line and calls in here; nothing below imports
+//! this module.
+//!
+//! - this file: loading ([`load`]), the store ([`open_db`]), the outbound seam
+//!   ([`outbound`]) and the agent ([`agent`]), and the error every command returns;
+//! - `gateway`: the daemon's main loop (Telegram, scheduler, serial console, shutdown);
+//! - `commands`: the other commands that run the agent or the scheduler (`agent`,
+//!   `heartbeat`, `cron`, `serial`);
+//! - `memory_cmd`: the `memory` command.
+//!
+//! # Bounds
+//! One database connection, one worker pool and one outbound seam per process.
+//!
+//! # Threads
+//! Main thread: it becomes the executor thread of the command it runs.
+
+pub mod commands;
+pub mod gateway;
+pub mod memory_cmd;
+
+use crate::agent::Agent;
+use crate::channels::deliver::Delivery;
+use crate::channels::telegram::outbox::Outbox;
+use crate::chat::Outbound;
+use crate::config::{self, Config, ConfigError, Env, Home};
+use crate::provider::Provider;
+use crate::runtime::Workers;
+pub use crate::runtime::version_text;
+use crate::store::Db;
+use crate::tools::Tools;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// A failure of a command, with its exit status.
+#[derive(Debug)]
+pub enum AppError {
+    /// Bad usage (exit 2).
+    Usage(String),
+    /// Bad configuration (exit 2).
+    Config(ConfigError),
+    /// Anything that failed while running (exit 1).
+    Runtime(String),
+}
+
+impl AppError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            AppError::Usage(_) | AppError::Config(_) => 2,
+            AppError::Runtime(_) => 1,
+        }
+    }
+}
+
+impl fmt::Display for AppError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AppError::Usage(m) | AppError::Runtime(m) => f.write_str(m),
+            AppError::Config(e) => e.fmt(f),
+        }
+    }
+}
+
+impl From<ConfigError> for AppError {
+    fn from(e: ConfigError) -> Self {
+        AppError::Config(e)
+    }
+}
+
+pub fn runtime(e: impl fmt::Display) -> AppError {
+    AppError::Runtime(e.to_string())
+}
+
+/// Everything a command needs from the environment.
+pub struct Loaded {
+    pub home: Home,
+    pub env: Env,
+    pub cfg: Rc<Config>,
+}
+
+/// Resolve the home, read secrets.env and config.json, set up logging and the scrubber.
+pub fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, AppError> {
+    let home = Home::resolve(home_flag)?;
+    let secrets = config::load_secrets_file(&home.secrets_file())?;
+    let env = Env::new(secrets);
+    // The scrubber learns the secrets' values before anything can log them.
+    crate::security::scrub::install_secret_literals(env.secret_file_values().map(str::to_string));
+    // Logging comes up before the config so config warnings are seen.
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let from_env = rust_log
+        .as_deref()
+        .and_then(crate::logging::level_from_rust_log);
+    crate::logging::init(from_env.unwrap_or(log::LevelFilter::Warn));
+    let cfg = config::load(&home, &env)?;
+    let mut secret_names = vec![
+        cfg.provider.api_key_env.clone(),
+        cfg.telegram.token_env.clone(),
+    ];
+    secret_names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
+    crate::security::scrub::install_secret_literals(secret_names.iter().filter_map(|n| env.get(n)));
+    let level = from_env.unwrap_or_else(|| {
+        let configured =
+            crate::logging::parse_level(&cfg.log_level).unwrap_or(log::LevelFilter::Info);
+        if quiet {
+            configured.min(log::LevelFilter::Warn)
+        } else {
+            configured
+        }
+    });
+    crate::logging::init(level);
+    Ok(Loaded {
+        home,
+        env,
+        cfg: Rc::new(cfg),
+    })
+}
+
+/// Open the database; the home must exist.
+pub fn open_db(l: &Loaded) -> Result<Rc<Db>, AppError> {
+    if !l.home.dir.is_dir() {
+        return Err(AppError::Usage(format!(
+            "no yoctoclaw home at {}: run yoctoclaw onboard first",
+            l.home.dir.display()
+        )));
+    }
+    Db::open(&l.home.db_file(), l.cfg.memory.cache_kib)
+        .map(Rc::new)
+        .map_err(runtime)
+}
+
+/// The process's one outbound seam: deliveries to the log, stdout and Telegram. `outbox`
+/// is the gateway's Telegram sender thread: inside the gateway every delivery (replies,
+/// `send_message`, heartbeat, cron, approvals) goes through it, in one order and under
+/// one 429 backoff; elsewhere Telegram deliveries run on a worker.
+pub fn outbound(l: &Loaded, workers: &Workers, outbox: Option<Outbox>) -> Rc<dyn Outbound> {
+    Rc::new(Delivery::new(&l.cfg, &l.env, workers.clone(), outbox))
+}
+
+/// The primary provider and the usable fallbacks (fails without a key for an https
+/// primary).
+pub fn providers(l: &Loaded) -> Result<Vec<Arc<Provider>>, AppError> {
+    Provider::chain(&l.cfg.provider, &l.cfg.fallbacks, &l.env).map_err(runtime)
+}
+
+/// The agent over `providers`, with its tools delivering through `outbound`.
+pub fn agent(
+    l: &Loaded,
+    db: &Rc<Db>,
+    workers: &Workers,
+    providers: Vec<Arc<Provider>>,
+    outbound: Rc<dyn Outbound>,
+) -> Rc<Agent> {
+    let workspace = l.home.workspace();
+    let tools = Tools::new(
+        workspace.clone(),
+        l.cfg.clone(),
+        workers.clone(),
+        db.clone(),
+        outbound,
+    );
+    Rc::new(Agent::new(
+        l.cfg.clone(),
+        workspace,
+        db.clone(),
+        providers,
+        workers.clone(),
+        tools,
+    ))
+}

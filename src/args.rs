@@ -1,0 +1,251 @@
+//! The command line's shape: every command, option and positional argument, as argh
+//! types. Parsing only: `cli` turns these into calls of the composition root (`app`),
+//! which passes the plain values down (the ripgrep way: parsing produces a value that is
+//! handed down; nothing below reaches back up for it).
+//!
+//! # Bounds
+//! argh takes what the shell gives; each command bounds its own inputs.
+//!
+//! # Threads
+//! Main thread, before anything starts.
+
+use argh::FromArgs;
+use std::path::PathBuf;
+
+#[derive(FromArgs, Debug)]
+/// yoctoclaw: a personal AI assistant for small Linux boards.
+pub struct Cli {
+    /// home folder (default: $YOCTOCLAW_HOME, else ~/.yoctoclaw)
+    #[argh(option)]
+    pub home: Option<PathBuf>,
+    /// print the version and exit
+    #[argh(switch, short = 'V')]
+    pub version: bool,
+    /// write logs to this file instead of stderr, rotated at 1 MiB to FILE.1
+    #[argh(option)]
+    pub log_file: Option<PathBuf>,
+    #[argh(subcommand)]
+    pub cmd: Option<Cmd>,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum Cmd {
+    Onboard(OnboardCmd),
+    Agent(AgentCmd),
+    Gateway(GatewayCmd),
+    Serial(SerialCmd),
+    Heartbeat(HeartbeatCmd),
+    Cron(CronCmd),
+    Memory(MemoryCmd),
+    Migrate(MigrateCmd),
+    Status(StatusCmd),
+    Doctor(DoctorCmd),
+    Version(VersionCmd),
+}
+
+#[derive(FromArgs, Debug)]
+/// Create the home folder, config.json and the workspace files.
+#[argh(subcommand, name = "onboard")]
+pub struct OnboardCmd {
+    /// overwrite existing files
+    #[argh(switch)]
+    pub force: bool,
+}
+
+#[derive(FromArgs, Debug)]
+/// Chat on the terminal; with -m, one turn printed on stdout.
+#[argh(subcommand, name = "agent")]
+pub struct AgentCmd {
+    /// one message: print the reply and exit
+    #[argh(option, short = 'm')]
+    pub message: Option<String>,
+    /// session name (default: "default")
+    #[argh(option, short = 's', default = "String::from(\"default\")")]
+    pub session: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Run the daemon: Telegram long-poll, cron and heartbeat.
+#[argh(subcommand, name = "gateway")]
+pub struct GatewayCmd {}
+
+#[derive(FromArgs, Debug)]
+/// Chat over a serial line.
+#[argh(subcommand, name = "serial")]
+pub struct SerialCmd {
+    /// serial device, e.g. /dev/ttyS0
+    #[argh(option)]
+    pub device: String,
+    /// baud rate (default 115200)
+    #[argh(option, default = "115200")]
+    pub baud: u32,
+    /// echo typed characters back
+    #[argh(switch)]
+    pub echo: bool,
+}
+
+#[derive(FromArgs, Debug)]
+/// One heartbeat check-in now, then exit.
+#[argh(subcommand, name = "heartbeat")]
+pub struct HeartbeatCmd {}
+
+#[derive(FromArgs, Debug)]
+/// Scheduled jobs: list, add, remove, run.
+#[argh(subcommand, name = "cron")]
+pub struct CronCmd {
+    #[argh(subcommand)]
+    pub cmd: CronSub,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum CronSub {
+    List(CronList),
+    Add(CronAdd),
+    Remove(CronRemove),
+    Run(CronRun),
+}
+
+#[derive(FromArgs, Debug)]
+/// List jobs with their next run.
+#[argh(subcommand, name = "list")]
+pub struct CronList {}
+
+#[derive(FromArgs, Debug)]
+/// Add a job: SCHEDULE TEXT (cron expression, "every 15m", or "at 2026-12-01T09:00").
+#[argh(subcommand, name = "add")]
+pub struct CronAdd {
+    #[argh(positional)]
+    pub schedule: String,
+    #[argh(positional)]
+    pub text: String,
+    /// delivery target: telegram:<chat_id>, stdout, or empty
+    #[argh(option)]
+    pub to: Option<String>,
+    /// send TEXT as is instead of running it through the agent
+    #[argh(switch)]
+    pub message: bool,
+}
+
+#[derive(FromArgs, Debug)]
+/// Remove a job.
+#[argh(subcommand, name = "remove")]
+pub struct CronRemove {
+    #[argh(positional)]
+    pub id: i64,
+}
+
+#[derive(FromArgs, Debug)]
+/// Run a job now.
+#[argh(subcommand, name = "run")]
+pub struct CronRun {
+    #[argh(positional)]
+    pub id: i64,
+}
+
+#[derive(FromArgs, Debug)]
+/// Long-term memory: search, list, add, forget, export, import.
+#[argh(subcommand, name = "memory")]
+pub struct MemoryCmd {
+    #[argh(subcommand)]
+    pub cmd: MemorySub,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum MemorySub {
+    Search(MemSearch),
+    List(MemList),
+    Add(MemAdd),
+    Forget(MemForget),
+    Export(MemExport),
+    Import(MemImport),
+}
+
+#[derive(FromArgs, Debug)]
+/// Search memories.
+#[argh(subcommand, name = "search")]
+pub struct MemSearch {
+    #[argh(positional)]
+    pub query: Vec<String>,
+    /// most results (default 10)
+    #[argh(option, default = "10")]
+    pub limit: u32,
+}
+
+#[derive(FromArgs, Debug)]
+/// List memories.
+#[argh(subcommand, name = "list")]
+pub struct MemList {
+    /// only this category
+    #[argh(option)]
+    pub category: Option<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Add or update a memory.
+#[argh(subcommand, name = "add")]
+pub struct MemAdd {
+    #[argh(positional)]
+    pub key: String,
+    #[argh(positional)]
+    pub text: Vec<String>,
+    /// core, daily, conversation or custom (default core)
+    #[argh(option)]
+    pub category: Option<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Forget a memory.
+#[argh(subcommand, name = "forget")]
+pub struct MemForget {
+    #[argh(positional)]
+    pub key: String,
+}
+
+#[derive(FromArgs, Debug)]
+/// Export all memories as JSON lines on stdout.
+#[argh(subcommand, name = "export")]
+pub struct MemExport {}
+
+#[derive(FromArgs, Debug)]
+/// Import memories from JSON lines or markdown.
+#[argh(subcommand, name = "import")]
+pub struct MemImport {
+    #[argh(positional)]
+    pub file: PathBuf,
+}
+
+#[derive(FromArgs, Debug)]
+/// Bring a peer's settings, keys, workspace, memories and cron jobs across.
+#[argh(subcommand, name = "migrate")]
+pub struct MigrateCmd {
+    /// the peer: openclaw, picoclaw, nullclaw or zeroclaw
+    #[argh(option)]
+    pub from: String,
+    /// the peer's home folder (default: ~/.openclaw, ~/.picoclaw ...)
+    #[argh(option)]
+    pub path: Option<PathBuf>,
+    /// say what would be brought, write nothing
+    #[argh(switch)]
+    pub dry_run: bool,
+    /// replace existing yoctoclaw files and secrets that differ
+    #[argh(switch)]
+    pub force: bool,
+}
+
+#[derive(FromArgs, Debug)]
+/// Show what is configured and how it is doing.
+#[argh(subcommand, name = "status")]
+pub struct StatusCmd {}
+
+#[derive(FromArgs, Debug)]
+/// Check the setup and say what to fix.
+#[argh(subcommand, name = "doctor")]
+pub struct DoctorCmd {}
+
+#[derive(FromArgs, Debug)]
+/// Print the version.
+#[argh(subcommand, name = "version")]
+pub struct VersionCmd {}

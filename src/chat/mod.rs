@@ -1,0 +1,89 @@
+//! The conversation types every layer shares: messages, roles, tool calls, tool schemas,
+//! token usage (this file), and where messages come from and go to (`outbound`: channel
+//! kinds, delivery targets and the one outbound seam).
+//!
+//! Why it exists: the store keeps these, the providers send them, the agent and tools
+//! produce them; defining them at the bottom lets each of those import them without
+//! importing each other.
+//!
+//! # Bounds
+//! Plain data: the bounds are where messages are made (`limits`: user text, tool results,
+//! tool calls per answer).
+//!
+//! # Threads
+//! Any thread; nothing here blocks.
+
+pub mod outbound;
+
+pub use outbound::{ChannelKind, DeliverError, Delivering, Outbound, Target};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Role> {
+        Some(match s {
+            "system" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            _ => return None,
+        })
+    }
+}
+
+/// One tool call requested by the model. `arguments` is JSON text (an object).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    pub fn new(role: Role, content: impl Into<String>) -> Message {
+        Message {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool as the model sees it. `parameters` is a JSON Schema object as text.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: &'static str,
+}
+
+/// Token counts reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
