@@ -101,8 +101,7 @@ fn dispatch(cli: Cli) -> Result<(), AppError> {
         Cmd::Migrate(m) => {
             let h = Home::resolve(home)?;
             let opts = crate::migrate::Options::new(m.dry_run, m.force);
-            let mut out = std::io::stdout().lock();
-            match crate::migrate::command(&h, &m.from, m.path.as_deref(), &opts, &mut out) {
+            match crate::migrate::command(&h, &m.from, m.path.as_deref(), &opts) {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(AppError::Runtime(
                     "nothing was brought across: see the lines above".into(),

@@ -1,5 +1,5 @@
 //! Writing a plan into the yoctoclaw home, or on a dry run saying what would be written,
-//! item by item, with one status word each:
+//! item by item on stdout, with one status word each:
 //!
 //! - `new`: not there yet (brought, or would be);
 //! - `replace`: there and different, replaced because of `--force` or because it is the
@@ -10,30 +10,30 @@
 //!
 //! Memories and cron jobs go into the database in one transaction: an interrupted or
 //! failed import leaves none of them. A memory is "already there" when its key or its
-//! text (case and spacing ignored) is; a job when the same schedule and text are.
+//! text (case and spacing ignored) is; a job when the same schedule and text are. Jobs
+//! are checked and planned as `yoctoclaw cron add` does (`jobs::check`).
 //!
 //! # Bounds
 //! Progress is printed every `PROGRESS_EVERY` memories (`PROGRESS_PLAIN_EVERY` when stdout
-//! is not a terminal) once a plan holds at least
-//! `PROGRESS_MIN_MEMORIES`; at most `MAX_REPORTED_REFUSALS` refused memories are named per
-//! source. The text-hash set for duplicate checks holds one `u64` per stored memory
-//! (`store::memory::MAX_MEMORIES` at most).
+//! is not a terminal) once a plan holds at least `PROGRESS_MIN_MEMORIES`; at most
+//! `MAX_REPORTED_REFUSALS` refused memories are named per source. The duplicate check
+//! holds two `u64` hashes per memory (stored ones and the plan's), in a table at most
+//! four times that size.
 //!
 //! # Blocking
 //! File writes (with fsync) and SQLite on the calling thread.
 
-use super::{MigrateError, Plan, Provider, When};
-use crate::config::{Env, Home, ProviderKind};
+use super::source::{each_row, open_ro};
+use super::{MigrateError, Plan, When};
+use crate::config::{Env, Home};
 use crate::files::{create_dir_private, write_atomic};
-use crate::memory::derive_key;
+use crate::jobs::JobRequest;
+use crate::memory::{derive_key, text_hash};
 use crate::onboard::{CONFIG_TEMPLATE, WORKSPACE_FILES};
-use crate::store::cron::NewCronJob;
 use crate::store::memory::{MemoryError, check_key, check_text};
-use crate::store::{Db, StoreError};
-use crate::time::schedule::Schedule;
+use crate::store::{Db, StoreError, cron::NewCronJob};
 use crate::time::tz::Tz;
-use rusqlite::Connection;
-use std::collections::HashMap;
+use rusqlite::{Connection, OpenFlags};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
@@ -74,12 +74,21 @@ enum St {
     Skip,
 }
 
-struct Report<'a> {
-    out: &'a mut dyn Write,
-    counts: [usize; 5],
+/// Text to stdout (a closed stdout is not an error: the import still completes).
+fn out(s: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
 }
 
-impl Report<'_> {
+/// The report: one line per item, and how many of each status.
+struct Report {
+    counts: [usize; 5],
+    dry_run: bool,
+    force: bool,
+}
+
+impl Report {
     /// One item: its status word, its kind, then `parts` as they are.
     fn line(&mut self, st: St, kind: &str, parts: &[&str]) {
         self.counts[st as usize] += 1;
@@ -94,25 +103,17 @@ impl Report<'_> {
                 s.push(' ');
             }
         }
-        parts.iter().for_each(|p| s.push_str(p));
+        for p in parts {
+            s.push_str(p);
+        }
         s.push('\n');
-        let _ = self.out.write_all(s.as_bytes());
+        out(&s);
     }
 }
 
 impl From<StoreError> for MigrateError {
     fn from(e: StoreError) -> Self {
         MigrateError::Store(e.to_string())
-    }
-}
-
-/// What to do with a file that may exist: its status, and whether to write.
-fn decide(path: &Path, new: &str, template: Option<&str>, force: bool) -> (St, bool) {
-    match std::fs::read(path) {
-        Err(_) => (St::New, true),
-        Ok(old) if old == new.as_bytes() => (St::Same, false),
-        Ok(old) if force || template.is_some_and(|t| old == t.as_bytes()) => (St::Replace, true),
-        Ok(_) => (St::Kept, false),
     }
 }
 
@@ -124,77 +125,95 @@ fn write(path: &Path, text: &str, mode: u32) -> Result<(), MigrateError> {
         .map_err(|e| MigrateError::Write(path.to_path_buf(), e))
 }
 
-/// Apply `plan` (read from `src_dir`) to `home`, printing one line per item to `out`.
+/// Apply `plan` (read from `src_dir`) to `home`, printing one line per item to stdout.
 /// Returns whether anything from the peer is (or would be) in the home afterwards.
 pub fn apply(
     plan: &Plan,
     src_dir: &Path,
     home: &Home,
     opts: &Options,
-    out: &mut dyn Write,
 ) -> Result<bool, MigrateError> {
     let dry = if opts.dry_run {
-        " (dry run: nothing is written)"
+        " (dry run: nothing is written)\n"
     } else {
-        ""
+        "\n"
     };
-    let _ = writeln!(
-        out,
-        "migrate from {} at {} into {}{dry}",
+    out(&[
+        "migrate from ",
         plan.peer.name(),
-        src_dir.display(),
-        home.dir.display(),
-    );
-    let mut rep = Report {
-        out,
+        " at ",
+        &src_dir.to_string_lossy(),
+        " into ",
+        &home.dir.to_string_lossy(),
+        dry,
+    ]
+    .concat());
+    let r = &mut Report {
         counts: [0; 5],
+        dry_run: opts.dry_run,
+        force: opts.force,
     };
-    let r = &mut rep;
+    let tz_name = config(plan, home, r)?;
+    secrets(plan, home, r)?;
     let ws = home.workspace();
-    let tz_name = config(plan, home, opts, r)?;
-    secrets(plan, home, opts, r)?;
     for (dest, text) in &plan.files {
         let path = ws.join(dest);
-        let template = WORKSPACE_FILES
-            .iter()
-            .find(|(n, _)| n == dest)
-            .map(|(_, t)| *t);
-        let (st, go) = decide(&path, text, template, opts.force);
+        let template = WORKSPACE_FILES.iter().find(|(n, _)| n == dest);
+        let st = decide(r, &path, text, template.map(|t| t.1));
         let note = if st == St::Kept {
             ": exists and differs (--force replaces it)"
         } else {
             ""
         };
         r.line(st, "file", &["workspace/", dest, note]);
-        if go && !opts.dry_run {
-            write(&path, text, 0o644)?;
-        }
+        write_if(r, st, &path, text, 0o644)?;
     }
     database(plan, home, &tz_name, opts, r)?;
-    for (kind, what, why) in &plan.skipped {
-        r.line(St::Skip, kind, &[what, ": ", why]);
+    for (kind, what) in &plan.skipped {
+        r.line(St::Skip, kind, &[what]);
     }
-    let [new, replace, same, kept, skip] = rep.counts;
-    let _ = writeln!(
-        rep.out,
-        "{new} new, {replace} replaced, {same} already there, {kept} kept, {skip} skipped{}",
-        if opts.dry_run {
-            " (dry run: nothing was written)"
-        } else {
-            ""
-        }
-    );
+    let mut s = String::new();
+    for (n, label) in r.counts.iter().zip([
+        " new, ",
+        " replaced, ",
+        " already there, ",
+        " kept, ",
+        " skipped",
+    ]) {
+        s.push_str(&n.to_string());
+        s.push_str(label);
+    }
+    s.push_str(if opts.dry_run {
+        " (dry run: nothing was written)\n"
+    } else {
+        "\n"
+    });
+    out(&s);
+    let [new, replace, same, ..] = r.counts;
     Ok(new + replace + same > 0)
+}
+
+/// What to do with a file that may exist.
+fn decide(r: &Report, path: &Path, new: &str, template: Option<&str>) -> St {
+    match std::fs::read(path) {
+        Err(_) => St::New,
+        Ok(old) if old == new.as_bytes() => St::Same,
+        Ok(old) if r.force || template.is_some_and(|t| old == t.as_bytes()) => St::Replace,
+        Ok(_) => St::Kept,
+    }
+}
+
+/// Write `text` unless this is a dry run or the status says to leave the file alone.
+fn write_if(r: &Report, st: St, path: &Path, text: &str, mode: u32) -> Result<(), MigrateError> {
+    if matches!(st, St::New | St::Replace) && !r.dry_run {
+        write(path, text, mode)?;
+    }
+    Ok(())
 }
 
 /// `config.json` as onboard writes it, with the plan's values set. Returns the time zone
 /// the home's jobs run in.
-fn config(
-    plan: &Plan,
-    home: &Home,
-    opts: &Options,
-    r: &mut Report<'_>,
-) -> Result<String, MigrateError> {
+fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateError> {
     let path = home.config_file();
     let existing_tz = || {
         let text = std::fs::read_to_string(&path).ok();
@@ -212,35 +231,27 @@ fn config(
         );
         tz = None;
     }
-    if plan.provider.is_none() && plan.telegram.is_none() && tz.is_none() {
+    if plan.providers.is_empty() && plan.telegram.is_none() && tz.is_none() {
         return Ok(existing_tz());
     }
     let text = config_text(plan, tz);
     if let Err(e) = crate::config::parse(Some(&text), &path, &Env::default()) {
+        let e = e.to_string();
         r.line(
             St::Skip,
             "config",
-            &[
-                "config.json would not load (",
-                &e.to_string(),
-                "): not written",
-            ],
+            &["config.json would not load (", &e, "): not written"],
         );
         return Ok(existing_tz());
     }
     // The settings share the status of the file that holds them.
-    let (st, go) = decide(&path, &text, Some(CONFIG_TEMPLATE), opts.force);
-    for (i, p) in plan.provider.iter().chain(&plan.fallbacks).enumerate() {
-        let kind = if p.kind == ProviderKind::Anthropic {
-            "anthropic "
-        } else {
-            "openai "
-        };
+    let st = decide(r, &path, &text, Some(CONFIG_TEMPLATE));
+    for (i, p) in plan.providers.iter().enumerate() {
         r.line(
             st,
             if i == 0 { "provider" } else { "fallback" },
             &[
-                kind,
+                if p.anthropic { "anthropic " } else { "openai " },
                 &p.base_url,
                 " model ",
                 &p.model,
@@ -258,11 +269,8 @@ fn config(
         } else {
             t.allow_from.join(", ")
         };
-        r.line(
-            st,
-            "telegram",
-            &[if t.enabled { "on" } else { "off" }, ", allow_from: ", &who],
-        );
+        let on = if t.enabled { "on" } else { "off" };
+        r.line(st, "telegram", &[on, ", allow_from: ", &who]);
     }
     let note = if st == St::Kept {
         ": exists and differs, the settings above are not in it (--force replaces it)"
@@ -270,9 +278,7 @@ fn config(
         ""
     };
     r.line(st, "config", &[&path.to_string_lossy(), note]);
-    if go && !opts.dry_run {
-        write(&path, &text, 0o600)?;
-    }
+    write_if(r, st, &path, &text, 0o600)?;
     Ok(match st {
         St::Kept => existing_tz(),
         _ => tz.unwrap_or("UTC").to_string(),
@@ -281,22 +287,25 @@ fn config(
 
 /// The onboard template with the plan's values set in place (comments and order kept).
 pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
-    use crate::json::quote;
     let mut s = CONFIG_TEMPLATE.to_string();
+    // Replace `old` (the first one after `key`) with `new`.
     let mut set = |key: &str, old: &str, new: &str| {
-        let old = [key, old].concat();
-        debug_assert!(s.contains(&old), "{old}");
-        s = s.replacen(&old, &[key, new].concat(), 1);
+        if let Some(k) = s.find(key)
+            && let Some(i) = s[k..].find(old)
+        {
+            s.replace_range(k + i..k + i + old.len(), new);
+        }
     };
-    let kind = |p: &Provider| {
-        if p.kind == ProviderKind::Anthropic {
+    let kind = |anthropic: bool| {
+        if anthropic {
             "\"anthropic\""
         } else {
             "\"openai\""
         }
     };
-    if let Some(p) = &plan.provider {
-        set("\"kind\": ", "\"openai\"", kind(p));
+    let quote = crate::json::quote;
+    if let Some((p, fallbacks)) = plan.providers.split_first() {
+        set("\"kind\": ", "\"openai\"", kind(p.anthropic));
         set(
             "\"base_url\": ",
             "\"https://openrouter.ai/api/v1\"",
@@ -307,32 +316,31 @@ pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
             "\"anthropic/claude-sonnet-4.5\"",
             &quote(&p.model),
         );
-    }
-    if !plan.fallbacks.is_empty() {
         let mut list = String::from("[");
-        for (i, p) in plan.fallbacks.iter().enumerate() {
-            list.push_str(if i == 0 { "\n    " } else { ",\n    " });
-            for (k, v) in [
-                ("{ \"kind\": ", kind(p)),
-                (", \"base_url\": ", &quote(&p.base_url)),
-                (", \"model\": ", &quote(&p.model)),
-                (", \"api_key_env\": ", &quote(&p.key_env)),
+        for (i, p) in fallbacks.iter().enumerate() {
+            for part in [
+                if i == 0 { "\n    " } else { ",\n    " },
+                "{ \"kind\": ",
+                kind(p.anthropic),
+                ", \"base_url\": ",
+                &quote(&p.base_url),
+                ", \"model\": ",
+                &quote(&p.model),
+                ", \"api_key_env\": ",
+                &quote(&p.key_env),
+                " }",
             ] {
-                list.push_str(k);
-                list.push_str(v);
+                list.push_str(part);
             }
-            list.push_str(" }");
         }
-        list.push_str("\n  ]");
-        set("\"fallbacks\": ", "[]", &list);
+        if !fallbacks.is_empty() {
+            list.push_str("\n  ]");
+            set("\"fallbacks\": ", "[]", &list);
+        }
     }
     if let Some(t) = &plan.telegram {
         if t.enabled {
-            set(
-                "\"enabled\": ",
-                "false,\n    \"api_base\"",
-                "true,\n    \"api_base\"",
-            );
+            set("\"telegram\": ", "\"enabled\": false", "\"enabled\": true");
         }
         let ids: Vec<String> = t.allow_from.iter().map(|a| quote(a)).collect();
         set(
@@ -349,31 +357,19 @@ pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
 
 /// Keys and the bot token into `secrets.env` (mode 0600), never anywhere else; only the
 /// variables' names are printed.
-fn secrets(
-    plan: &Plan,
-    home: &Home,
-    opts: &Options,
-    r: &mut Report<'_>,
-) -> Result<(), MigrateError> {
+fn secrets(plan: &Plan, home: &Home, r: &mut Report) -> Result<(), MigrateError> {
     if plan.secrets.is_empty() {
         return Ok(());
     }
     let path = home.secrets_file();
     let old = std::fs::read_to_string(&path).unwrap_or_default();
-    // `NAME=value` lines as the config reader parses them (export, quotes, comments).
-    let entry = |l: &str| {
-        let m = crate::config::parse_secrets(l).ok()?;
-        m.iter().next().map(|(k, v)| (k.clone(), v.clone()))
-    };
+    let entry = |l| crate::config::secret_line(l).flatten();
     let mut text = String::with_capacity(old.len() + 256);
     let mut changed = false;
+    // Existing lines stay; with --force a line of ours that differs is replaced.
     for l in old.lines() {
-        let e = entry(l);
-        let s = e
-            .as_ref()
-            .and_then(|(k, _)| plan.secrets.iter().find(|s| s.name == *k));
-        match (s, e) {
-            (Some(s), Some((_, v))) if v != s.value && opts.force => {
+        match entry(l).and_then(|(k, v)| Some((plan.secrets.iter().find(|s| s.name == k)?, v))) {
+            Some((s, v)) if v != s.value && r.force => {
                 for part in [&s.name, "=", &s.value] {
                     text.push_str(part);
                 }
@@ -384,10 +380,10 @@ fn secrets(
         text.push('\n');
     }
     for s in &plan.secrets {
-        let have = old
+        let st = match old
             .lines()
-            .find_map(|l| entry(l).filter(|(k, _)| *k == s.name));
-        let st = match have {
+            .find_map(|l| entry(l).filter(|(k, _)| *k == s.name))
+        {
             None => {
                 for part in [&s.name, "=", &s.value, "\n"] {
                     text.push_str(part);
@@ -396,7 +392,7 @@ fn secrets(
                 St::New
             }
             Some((_, v)) if v == s.value => St::Same,
-            Some(_) if opts.force => St::Replace,
+            Some(_) if r.force => St::Replace,
             Some(_) => St::Kept,
         };
         let note = if st == St::Kept {
@@ -406,24 +402,62 @@ fn secrets(
         };
         r.line(st, "secret", &[&s.name, " in secrets.env", note]);
     }
-    if changed && !opts.dry_run {
-        write(&path, &text, 0o600)?;
-    }
-    Ok(())
+    write_if(
+        r,
+        if changed { St::New } else { St::Same },
+        &path,
+        &text,
+        0o600,
+    )
 }
 
-/// Hash of a memory's text with case and spacing ignored (duplicate check).
-fn text_hash(t: &str) -> usize {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in t.split_whitespace() {
-        for c in w.chars().flat_map(char::to_lowercase).chain([' ']) {
-            let mut buf = [0u8; 4];
-            for b in c.encode_utf8(&mut buf).bytes() {
-                h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+/// Hashes seen: a set with open addressing (0 marks an empty slot, so 0 is stored as 1).
+#[derive(Default)]
+struct Seen {
+    slots: Vec<u64>,
+    len: usize,
+}
+
+impl Seen {
+    /// Where `h` is, or the empty slot where it would go.
+    fn slot(&self, h: u64) -> (usize, bool) {
+        let mask = self.slots.len().wrapping_sub(1);
+        let mut i = h as usize & mask;
+        loop {
+            match self.slots.get(i) {
+                Some(&x) if x == h => return (i, true),
+                Some(&0) | None => return (i, false),
+                Some(_) => i = (i + 1) & mask,
             }
         }
     }
-    h as usize
+
+    fn has(&self, h: u64) -> bool {
+        self.slot(h.max(1)).1
+    }
+
+    fn add(&mut self, h: u64) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            let grown = vec![0; (self.slots.len() * 2).max(1024)];
+            let old = std::mem::replace(&mut self.slots, grown);
+            self.len = 0;
+            for x in old.into_iter().filter(|&x| x != 0) {
+                self.add(x);
+            }
+        }
+        let h = h.max(1);
+        if let (i, false) = self.slot(h)
+            && let Some(s) = self.slots.get_mut(i)
+        {
+            *s = h;
+            self.len += 1;
+        }
+    }
+}
+
+/// A memory key's hash, kept apart from the texts' hashes.
+fn key_hash(key: &str) -> u64 {
+    text_hash(key) ^ 0x6b65_7973
 }
 
 /// Memories and jobs, in one transaction (dry run: read-only look at the database).
@@ -432,7 +466,7 @@ fn database(
     home: &Home,
     tz_name: &str,
     opts: &Options,
-    r: &mut Report<'_>,
+    r: &mut Report,
 ) -> Result<(), MigrateError> {
     if plan.memories.is_empty() && plan.jobs.is_empty() {
         return Ok(());
@@ -453,9 +487,7 @@ fn database(
                 }
             }
             uri.push_str(if wal { "?mode=ro" } else { "?immutable=1" });
-            let flags =
-                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI;
-            Connection::open_with_flags(uri, flags).ok()
+            open_ro(Path::new(&uri), OpenFlags::SQLITE_OPEN_URI).ok()
         } else {
             None
         };
@@ -466,22 +498,11 @@ fn database(
     db.write_batch(|| import(plan, Some(&db.conn), Some(&db), tz_name, opts, r))
 }
 
-/// The first two columns of every row of `sql` (an unreadable table reads as empty).
-fn rows(conn: Option<&Connection>, sql: &str, arg: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let Some(c) = conn else { return out };
-    let Ok(mut st) = c.prepare_cached(sql) else {
-        return out;
-    };
-    let params = rusqlite::params![arg];
-    let Ok(mut rows) = st.query(if sql.contains('?') { params } else { &[] }) else {
-        return out;
-    };
-    while let Ok(Some(row)) = rows.next() {
-        let cell = |i| super::source::cell(row, i).unwrap_or_default();
-        out.push((cell(0), cell(1)));
+/// The cells of every row of `sql` (an unreadable table reads as none).
+fn rows(conn: Option<&Connection>, sql: &str, cols: usize, f: &mut dyn FnMut(&mut [String])) {
+    if let Some(c) = conn {
+        let _ = each_row(c, sql, "", cols, f);
     }
-    out
 }
 
 fn import(
@@ -490,16 +511,15 @@ fn import(
     db: Option<&Db>,
     tz_name: &str,
     opts: &Options,
-    r: &mut Report<'_>,
+    r: &mut Report,
 ) -> Result<(), MigrateError> {
     let now = crate::time::now();
-    // Texts stored already (hashed, as the telegram formatter's map type: one copy of
-    // that code), and keys seen in this import.
-    let mut texts: HashMap<usize, usize> = HashMap::new();
-    for (t, _) in rows(conn, "SELECT text, NULL FROM memories", "") {
-        texts.insert(text_hash(&t), 0);
-    }
-    let mut keys: HashMap<usize, usize> = HashMap::new();
+    // Texts and keys stored already, and those added by this import.
+    let mut seen = Seen::default();
+    rows(conn, "SELECT text, key FROM memories", 2, &mut |row| {
+        seen.add(text_hash(&row[0]));
+        seen.add(key_hash(&row[1]));
+    });
     let total: usize = plan.memories.iter().map(|b| b.entries.len()).sum();
     let every = if opts.tty {
         PROGRESS_EVERY
@@ -514,18 +534,22 @@ fn import(
             done += 1;
             if total >= PROGRESS_MIN_MEMORIES && done.is_multiple_of(every) {
                 let end = if opts.tty { "\r" } else { "\n" };
-                let _ = write!(r.out, "  memories {done}/{total}{end}");
-                let _ = r.out.flush();
+                out(&[
+                    "  memories ",
+                    &done.to_string(),
+                    "/",
+                    &total.to_string(),
+                    end,
+                ]
+                .concat());
             }
             let text = e.text.trim();
             let key = match e.key.as_deref().map(check_key) {
                 Some(Ok(k)) => k.to_string(),
                 _ => derive_key(text),
             };
-            let h = text_hash(text);
-            let taken =
-                || !rows(conn, "SELECT key, NULL FROM memories WHERE key = ?1", &key).is_empty();
-            if texts.contains_key(&h) || keys.contains_key(&text_hash(&key)) || taken() {
+            let (th, kh) = (text_hash(text), key_hash(&key));
+            if seen.has(th) || seen.has(kh) {
                 same += 1;
                 continue;
             }
@@ -539,8 +563,8 @@ fn import(
             };
             match stored {
                 Ok(()) => {
-                    texts.insert(h, 0);
-                    keys.insert(text_hash(&key), 0);
+                    seen.add(th);
+                    seen.add(kh);
                     new += 1;
                 }
                 Err(MemoryError::Store(s)) => return Err(s.into()),
@@ -548,7 +572,7 @@ fn import(
             }
         }
         if total >= PROGRESS_MIN_MEMORIES && opts.tty {
-            let _ = r.out.write_all(b"\r\x1b[K");
+            out("\r\x1b[K");
         }
         let st = if new > 0 {
             St::New
@@ -557,17 +581,27 @@ fn import(
         } else {
             St::Skip
         };
-        let mut counts = [
-            &new.to_string(),
-            " new, ",
-            &same.to_string(),
-            " already there",
-        ]
-        .concat();
-        if !refused.is_empty() {
-            counts.push_str(&[", ", &refused.len().to_string(), " refused"].concat());
-        }
-        r.line(st, "memory", &[&b.from, ": ", &counts]);
+        let n = refused.len().to_string();
+        let (sep, n, word) = if refused.is_empty() {
+            ("", "", "")
+        } else {
+            (", ", n.as_str(), " refused")
+        };
+        r.line(
+            st,
+            "memory",
+            &[
+                &b.from,
+                ": ",
+                &new.to_string(),
+                " new, ",
+                &same.to_string(),
+                " already there",
+                sep,
+                n,
+                word,
+            ],
+        );
         for why in refused.iter().take(MAX_REPORTED_REFUSALS) {
             r.line(St::Skip, "memory", &[&b.from, ": ", why]);
         }
@@ -576,7 +610,7 @@ fn import(
 }
 
 /// A peer's schedule as yoctoclaw schedule text, in `tz_name`.
-fn schedule_text(when: &When, tz_name: &str, tz: &Tz, now: i64) -> Result<String, String> {
+fn schedule_text(when: &When, tz_name: &str, tz: &Tz) -> Result<String, String> {
     Err(match when {
         When::Cron(_, Some(t)) if !t.eq_ignore_ascii_case(tz_name) => [
             "it runs in time zone ",
@@ -592,7 +626,6 @@ fn schedule_text(when: &When, tz_name: &str, tz: &Tz, now: i64) -> Result<String
         When::Cron(expr, _) => return Ok(expr.clone()),
         When::EveryMs(ms) if ms % 1000 != 0 => "its interval is not whole seconds".into(),
         When::EveryMs(ms) => return Ok(["every ", &(ms / 1000).to_string(), "s"].concat()),
-        When::At(t) if *t <= now => "its one-shot time has passed".into(),
         When::At(t) => return Ok(["at ", &tz.to_local(*t).to_string()].concat()),
     })
 }
@@ -603,59 +636,66 @@ fn jobs(
     db: Option<&Db>,
     tz_name: &str,
     now: i64,
-    r: &mut Report<'_>,
+    r: &mut Report,
 ) -> Result<(), MigrateError> {
     if plan.jobs.is_empty() {
         return Ok(());
     }
-    let tz = Tz::parse(tz_name).map_err(|e| e.to_string());
-    let mut have = rows(conn, "SELECT schedule, prompt FROM cron_jobs", "");
+    let tz = crate::jobs::timezone(tz_name);
+    // (schedule, text) of the jobs there already.
+    let mut have = Vec::new();
+    rows(
+        conn,
+        "SELECT schedule, prompt FROM cron_jobs",
+        2,
+        &mut |row| {
+            have.push((std::mem::take(&mut row[0]), std::mem::take(&mut row[1])));
+        },
+    );
     for j in &plan.jobs {
         let what = ["\"", &j.name, "\": "].concat();
-        let schedule = tz.clone().and_then(|tz| {
-            let s = schedule_text(&j.when, tz_name, &tz, now)?;
-            let s = Schedule::parse(&s).map_err(|e| e.to_string())?;
-            if j.text.len() > crate::jobs::MAX_CRON_TEXT_BYTES {
-                return Err("its text is too long".into());
-            }
-            Ok((tz, s))
-        });
-        let (tz, schedule) = match schedule {
-            Ok(s) => s,
+        let checked = match &tz {
+            Ok(tz) => schedule_text(&j.when, tz_name, tz).and_then(|s| {
+                let req = JobRequest {
+                    schedule: &s,
+                    text: &j.text,
+                    to: Some(&j.target),
+                    is_message: j.is_message,
+                };
+                crate::jobs::check(tz, &req, now, crate::time::build_epoch())
+                    .map_err(|e| e.to_string())
+            }),
+            Err(e) => Err(e.to_string()),
+        };
+        let c = match checked {
+            Ok(c) => c,
             Err(why) => {
                 r.line(St::Skip, "cron", &[&what, &why]);
                 continue;
             }
         };
-        let canonical = schedule.to_string();
-        let to = if j.target.is_empty() {
+        let to = if c.target.is_empty() {
             "the log"
         } else {
-            &j.target
+            &c.target
         };
         let kind = if j.is_message {
             ", message to "
         } else {
             ", prompt to "
         };
-        let line = [&what, canonical.as_str(), kind, to];
-        if have.iter().any(|(s, p)| *s == canonical && *p == j.text) {
+        let line = [what.as_str(), &c.schedule, kind, to];
+        if have.iter().any(|(s, p)| *s == c.schedule && *p == j.text) {
             r.line(St::Same, "cron", &line);
             continue;
         }
-        // Clock not set yet (1970 boards): stored unplanned, the scheduler plans it later.
-        let next_run = match &j.when {
-            _ if now < crate::time::build_epoch() => None,
-            When::At(t) => Some(*t),
-            _ => schedule.next_after(now, &tz, None),
-        };
         if let Some(db) = db {
             let job = NewCronJob {
-                schedule: &canonical,
+                schedule: &c.schedule,
                 prompt: &j.text,
                 is_message: j.is_message,
-                target: &j.target,
-                next_run,
+                target: &c.target,
+                next_run: c.next_run,
             };
             match db.add_cron_job(&job, now) {
                 Ok(_) => {}
@@ -667,7 +707,7 @@ fn jobs(
             }
         }
         r.line(St::New, "cron", &line);
-        have.push((canonical, j.text.clone()));
+        have.push((c.schedule, j.text.clone()));
     }
     Ok(())
 }
@@ -689,6 +729,7 @@ mod tests {
         let text = config_text(&p, Some("+02:00"));
         let cfg =
             crate::config::parse(Some(&text), Path::new("c.json"), &Env::isolated(&[])).unwrap();
+        use crate::config::ProviderKind;
         assert_eq!(cfg.provider.kind, ProviderKind::Anthropic);
         assert_eq!(cfg.provider.base_url, "https://api.anthropic.com");
         assert_eq!(cfg.provider.model, "claude-sonnet-4-6");
@@ -715,8 +756,7 @@ mod tests {
     #[test]
     fn schedules_convert_or_say_why_not() {
         let tz = Tz::parse("UTC").unwrap();
-        let now = 1_800_000_000;
-        let s = |w: When| schedule_text(&w, "UTC", &tz, now);
+        let s = |w: When| schedule_text(&w, "UTC", &tz);
         assert_eq!(
             s(When::Cron("0 9 * * 1-5".into(), None)).unwrap(),
             "0 9 * * 1-5"
@@ -737,9 +777,34 @@ mod tests {
         );
         assert_eq!(s(When::EveryMs(900_000)).unwrap(), "every 900s");
         assert!(s(When::EveryMs(1500)).is_err());
-        assert_eq!(s(When::At(now + 3600)).unwrap(), "at 2027-01-15T09:00:00");
-        assert!(s(When::At(now - 1)).is_err());
-        assert_eq!(text_hash("Likes  green\nTEA"), text_hash("likes green tea"));
-        assert_ne!(text_hash("likes green tea"), text_hash("likes greentea"));
+        assert_eq!(
+            s(When::At(1_800_003_600)).unwrap(),
+            "at 2027-01-15T09:00:00"
+        );
+        // A one-shot time that has passed is refused by the same check as `cron add`.
+        let req = JobRequest {
+            schedule: "at 2027-01-15T09:00:00",
+            text: "t",
+            to: None,
+            is_message: false,
+        };
+        assert!(crate::jobs::check(&tz, &req, 1_800_003_601, 0).is_err());
+        assert!(crate::jobs::check(&tz, &req, 1_800_000_000, 0).is_ok());
+    }
+
+    #[test]
+    fn the_seen_set_finds_what_was_added_and_nothing_else() {
+        let mut s = Seen::default();
+        let mut rng = crate::testkit::XorShift(7);
+        let added: Vec<u64> = (0..5000).map(|_| rng.next()).collect();
+        for (i, h) in added.iter().enumerate() {
+            assert!(!s.has(*h));
+            s.add(*h);
+            assert!(s.has(*h) && s.has(added[i / 2]));
+        }
+        s.add(0);
+        assert!(s.has(0) && s.has(1));
+        assert!((0..1000).all(|_| !s.has(rng.next())));
+        assert!(s.slots.len() <= 4 * 5001 && s.slots.len().is_power_of_two());
     }
 }

@@ -3,10 +3,11 @@
 //! (into `secrets.env`), the Telegram allowlist, workspace files and skills, memories, and
 //! the cron jobs yoctoclaw can express.
 //!
-//! Two steps. Each peer's reader (`openclaw`, `picoclaw`, `nullclaw`, `zeroclaw`) reads
-//! the peer's home into a neutral [`Plan`] and writes nothing; [`apply`] then writes it,
-//! or with `--dry-run` only says item by item what it would write. What cannot come
-//! across is a `skip` line with its reason, and the rest still comes.
+//! Two steps. The peer's reader (`peers`) reads its home into a neutral [`Plan`] and
+//! writes nothing; [`apply`] then writes it, or with `--dry-run` only says item by item
+//! what it would write. What cannot come across is a `skip` line with its reason, and the
+//! rest still comes. Old config shapes (PicoClaw without `model_list`, ZeroClaw schema 1)
+//! are named in a skip line, not read.
 //!
 //! Safety: nothing outside the peer home is read (symlinks leading out are refused, loops
 //! named); secrets go only to `secrets.env` (mode 0600) and are never printed, not even
@@ -26,28 +27,25 @@
 //! A one-shot command on the main thread: plain file and SQLite I/O, no executor.
 
 mod apply;
-pub mod json5;
-mod nullclaw;
-mod openclaw;
-mod picoclaw;
+pub mod formats;
+mod peers;
 mod source;
-pub mod toml;
-mod zeroclaw;
 
 pub use apply::{Options, apply};
 
-use crate::config::{Home, ProviderKind};
+use crate::config::Home;
+use crate::json;
 use crate::memory::transfer::Entry;
 use miniserde::json::{Number, Value};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Largest peer config file read.
-pub const MAX_PEER_CONFIG_BYTES: u64 = 1024 * 1024;
+pub const MAX_PEER_CONFIG_BYTES: usize = 1024 * 1024;
 /// Largest workspace file (SOUL.md, a SKILL.md ...) brought across.
-pub const MAX_PEER_FILE_BYTES: u64 = 256 * 1024;
+pub const MAX_PEER_FILE_BYTES: usize = 256 * 1024;
 /// Bytes of one markdown memory file read; the rest is reported as not read.
-pub const MAX_PEER_MEMORY_FILE_BYTES: u64 = 4 * 1024 * 1024;
+pub const MAX_PEER_MEMORY_FILE_BYTES: usize = 4 * 1024 * 1024;
 /// Names listed per peer folder (skills, daily notes).
 pub const MAX_PEER_DIR_ENTRIES: usize = 2000;
 /// Memory text held by one plan; memories past it are reported, not read.
@@ -77,12 +75,7 @@ impl Peer {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            Peer::OpenClaw => "openclaw",
-            Peer::PicoClaw => "picoclaw",
-            Peer::NullClaw => "nullclaw",
-            Peer::ZeroClaw => "zeroclaw",
-        }
+        ["openclaw", "picoclaw", "nullclaw", "zeroclaw"][self as usize]
     }
 
     pub fn parse(s: &str) -> Option<Peer> {
@@ -141,7 +134,8 @@ impl std::error::Error for MigrateError {}
 /// A provider as yoctoclaw will call it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Provider {
-    pub kind: ProviderKind,
+    /// Messages API (else OpenAI-compatible Chat Completions).
+    pub anthropic: bool,
     pub base_url: String,
     pub model: String,
     /// Environment variable (in secrets.env) holding its key.
@@ -201,8 +195,8 @@ pub struct Telegram {
 /// shows no secret and no peer variable's value.
 pub struct Plan {
     pub peer: Peer,
-    pub provider: Option<Provider>,
-    pub fallbacks: Vec<Provider>,
+    /// The primary provider first, then the fallbacks.
+    pub providers: Vec<Provider>,
     pub secrets: Vec<Secret>,
     pub telegram: Option<Telegram>,
     pub timezone: Option<String>,
@@ -210,8 +204,8 @@ pub struct Plan {
     pub files: Vec<(String, String)>,
     pub memories: Vec<Batch>,
     pub jobs: Vec<Job>,
-    /// (report column, what, why).
-    pub skipped: Vec<(&'static str, String, String)>,
+    /// (report column, "what: why").
+    pub skipped: Vec<(&'static str, String)>,
     /// Variables the peer's own files define (`.env`, `env` sections), for `${VAR}`.
     pub env: Vec<(String, String)>,
     mem_bytes: usize,
@@ -223,12 +217,9 @@ impl fmt::Debug for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Plan")
             .field("peer", &self.peer)
-            .field("provider", &self.provider)
-            .field("fallbacks", &self.fallbacks)
+            .field("providers", &self.providers)
             .field("secrets", &self.secrets)
             .field("telegram", &self.telegram)
-            .field("files", &self.files.len())
-            .field("memories", &self.memories.len())
             .field("jobs", &self.jobs)
             .field("skipped", &self.skipped)
             .finish_non_exhaustive()
@@ -239,8 +230,7 @@ impl Plan {
     pub fn new(peer: Peer) -> Plan {
         Plan {
             peer,
-            provider: None,
-            fallbacks: Vec::new(),
+            providers: Vec::new(),
             secrets: Vec::new(),
             telegram: None,
             timezone: None,
@@ -257,7 +247,7 @@ impl Plan {
 
     /// Report something that cannot come across: `kind` is its report column.
     pub fn skip(&mut self, kind: &'static str, what: &str, why: &str) {
-        self.skipped.push((kind, what.to_string(), why.to_string()));
+        self.skipped.push((kind, [what, ": ", why].concat()));
     }
 
     /// Add memories, within `MAX_PLAN_MEMORY_BYTES`.
@@ -282,45 +272,44 @@ impl Plan {
         }
     }
 
-    /// The value of a peer setting that may be `${VAR}` (resolved from the peer's env).
-    pub fn resolve(&self, v: &str) -> Result<String, String> {
-        let v = v.trim();
-        let Some(name) = v.strip_prefix("${").and_then(|r| r.strip_suffix('}')) else {
-            return Ok(v.to_string());
-        };
-        let name = name.split(":-").next().unwrap_or(name);
-        self.env
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-            .ok_or_else(|| {
-                [
-                    "refers to ",
-                    name,
-                    ", which the peer's files do not set: put the value in secrets.env by hand",
-                ]
-                .concat()
-            })
+    /// A variable the peer's files define.
+    pub fn var(&self, name: &str) -> Option<String> {
+        let v = self.env.iter().find(|(k, _)| k == name)?;
+        Some(v.1.clone())
     }
 
-    /// A secret for `secrets.env` under `name`, checked (reported when it cannot come).
+    /// A secret for `secrets.env` under `name`: `raw` may be `${VAR}` (resolved from the
+    /// peer's variables). Checked; reported when it cannot come.
     pub fn secret(&mut self, name: &str, raw: &str) -> bool {
-        let checked = self
-            .resolve(raw)
-            .and_then(|v| check_secret(&v).map(|_| v).map_err(str::to_string));
-        let why = match checked {
-            Ok(v) => match self.secrets.iter().find(|s| s.name == name) {
-                Some(s) if s.value == v => return true,
-                Some(_) => "it already holds another of the peer's keys".to_string(),
-                None => {
-                    self.secrets.push(Secret {
-                        name: name.to_string(),
-                        value: v,
-                    });
-                    return true;
-                }
+        let v = raw.trim();
+        let (v, var) = match v.strip_prefix("${").and_then(|r| r.strip_suffix('}')) {
+            Some(var) => {
+                let var = var.split(":-").next().unwrap_or(var);
+                (self.var(var), var)
+            }
+            None => (Some(v.to_string()), ""),
+        };
+        let why = match v {
+            None => [
+                "it refers to ",
+                var,
+                ", which the peer's files do not set: put the value in secrets.env by hand",
+            ]
+            .concat(),
+            Some(v) => match check_secret(&v) {
+                Err(why) => why.to_string(),
+                Ok(()) => match self.secrets.iter().find(|s| s.name == name) {
+                    Some(s) if s.value == v => return true,
+                    Some(_) => "it already holds another of the peer's keys".to_string(),
+                    None => {
+                        self.secrets.push(Secret {
+                            name: name.to_string(),
+                            value: v,
+                        });
+                        return true;
+                    }
+                },
             },
-            Err(why) => why,
         };
         self.skip("secret", name, &why);
         false
@@ -335,76 +324,50 @@ impl Plan {
         anthropic: bool,
         key: Option<&str>,
     ) {
-        if let Err(why) = self.try_provider(name, model.trim(), url, anthropic, key) {
-            self.skip("provider", &[name, " ", model].concat(), &why);
-        }
-    }
-
-    fn try_provider(
-        &mut self,
-        name: &str,
-        model: &str,
-        url: Option<&str>,
-        anthropic: bool,
-        key: Option<&str>,
-    ) -> Result<(), String> {
-        let (kind, base_url) = resolve_provider(name, url, anthropic)?;
-        if model.is_empty() {
-            return Err("no model is named for it".into());
-        }
-        let mut all = self.provider.iter().chain(self.fallbacks.iter());
-        if all
-            .clone()
-            .any(|p| p.base_url == base_url && p.model == model)
-        {
-            return Ok(());
-        }
-        let primary = self.provider.is_none();
-        if !primary && self.fallbacks.len() >= MAX_FALLBACKS {
-            return Err("more fallbacks than yoctoclaw keeps".into());
-        }
-        let key_env = match all.find(|p| p.base_url == base_url) {
-            Some(p) => p.key_env.clone(),
-            None if primary => "YOCTOCLAW_API_KEY".to_string(),
-            None => {
-                let mut n: String = canonical_name(name)
-                    .chars()
-                    .map(|c| {
-                        if c.is_ascii_alphanumeric() {
-                            c.to_ascii_uppercase()
-                        } else {
-                            '_'
-                        }
-                    })
-                    .collect();
-                n.push_str("_API_KEY");
-                n
+        let model = model.trim();
+        let why = match resolve_provider(name, url, anthropic) {
+            Err(why) => why,
+            Ok(_) if model.is_empty() => "no model is named for it".into(),
+            Ok((_, _, base_url))
+                if self
+                    .providers
+                    .iter()
+                    .any(|p| p.base_url == base_url && p.model == model) =>
+            {
+                return;
+            }
+            Ok(_) if self.providers.len() > MAX_FALLBACKS => {
+                "more fallbacks than yoctoclaw keeps".into()
+            }
+            Ok((anthropic, canonical, base_url)) => {
+                let key_env = match self.providers.iter().find(|p| p.base_url == base_url) {
+                    Some(p) => p.key_env.clone(),
+                    None if self.providers.is_empty() => "YOCTOCLAW_API_KEY".to_string(),
+                    None => key_var(&canonical),
+                };
+                if let Some(k) = key.filter(|k| !k.trim().is_empty()) {
+                    // A key that cannot come is reported; the provider still comes.
+                    self.secret(&key_env, k);
+                }
+                self.providers.push(Provider {
+                    anthropic,
+                    base_url,
+                    model: model.to_string(),
+                    key_env,
+                    from: name.to_string(),
+                });
+                return;
             }
         };
-        if let Some(k) = key.filter(|k| !k.trim().is_empty()) {
-            // A key that cannot come is reported; the provider still comes.
-            self.secret(&key_env, k);
-        }
-        let p = Provider {
-            kind,
-            base_url,
-            model: model.to_string(),
-            key_env,
-            from: name.to_string(),
-        };
-        if primary {
-            self.provider = Some(p);
-        } else {
-            self.fallbacks.push(p);
-        }
-        Ok(())
+        self.skip("provider", &[name, " ", model].concat(), &why);
     }
 
     /// Add Telegram user ids or @names from a peer allowlist value (a list or one value).
-    pub fn allow(&mut self, v: &Value) {
+    pub fn allow(&mut self, v: Option<&Value>) {
         let items = match v {
-            Value::Array(a) => a.as_slice(),
-            other => std::slice::from_ref(other),
+            Some(Value::Array(a)) => a.as_slice(),
+            Some(other) => std::slice::from_ref(other),
+            None => &[],
         };
         for item in items {
             let Some(s) = scalar(item) else { continue };
@@ -415,7 +378,7 @@ impl Plan {
                 .unwrap_or(s);
             let id = if s.parse::<i64>().is_ok() || s.starts_with('@') {
                 s.to_string()
-            } else if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            } else if !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
                 ["@", s].concat()
             } else {
                 let why = if s == "*" {
@@ -445,14 +408,12 @@ impl Plan {
 
 /// Refuse values `secrets.env` cannot hold or that are not the key itself.
 fn check_secret(v: &str) -> Result<(), &'static str> {
+    let has = |prefixes: &str| prefixes.split(' ').any(|p| v.starts_with(p));
     Err(if v.is_empty() {
         "it is empty"
-    } else if ["enc:", "enc2:", "enc://"].iter().any(|p| v.starts_with(p)) {
+    } else if has("enc: enc2: enc://") {
         "the peer stores it encrypted: put the plain value in secrets.env by hand"
-    } else if ["op://", "file://", "env:", "keyring:"]
-        .iter()
-        .any(|p| v.starts_with(p))
-    {
+    } else if has("op:// file:// env: keyring:") {
         "the peer looks it up at run time: put the value in secrets.env by hand"
     } else if v
         .chars()
@@ -464,115 +425,107 @@ fn check_secret(v: &str) -> Result<(), &'static str> {
     })
 }
 
-/// Known providers: canonical name and base URL. Only `anthropic` speaks the Messages API;
-/// every other one is OpenAI-compatible.
-const PROVIDERS: &[(&str, &str)] = &[
-    ("openai", "https://api.openai.com/v1"),
-    ("anthropic", crate::config::ANTHROPIC_BASE_URL),
-    ("openrouter", "https://openrouter.ai/api/v1"),
-    ("ollama", "http://127.0.0.1:11434/v1"),
-    ("groq", "https://api.groq.com/openai/v1"),
-    ("deepseek", "https://api.deepseek.com/v1"),
-    ("mistral", "https://api.mistral.ai/v1"),
-    ("xai", "https://api.x.ai/v1"),
-    (
-        "gemini",
-        "https://generativelanguage.googleapis.com/v1beta/openai",
-    ),
-    ("together", "https://api.together.xyz/v1"),
-    ("fireworks", "https://api.fireworks.ai/inference/v1"),
-    ("perplexity", "https://api.perplexity.ai"),
-    ("cerebras", "https://api.cerebras.ai/v1"),
-    ("moonshot", "https://api.moonshot.ai/v1"),
-    ("venice", "https://api.venice.ai/api/v1"),
-    ("nvidia", "https://integrate.api.nvidia.com/v1"),
-    ("zai", "https://api.z.ai/api/paas/v4"),
-    (
-        "qwen",
-        "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
-    ),
-    ("siliconflow", "https://api.siliconflow.cn/v1"),
-    ("minimax", "https://api.minimax.io/v1"),
-    ("lmstudio", "http://127.0.0.1:1234/v1"),
-    ("vllm", "http://127.0.0.1:8000/v1"),
-    ("llamacpp", "http://127.0.0.1:8080/v1"),
-    ("litellm", "http://127.0.0.1:4000/v1"),
-];
-
-/// Other spellings the peers use for the same services.
-const ALIASES: &[(&str, &str)] = &[
-    ("anthropic-messages", "anthropic"),
-    ("claude", "anthropic"),
-    ("gpt", "openai"),
-    ("google", "gemini"),
-    ("grok", "xai"),
-    ("kimi", "moonshot"),
-    ("zhipu", "zai"),
-    ("glm", "zai"),
-    ("dashscope", "qwen"),
-    ("qwen-portal", "qwen"),
-    ("qwen-intl", "qwen"),
-    ("together-ai", "together"),
-    ("llama.cpp", "llamacpp"),
-    ("llama-cpp", "llamacpp"),
-    ("lm-studio", "lmstudio"),
-];
-
-fn canonical_name(name: &str) -> String {
-    let n = name.trim().to_ascii_lowercase();
-    ALIASES
-        .iter()
-        .find(|(a, _)| *a == n)
-        .map_or(n, |(_, c)| c.to_string())
+/// `<NAME>_API_KEY` for a provider name: letters and digits upper-cased, the rest `_`.
+pub fn key_var(name: &str) -> String {
+    let mut n: String = name
+        .bytes()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase() as char
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    n.push_str("_API_KEY");
+    n
 }
 
-/// A peer's provider name (and base URL, if it set one) as yoctoclaw's kind and base URL.
-/// `anthropic` says the peer speaks the Messages API to it.
+/// Known providers, one a line: base URL, then every name the peers use for it (the
+/// first is its own). Only `anthropic` speaks the Messages API; every other one is
+/// OpenAI-compatible.
+const PROVIDERS: &str = "\
+https://api.openai.com/v1 openai gpt
+https://api.anthropic.com anthropic claude anthropic-messages
+https://openrouter.ai/api/v1 openrouter
+http://127.0.0.1:11434/v1 ollama
+https://api.groq.com/openai/v1 groq
+https://api.deepseek.com/v1 deepseek
+https://api.mistral.ai/v1 mistral
+https://api.x.ai/v1 xai grok
+https://generativelanguage.googleapis.com/v1beta/openai gemini google
+https://api.together.xyz/v1 together together-ai
+https://api.fireworks.ai/inference/v1 fireworks
+https://api.perplexity.ai perplexity
+https://api.cerebras.ai/v1 cerebras
+https://api.moonshot.ai/v1 moonshot kimi
+https://api.venice.ai/api/v1 venice
+https://integrate.api.nvidia.com/v1 nvidia
+https://api.z.ai/api/paas/v4 zai zhipu glm
+https://dashscope-intl.aliyuncs.com/compatible-mode/v1 qwen dashscope qwen-portal qwen-intl
+https://api.siliconflow.cn/v1 siliconflow
+https://api.minimax.io/v1 minimax
+http://127.0.0.1:1234/v1 lmstudio lm-studio
+http://127.0.0.1:8000/v1 vllm
+http://127.0.0.1:8080/v1 llamacpp llama.cpp llama-cpp
+http://127.0.0.1:4000/v1 litellm";
+
+/// A peer's provider name (and base URL, if it set one) as (Messages API?, yoctoclaw's
+/// name for it, base URL). `anthropic` says the peer speaks the Messages API to it.
 pub fn resolve_provider(
     name: &str,
     url: Option<&str>,
     anthropic: bool,
-) -> Result<(ProviderKind, String), String> {
+) -> Result<(bool, String, String), String> {
     let raw = name.trim();
-    let (n, url) = if let Some(u) = raw.strip_prefix("custom:") {
-        ("custom".to_string(), Some(u))
-    } else if let Some(u) = raw.strip_prefix("anthropic-custom:") {
-        ("anthropic".to_string(), Some(u))
-    } else {
-        (canonical_name(raw), url)
+    let mut n = raw.to_ascii_lowercase();
+    let mut url = url;
+    for (prefix, to) in [("custom:", "custom"), ("anthropic-custom:", "anthropic")] {
+        if let Some(u) = raw.strip_prefix(prefix) {
+            (n, url) = (to.to_string(), Some(u));
+        }
+    }
+    let mut known = None;
+    for line in PROVIDERS.lines() {
+        let mut words = line.split(' ');
+        let base = words.next();
+        let own = words.clone().next().unwrap_or("");
+        if words.any(|w| w == n) {
+            (n, known) = (own.to_string(), base);
+            break;
+        }
+    }
+    let Some(base) = url.map(str::trim).filter(|u| !u.is_empty()).or(known) else {
+        return Err([
+            "yoctoclaw does not know the provider \"",
+            name,
+            "\" and the peer gives no base URL for it: set provider.kind and provider.base_url by hand",
+        ]
+        .concat());
     };
-    let url = url.map(str::trim).filter(|u| !u.is_empty());
-    let known = PROVIDERS.iter().find(|(p, _)| *p == n).map(|(_, u)| *u);
-    let Some(base) = url.or(known) else {
-        return Err(format!(
-            "yoctoclaw does not know the provider {name:?} and the peer gives no base URL for it: set provider.kind and provider.base_url by hand"
-        ));
-    };
-    let kind = if anthropic || n == "anthropic" {
-        ProviderKind::Anthropic
-    } else {
-        ProviderKind::OpenAi
-    };
+    let anthropic = anthropic || n == "anthropic";
     let mut base = base.trim_end_matches('/').to_string();
     let Some(after) = base
         .strip_prefix("https://")
         .or_else(|| base.strip_prefix("http://"))
     else {
-        return Err(format!(
-            "its base URL {base:?} is not an http:// or https:// URL"
-        ));
+        return Err([
+            "its base URL \"",
+            &base,
+            "\" is not an http:// or https:// URL",
+        ]
+        .concat());
     };
-    let has_path = after.contains('/');
-    if kind == ProviderKind::Anthropic {
+    if anthropic {
         // yoctoclaw appends /v1/messages itself.
         if let Some(b) = base.strip_suffix("/v1") {
-            base = b.to_string();
+            base.truncate(b.len());
         }
-    } else if !has_path {
+    } else if !after.contains('/') {
         // `https://api.openai.com`, `http://host:11434`: the Chat Completions root is /v1.
         base.push_str("/v1");
     }
-    Ok((kind, base))
+    Ok((anthropic, n, base))
 }
 
 /// `provider/model` as the peers write it (`openrouter/anthropic/claude-sonnet-4`).
@@ -592,62 +545,52 @@ pub fn scalar(v: &Value) -> Option<String> {
     }
 }
 
+/// The strings of a value that is a string or a list (anything else: none).
+pub fn strs(v: Option<&Value>) -> Vec<&str> {
+    match v {
+        Some(Value::Array(a)) => a.iter().filter_map(json::as_str).collect(),
+        Some(Value::String(s)) => vec![s.as_str()],
+        _ => Vec::new(),
+    }
+}
+
 /// Unix seconds of `YYYY-MM-DD[T ]HH:MM[:SS[.fff]][Z|±HH:MM]` (no offset: UTC).
 pub fn parse_instant(s: &str) -> Option<i64> {
-    let b = s.trim().as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        std::str::from_utf8(b.get(r)?).ok()?.parse().ok()
+    let s = s.trim();
+    let n = if s.as_bytes().get(16) == Some(&b':') {
+        19
+    } else {
+        16
     };
-    if b.len() < 16 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
+    let mut head = s.get(..n)?.as_bytes().to_vec();
+    if head.get(10) == Some(&b' ') {
+        head[10] = b'T';
     }
-    let (y, mo, d, h, mi) = (
-        num(0..4)?,
-        num(5..7)?,
-        num(8..10)?,
-        num(11..13)?,
-        num(14..16)?,
-    );
-    let mut i = 16;
-    let mut sec = 0;
-    if b.get(i) == Some(&b':') {
-        sec = num(17..19)?;
-        i = 19;
-        if b.get(i) == Some(&b'.') {
-            i += 1;
-            while b.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-        }
+    let t = crate::time::civil::CivilDateTime::parse(std::str::from_utf8(&head).ok()?)
+        .ok()?
+        .to_unix();
+    let mut rest = s.get(n..)?;
+    if n == 19 && rest.starts_with('.') {
+        rest = rest[1..].trim_start_matches(|c: char| c.is_ascii_digit());
     }
-    let offset = match b.get(i) {
-        None | Some(b'Z' | b'z') => 0,
-        Some(&sign @ (b'+' | b'-')) => {
-            let o = num(i + 1..i + 3)? * 3600 + num(i + 4..i + 6)? * 60;
-            if sign == b'+' { o } else { -o }
+    let off = match rest.as_bytes() {
+        [] | [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), _, _, b':', _, _] => {
+            let num = |r| rest.get(r).and_then(|d: &str| d.parse::<i64>().ok());
+            let o = num(1..3)? * 3600 + num(4..6)? * 60;
+            if *sign == b'+' { o } else { -o }
         }
         _ => return None,
     };
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let days = crate::time::civil::days_from_civil(y as i32, mo as u8, d as u8);
-    Some(days * 86_400 + h * 3600 + mi * 60 + sec - offset)
+    Some(t - off)
 }
 
 /// A time as the peers store it: seconds, milliseconds or RFC 3339 text.
 pub fn time_value(v: &Value) -> Option<i64> {
     match v {
         Value::String(s) => parse_instant(s),
-        other => crate::json::as_i64(other).map(|n| if n > 100_000_000_000 { n / 1000 } else { n }),
+        other => json::as_i64(other).map(|n| if n > 100_000_000_000 { n / 1000 } else { n }),
     }
-}
-
-/// The default home of a peer: `$HOME/.<peer>`.
-pub fn default_peer_home(peer: Peer) -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(format!(".{}", peer.name())))
 }
 
 /// Read a peer home into a plan. Fails only when the home itself cannot be read.
@@ -655,12 +598,12 @@ pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
     let src = source::Src::open(dir, peer)
         .map_err(|why| MigrateError::NoPeerHome(dir.to_path_buf(), why))?;
     let mut plan = Plan::new(peer);
-    match peer {
-        Peer::OpenClaw => openclaw::read(&src, &mut plan),
-        Peer::PicoClaw => picoclaw::read(&src, &mut plan),
-        Peer::NullClaw => nullclaw::read(&src, &mut plan),
-        Peer::ZeroClaw => zeroclaw::read(&src, &mut plan),
-    }
+    [
+        peers::openclaw,
+        peers::picoclaw,
+        peers::nullclaw,
+        peers::zeroclaw,
+    ][peer as usize](&src, &mut plan);
     if plan.mem_dropped > 0 {
         let n = plan.mem_dropped.to_string();
         plan.skip(
@@ -672,284 +615,31 @@ pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
     Ok(plan)
 }
 
-/// `yoctoclaw migrate`: plan, then apply (or describe), printing to `out`. Returns whether
-/// anything is (or would be) in the yoctoclaw home afterwards.
+/// `yoctoclaw migrate`: plan, then apply (or describe), printing to stdout. Returns
+/// whether anything is (or would be) in the yoctoclaw home afterwards.
 pub fn command(
     home: &Home,
     from: &str,
     path: Option<&Path>,
     opts: &Options,
-    out: &mut dyn std::io::Write,
 ) -> Result<bool, MigrateError> {
     let peer = Peer::parse(from).ok_or_else(|| MigrateError::UnknownPeer(from.to_string()))?;
+    let name = [".", peer.name()].concat();
     let dir = match path {
         Some(p) => p.to_path_buf(),
-        None => default_peer_home(peer).ok_or_else(|| {
-            MigrateError::NoPeerHome(
-                PathBuf::from(format!("~/.{}", peer.name())),
-                "HOME is not set".into(),
-            )
-        })?,
+        None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            Some(h) => PathBuf::from(h).join(name),
+            None => {
+                return Err(MigrateError::NoPeerHome(
+                    Path::new("~").join(name),
+                    "HOME is not set".into(),
+                ));
+            }
+        },
     };
     let plan = plan(peer, &dir)?;
-    apply(&plan, &dir, home, opts, out)
+    apply(&plan, &dir, home, opts)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn provider_names_map_to_kinds_and_base_urls() {
-        let ok = |n: &str, url: Option<&str>| resolve_provider(n, url, false).unwrap();
-        assert_eq!(
-            ok("openrouter", None),
-            (ProviderKind::OpenAi, "https://openrouter.ai/api/v1".into())
-        );
-        assert_eq!(
-            ok("Anthropic", Some("https://api.anthropic.com/v1/")),
-            (ProviderKind::Anthropic, "https://api.anthropic.com".into())
-        );
-        assert_eq!(ok("anthropic-messages", None).0, ProviderKind::Anthropic);
-        assert_eq!(
-            ok("google", None).1,
-            "https://generativelanguage.googleapis.com/v1beta/openai"
-        );
-        assert_eq!(
-            ok("ollama", Some("http://127.0.0.1:11434")).1,
-            "http://127.0.0.1:11434/v1"
-        );
-        assert_eq!(
-            ok("openai", Some("https://api.openai.com")).1,
-            "https://api.openai.com/v1"
-        );
-        assert_eq!(
-            ok("custom:https://llm.lan:8443/v1", None),
-            (ProviderKind::OpenAi, "https://llm.lan:8443/v1".into())
-        );
-        assert_eq!(
-            ok("anthropic-custom:https://api.z.ai/api/anthropic", None),
-            (
-                ProviderKind::Anthropic,
-                "https://api.z.ai/api/anthropic".into()
-            )
-        );
-        assert_eq!(
-            ok("myproxy", Some("http://10.0.0.2:4000/v1")).1,
-            "http://10.0.0.2:4000/v1"
-        );
-        assert!(
-            resolve_provider("bedrock", None, false)
-                .unwrap_err()
-                .contains("bedrock")
-        );
-        assert!(resolve_provider("x", Some("ftp://x"), false).is_err());
-    }
-
-    #[test]
-    fn instants_parse_in_the_peers_formats() {
-        assert_eq!(parse_instant("1970-01-02T00:00:00Z"), Some(86_400));
-        assert_eq!(parse_instant("2026-03-01 10:00:00"), Some(1_772_359_200));
-        assert_eq!(
-            parse_instant("2026-03-01T12:00:00.123+02:00"),
-            Some(1_772_359_200)
-        );
-        assert_eq!(parse_instant("2026-03-01T10:00"), Some(1_772_359_200));
-        for bad in [
-            "",
-            "2026-13-01T00:00",
-            "yesterday",
-            "2026-03-01T10:00:00Q",
-            "2026-03-01",
-        ] {
-            assert_eq!(parse_instant(bad), None, "{bad}");
-        }
-        assert_eq!(
-            time_value(&Value::Number(Number::U64(1_772_359_200_000))),
-            Some(1_772_359_200)
-        );
-    }
-
-    #[test]
-    fn secrets_are_checked_and_never_shown() {
-        let mut p = Plan::new(Peer::OpenClaw);
-        p.env.push(("OR_KEY".into(), "sk-test-or".into()));
-        assert!(p.secret("A_KEY", "${OR_KEY}"));
-        assert!(!p.secret("B_KEY", "${MISSING}"));
-        assert!(!p.secret("C_KEY", "enc2:abcdef"));
-        assert!(!p.secret("D_KEY", "two words"));
-        assert!(p.secret("A_KEY", "sk-test-or"));
-        assert!(!p.secret("A_KEY", "sk-test-other"));
-        assert_eq!(p.secrets.len(), 1);
-        assert_eq!(p.skipped.len(), 4);
-        let shown = format!("{p:?}");
-        assert!(!shown.contains("sk-test-or\"") && shown.contains("Secret(A_KEY)"));
-    }
-
-    #[test]
-    fn allowlists_are_normalised() {
-        let mut p = Plan::new(Peer::OpenClaw);
-        let v = crate::json::parse_value(
-            r#"["123", 456, "tg:789", "@ada", "bob_x", "*", "a b", "123"]"#,
-        )
-        .unwrap();
-        p.allow(&v);
-        let t = p.telegram.as_ref().unwrap();
-        assert_eq!(t.allow_from, ["123", "456", "789", "@ada", "@bob_x"]);
-        assert_eq!(p.skipped.len(), 2);
-    }
-
-    #[test]
-    fn fallbacks_share_a_service_key_and_are_bounded() {
-        let mut p = Plan::new(Peer::NullClaw);
-        p.provider("openrouter", "a/b", None, false, Some("sk-test-1"));
-        p.provider("openrouter", "c/d", None, false, None);
-        p.provider("groq", "llama", None, false, Some("gsk-test"));
-        p.provider("openrouter", "a/b", None, false, None);
-        for i in 0..6 {
-            p.provider("ollama", &format!("m{i}"), None, false, None);
-        }
-        assert_eq!(p.provider.as_ref().unwrap().key_env, "YOCTOCLAW_API_KEY");
-        assert_eq!(p.fallbacks[0].key_env, "YOCTOCLAW_API_KEY");
-        assert_eq!(p.fallbacks[1].key_env, "GROQ_API_KEY");
-        assert_eq!(p.fallbacks.len(), MAX_FALLBACKS);
-        assert_eq!(p.secrets.len(), 2);
-    }
-}
-
-#[cfg(test)]
-mod peer_tests {
-    use super::*;
-
-    /// A peer home holding `files`, removed on drop.
-    struct Dir(PathBuf);
-
-    impl Dir {
-        fn new(tag: &str, files: &[(&str, &str)]) -> Dir {
-            let d = std::env::temp_dir().join(format!("yc-migrate-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&d);
-            for (rel, text) in files {
-                let p = d.join(rel);
-                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-                std::fs::write(p, text).unwrap();
-            }
-            Dir(d)
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn names(p: &Plan) -> Vec<&str> {
-        p.secrets.iter().map(|s| s.name.as_str()).collect()
-    }
-
-    #[test]
-    fn zeroclaw_schema_1() {
-        let d = Dir::new(
-            "zc1",
-            &[(
-                "config.toml",
-                r#"api_key = "sk-test-zc1"
-default_provider = "custom:https://llm.lan/v1"
-default_model = "qwen3"
-
-[reliability]
-fallback_providers = ["groq"]
-
-[reliability.model_fallbacks]
-qwen3 = ["qwen3-small"]
-
-[model_providers.groq]
-api_key = "gsk-test-zc1"
-
-[channels_config.telegram]
-bot_token = "1:TEST"
-allowed_users = ["@v1_admin", "12345678"]
-"#,
-            )],
-        );
-        let p = plan(Peer::ZeroClaw, &d.0).unwrap();
-        let pr = p.provider.as_ref().unwrap();
-        assert_eq!(
-            (pr.base_url.as_str(), pr.model.as_str()),
-            ("https://llm.lan/v1", "qwen3")
-        );
-        assert_eq!(p.fallbacks.len(), 2);
-        assert_eq!(p.fallbacks[0].model, "qwen3-small");
-        assert_eq!(p.fallbacks[1].base_url, "https://api.groq.com/openai/v1");
-        assert_eq!(
-            names(&p),
-            ["YOCTOCLAW_API_KEY", "GROQ_API_KEY", "TELEGRAM_BOT_TOKEN"]
-        );
-        assert_eq!(
-            p.telegram.as_ref().unwrap().allow_from,
-            ["@v1_admin", "12345678"]
-        );
-        assert!(p.skipped.is_empty(), "{:?}", p.skipped);
-    }
-
-    #[test]
-    fn picoclaw_version_0_and_broken_security_file() {
-        let d = Dir::new(
-            "pc0",
-            &[
-                (
-                    "config.json",
-                    r#"{"agents": {"defaults": {"model": "glm-4.7", "provider": "zhipu"}},
-                        "providers": {"zhipu": {"api_key": "sk-test-zhipu", "api_base": ""},
-                                      "openrouter": {"api_key": ""}},
-                        "channels": {"telegram": {"enabled": true, "token": "2:TEST", "allow_from": ["42"]}}}"#,
-                ),
-                (
-                    ".security.yml",
-                    "channels:\n  telegram:\n    token: \"enc://AAAA\"\n",
-                ),
-            ],
-        );
-        let p = plan(Peer::PicoClaw, &d.0).unwrap();
-        let pr = p.provider.as_ref().unwrap();
-        assert_eq!(pr.base_url, "https://api.z.ai/api/paas/v4");
-        assert_eq!(pr.model, "glm-4.7");
-        assert_eq!(names(&p), ["YOCTOCLAW_API_KEY"]);
-        // The encrypted token is reported, and the channel stays off without it.
-        assert!(
-            p.skipped
-                .iter()
-                .any(|(_, w, why)| w == "TELEGRAM_BOT_TOKEN" && why.contains("encrypted"))
-        );
-        let t = p.telegram.as_ref().unwrap();
-        assert!(!t.enabled);
-        assert_eq!(t.allow_from, ["42"]);
-    }
-
-    #[test]
-    fn nullclaw_flat_telegram_and_a_config_outside_the_home() {
-        let d = Dir::new(
-            "nc",
-            &[(
-                "config.json",
-                r#"{"workspace": "/etc", "agents": {"defaults": {"model": {"primary": "ollama/llama3.2"}}},
-                    "channels": {"telegram": {"bot_token": "3:TEST", "allow_from": ["7"]}}}"#,
-            )],
-        );
-        let p = plan(Peer::NullClaw, &d.0).unwrap();
-        assert_eq!(
-            p.provider.as_ref().unwrap().base_url,
-            "http://127.0.0.1:11434/v1"
-        );
-        assert_eq!(names(&p), ["TELEGRAM_BOT_TOKEN"]);
-        assert!(p.files.is_empty());
-        // `/etc` is not below the home: nothing is read from it.
-        assert!(
-            p.skipped
-                .iter()
-                .any(|(_, w, why)| w == "/etc" && why.contains("outside")),
-            "{:?}",
-            p.skipped
-        );
-    }
-}
+mod tests;

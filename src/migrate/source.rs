@@ -1,53 +1,37 @@
 //! Reading a peer home without leaving it: every path is resolved (symlinks included) and
 //! must stay inside the home; loops, non-regular files, oversized and non-UTF-8 files are
 //! reported, never read. Also what the peers share: their workspace layout, markdown and
-//! SQLite memories, config parsing, and the JSON shape of their cron schedules.
+//! SQLite memories, config files, and the JSON shape of their cron jobs.
 //!
 //! # Bounds
 //! Files are read up to the limit the caller gives (`MAX_PEER_*` in the parent module),
-//! folder listings stop at `MAX_PEER_DIR_ENTRIES`, a peer database is read up to
+//! folder listings stop at `MAX_PEER_DIR_ENTRIES`, a database is read up to
 //! `store::memory::MAX_MEMORIES` rows (and the plan's own memory bound).
 //!
 //! # Blocking
 //! Plain file and SQLite reads on the calling thread.
 
+use super::formats::{self, Format};
 use super::{
     Job, MAX_PEER_CONFIG_BYTES, MAX_PEER_DIR_ENTRIES, MAX_PEER_FILE_BYTES,
     MAX_PEER_MEMORY_FILE_BYTES, Plan, When, parse_instant, time_value,
 };
+use crate::files::{ReadError, read_regular};
 use crate::json;
 use crate::memory::transfer::{Entry, Markdown};
 use crate::store::memory::{Category, MAX_MEMORIES, check_key};
-use miniserde::json::Value;
+use miniserde::json::{Object, Value};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
-use std::io::{ErrorKind, Read};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-
-/// The workspace files brought across, by their yoctoclaw names.
-pub const BOOTSTRAP_FILES: [&str; 6] = [
-    "SOUL.md",
-    "AGENTS.md",
-    "USER.md",
-    "IDENTITY.md",
-    "HEARTBEAT.md",
-    "TOOLS.md",
-];
 
 /// A peer home, resolved.
 pub struct Src {
     root: PathBuf,
-    /// `.openclaw`, ...: paths the peer's config writes below its home are taken as
+    /// `/.openclaw/`, ...: paths the peer's config writes below its home are taken as
     /// relative, so a home copied elsewhere (`--path`) still finds its workspace.
     home_name: String,
-}
-
-/// How a peer writes its config.
-#[derive(Clone, Copy)]
-pub enum Format {
-    Json,
-    Json5,
-    Toml,
 }
 
 impl Src {
@@ -91,47 +75,38 @@ impl Src {
     }
 
     /// Up to `max` bytes of a regular file, and whether it was longer.
-    pub fn bytes(&self, rel: &str, max: u64) -> Result<Option<(Vec<u8>, bool)>, String> {
+    pub fn bytes(&self, rel: &str, max: usize) -> Result<Option<(Vec<u8>, bool)>, String> {
         let Some(p) = self.real(rel)? else {
             return Ok(None);
         };
-        let read = || -> std::io::Result<Result<(Vec<u8>, bool), String>> {
-            let f = std::fs::File::open(&p)?;
-            if !f.metadata()?.is_file() {
-                return Ok(Err("not a regular file: not read".into()));
-            }
-            let mut buf = Vec::new();
-            f.take(max + 1).read_to_end(&mut buf)?;
-            let cut = buf.len() as u64 > max;
-            buf.truncate(max as usize);
-            Ok(Ok((buf, cut)))
-        };
-        match read() {
-            Ok(r) => r.map(Some),
-            Err(e) => Err(["cannot read it: ", &e.to_string()].concat()),
+        match read_regular(&p, max, false) {
+            Ok((b, total)) => Ok(Some((b, total > max as u64))),
+            Err(ReadError::NotFound) => Ok(None),
+            Err(e) => Err(e.to_string()),
         }
     }
 
     /// Names in a folder (sorted, hidden ones left out); empty when it does not exist.
     pub fn list(&self, rel: &str) -> Vec<String> {
-        let Ok(Some(p)) = self.real(rel) else {
-            return Vec::new();
-        };
-        let Ok(rd) = std::fs::read_dir(p) else {
-            return Vec::new();
-        };
-        let mut names: Vec<String> = rd
-            .take(MAX_PEER_DIR_ENTRIES)
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| !n.starts_with('.'))
-            .collect();
+        let mut names = Vec::new();
+        if let Ok(Some(p)) = self.real(rel)
+            && let Ok(rd) = std::fs::read_dir(p)
+        {
+            for e in rd.take(MAX_PEER_DIR_ENTRIES).flatten() {
+                if let Ok(n) = e.file_name().into_string()
+                    && !n.starts_with('.')
+                {
+                    names.push(n);
+                }
+            }
+        }
         names.sort_unstable();
         names
     }
 }
 
 /// A UTF-8 file of at most `max` bytes; anything else is reported in the plan.
-pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: u64) -> Option<String> {
+pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: usize) -> Option<String> {
     let why = match src.bytes(rel, max) {
         Ok(None) => return None,
         Ok(Some((_, true))) => "it is larger than migrate reads: not brought".to_string(),
@@ -148,40 +123,20 @@ pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: u64) -> Option<String> {
 /// A peer config file as a value tree; a broken file is reported and yields nothing.
 pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<Value> {
     let t = text(plan, src, rel, MAX_PEER_CONFIG_BYTES)?;
-    let t = t.trim_start_matches('\u{feff}');
-    let parsed = match format {
-        Format::Json => json::parse_value(t).map_err(|e| ("JSON", e.to_string())),
-        Format::Json5 => {
-            json::parse_value(&super::json5::to_json(t)).map_err(|e| ("JSON5", e.to_string()))
-        }
-        Format::Toml => super::toml::parse(t).map_err(|e| ("TOML", e.to_string())),
+    let why = match formats::parse(t.trim_start_matches('\u{feff}'), format) {
+        Ok(v @ (Value::Object(_) | Value::Array(_))) => return Some(v),
+        Ok(_) => "it holds no settings: nothing in it was brought".to_string(),
+        Err(e) => [
+            "not valid ",
+            format.name(),
+            " (",
+            &e.to_string(),
+            "): its settings were not brought",
+        ]
+        .concat(),
     };
-    match parsed {
-        Ok(v @ (Value::Object(_) | Value::Array(_))) => Some(v),
-        Ok(_) => {
-            plan.skip(
-                "config",
-                rel,
-                "it holds no settings: nothing in it was brought",
-            );
-            None
-        }
-        Err((what, e)) => {
-            plan.skip(
-                "config",
-                rel,
-                &[
-                    "not valid ",
-                    what,
-                    " (",
-                    &e,
-                    "): its settings were not brought",
-                ]
-                .concat(),
-            );
-            None
-        }
-    }
+    plan.skip("config", rel, &why);
+    None
 }
 
 /// Workspace files, skills and memories of a peer workspace at `ws` (below the home).
@@ -189,13 +144,11 @@ pub fn workspace(plan: &mut Plan, src: &Src, ws: &str) {
     if let Err(why) = src.real(ws) {
         return plan.skip("file", ws, &why);
     }
-    for name in BOOTSTRAP_FILES {
+    for (name, _) in crate::onboard::WORKSPACE_FILES {
         file(plan, src, &[ws, "/", name].concat(), name);
     }
     // PicoClaw's name for AGENTS.md.
-    if !plan.files.iter().any(|(d, _)| d == "AGENTS.md") {
-        file(plan, src, &[ws, "/AGENT.md"].concat(), "AGENTS.md");
-    }
+    file(plan, src, &[ws, "/AGENT.md"].concat(), "AGENTS.md");
     skills(plan, src, &[ws, "/skills"].concat());
     let dir = [ws, "/memory"].concat();
     for rel in [[ws, "/MEMORY.md"].concat(), [&dir, "/MEMORY.md"].concat()] {
@@ -203,15 +156,15 @@ pub fn workspace(plan: &mut Plan, src: &Src, ws: &str) {
     }
     // Daily notes: memory/2026-03-01.md, or PicoClaw's memory/202603/20260301.md.
     for name in src.list(&dir) {
-        if name.ends_with(".md") {
-            if name != "MEMORY.md" {
-                markdown(plan, src, &[&dir, "/", &name].concat(), Category::Daily);
+        let rel = [&dir, "/", &name].concat();
+        if name.bytes().all(|b| b.is_ascii_digit()) {
+            for n in src.list(&rel) {
+                if n.ends_with(".md") {
+                    markdown(plan, src, &[&rel, "/", &n].concat(), Category::Daily);
+                }
             }
-        } else if name.bytes().all(|b| b.is_ascii_digit()) {
-            let sub = [&dir, "/", &name].concat();
-            for n in src.list(&sub).into_iter().filter(|n| n.ends_with(".md")) {
-                markdown(plan, src, &[&sub, "/", &n].concat(), Category::Daily);
-            }
+        } else if name.ends_with(".md") && name != "MEMORY.md" {
+            markdown(plan, src, &rel, Category::Daily);
         }
     }
 }
@@ -229,12 +182,8 @@ pub fn file(plan: &mut Plan, src: &Src, rel: &str, dest: &str) {
 /// `dir/<name>/SKILL.md` for every skill folder.
 pub fn skills(plan: &mut Plan, src: &Src, dir: &str) {
     for name in src.list(dir) {
-        file(
-            plan,
-            src,
-            &[dir, "/", &name, "/SKILL.md"].concat(),
-            &["skills/", &name, "/SKILL.md"].concat(),
-        );
+        let rel = ["/", &name, "/SKILL.md"].concat();
+        file(plan, src, &[dir, &rel].concat(), &["skills", &rel].concat());
     }
 }
 
@@ -259,14 +208,17 @@ pub fn markdown(plan: &mut Plan, src: &Src, rel: &str, category: Category) {
         return plan.skip("memory", rel, "not UTF-8 text: no memories read from it");
     };
     let mut md = Markdown::default();
-    let mut out = Vec::new();
-    let mut push = |text: String| {
+    let mut texts: Vec<String> = t.lines().filter_map(|l| Some(md.line(l)?.1)).collect();
+    texts.extend(md.finish().map(|m| m.1));
+    let mut out = Vec::with_capacity(texts.len());
+    for text in texts {
         let keyed = text
             .strip_prefix("**")
             .and_then(|r| r.split_once("**:"))
-            .filter(|(k, v)| check_key(k).is_ok() && !v.trim().is_empty());
+            .filter(|(k, v)| check_key(k).is_ok() && !v.trim().is_empty())
+            .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()));
         let (key, text) = match keyed {
-            Some((k, v)) => (Some(k.trim().to_string()), v.trim().to_string()),
+            Some((k, v)) => (Some(k), v),
             None => (None, text),
         };
         out.push(Entry {
@@ -274,147 +226,134 @@ pub fn markdown(plan: &mut Plan, src: &Src, rel: &str, category: Category) {
             category,
             ..Entry::text(text)
         });
-    };
-    for line in t.lines() {
-        if let Some((_, m)) = md.line(line) {
-            push(m);
-        }
-    }
-    if let Some((_, m)) = md.finish() {
-        push(m);
     }
     plan.batch(rel, out);
 }
 
-/// Memories from a peer's SQLite `memories` table (NullClaw `memory.db`, ZeroClaw
-/// `brain.db`), whatever its column names.
-pub fn database(plan: &mut Plan, src: &Src, rel: &str) {
-    let path = match src.real(rel) {
-        Ok(Some(p)) => p,
-        Ok(None) => return,
-        Err(why) => return plan.skip("memory", rel, &why),
-    };
-    match read_memories(&path) {
-        Ok(v) => plan.batch(rel, v),
-        Err(e) => plan.skip(
-            "memory",
-            rel,
-            &["its memories cannot be read (", &e.to_string(), ")"].concat(),
-        ),
-    }
+/// Open a database read-only (nothing is created or changed beside it).
+pub fn open_ro(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
+    Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | flags)
 }
 
-/// Open a peer database read-only (nothing is created or changed beside it).
-pub fn open_db(path: &Path) -> rusqlite::Result<Connection> {
-    Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-}
-
-/// The rows of `sql` (at most `MAX_MEMORIES`) on a peer database opened read-only, as
-/// text cells (numbers as digits, anything else `None`).
-pub fn db_rows(path: &Path, sql: &str, cols: usize) -> rusqlite::Result<Vec<Vec<Option<String>>>> {
-    let conn = open_db(path)?;
-    let mut stmt = conn.prepare(sql)?;
-    let mut rows = stmt.query([])?;
-    let mut out = Vec::new();
+/// Every row of `sql` (its `?1`, if any, bound to `arg`) as `cols` text cells (numbers
+/// as digits, NULL and anything else empty), handed to `f`; at most `MAX_MEMORIES` rows.
+pub fn each_row(
+    conn: &Connection,
+    sql: &str,
+    arg: &str,
+    cols: usize,
+    f: &mut dyn FnMut(&mut [String]),
+) -> rusqlite::Result<()> {
+    let mut st = conn.prepare(sql)?;
+    let params = rusqlite::params![arg];
+    let mut rows = st.query(if sql.contains('?') { params } else { &[] })?;
+    let mut row = vec![String::new(); cols];
+    let mut n = 0;
     while let Some(r) = rows.next()? {
-        if out.len() >= MAX_MEMORIES as usize {
+        n += 1;
+        if n > MAX_MEMORIES {
             break;
         }
-        out.push((0..cols).map(|i| cell(r, i)).collect());
+        for (i, cell) in row.iter_mut().enumerate() {
+            *cell = match r.get_ref(i)? {
+                ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                ValueRef::Integer(n) => n.to_string(),
+                _ => String::new(),
+            };
+        }
+        f(&mut row);
     }
-    Ok(out)
+    Ok(())
 }
 
-/// A cell as text (numbers too).
-pub fn cell(r: &rusqlite::Row<'_>, i: usize) -> Option<String> {
-    match r.get_ref(i).ok()? {
-        ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-        ValueRef::Integer(n) => Some(n.to_string()),
-        _ => None,
+/// Rows of a peer database table (NullClaw `memory.db`, ZeroClaw `brain.db` and
+/// `jobs.db`); when they cannot be read, the reason is reported under `kind`.
+#[allow(clippy::too_many_arguments)]
+fn table(
+    plan: &mut Plan,
+    src: &Src,
+    rel: &str,
+    kind: &'static str,
+    what: &str,
+    sql: &str,
+    cols: usize,
+    f: &mut dyn FnMut(&mut [String]),
+) {
+    let r = match src.real(rel) {
+        Ok(None) => return,
+        Ok(Some(path)) => open_ro(&path, OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .and_then(|c| each_row(&c, sql, "", cols, f))
+            .map_err(|e| ["its ", what, " cannot be read (", &e.to_string(), ")"].concat()),
+        Err(why) => Err(why),
+    };
+    if let Err(why) = r {
+        plan.skip(kind, rel, &why);
     }
 }
 
-/// NullClaw's and ZeroClaw's `memories` tables (same column names).
-fn read_memories(path: &Path) -> rusqlite::Result<Vec<Entry>> {
-    let rows = db_rows(
-        path,
-        "SELECT key, content, category, created_at FROM memories",
-        4,
-    )?;
-    let mut out = Vec::with_capacity(rows.len());
-    for mut r in rows {
-        let Some(text) = r[1].take().filter(|t| !t.trim().is_empty()) else {
-            continue;
-        };
+/// Memories from a peer's SQLite `memories` table (NullClaw and ZeroClaw use the same
+/// column names).
+pub fn database(plan: &mut Plan, src: &Src, rel: &str) {
+    let mut out = Vec::new();
+    let sql = "SELECT key, content, category, created_at FROM memories";
+    table(plan, src, rel, "memory", "memories", sql, 4, &mut |r| {
+        if r[1].trim().is_empty() {
+            return;
+        }
         out.push(Entry {
-            key: r[0].take(),
-            text,
-            category: r[2].as_deref().map_or(Category::Core, |c| {
-                Category::parse(c).unwrap_or(Category::Custom)
+            key: Some(std::mem::take(&mut r[0])).filter(|k| !k.is_empty()),
+            text: std::mem::take(&mut r[1]),
+            category: Category::parse(&r[2]).unwrap_or(if r[2].is_empty() {
+                Category::Core
+            } else {
+                Category::Custom
             }),
-            created: r[3].as_deref().and_then(parse_instant),
+            created: parse_instant(&r[3]),
             updated: None,
         });
-    }
-    Ok(out)
+    });
+    plan.batch(rel, out);
+}
+
+/// ZeroClaw's `cron_jobs` table, as the JSON objects [`jobs`] reads.
+pub fn job_table(plan: &mut Plan, src: &Src, rel: &str) {
+    const SQL: &str = "SELECT id, name, job_type, prompt, command, expression, schedule, delivery, enabled FROM cron_jobs";
+    let names = &SQL["SELECT ".len()..SQL.len() - " FROM cron_jobs".len()];
+    let mut out = Vec::new();
+    table(plan, src, rel, "cron", "cron jobs", SQL, 9, &mut |r| {
+        let mut o = Object::new();
+        for (c, v) in names.split(", ").zip(r.iter_mut()) {
+            // `schedule` and `delivery` hold JSON text, `enabled` 0 or 1.
+            let v = match c {
+                _ if v.is_empty() => continue,
+                "schedule" | "delivery" => json::parse_value(v).unwrap_or(Value::Null),
+                "enabled" => Value::Bool(v != "0"),
+                _ => Value::String(std::mem::take(v)),
+            };
+            o.insert(c.to_string(), v);
+        }
+        out.push(Value::Object(o));
+    });
+    jobs(plan, &out, false);
 }
 
 /// A job's schedule as OpenClaw, PicoClaw and ZeroClaw store it: `{kind: "cron", expr,
 /// tz}`, `{kind: "every", everyMs | every_ms}`, `{kind: "at", at | atMs}`.
-pub fn when(v: &Value) -> Result<When, String> {
-    let get = |keys: &[&str]| keys.iter().find_map(|k| json::get(v, k));
+fn when(v: &Value) -> Result<When, String> {
+    let get = |keys: &str| keys.split(' ').find_map(|k| json::get(v, k));
     let kind = json::str_at(v, "kind").unwrap_or("");
     let w = match kind {
         "cron" => json::str_at(v, "expr").map(|e| {
             let tz = json::str_at(v, "tz").filter(|t| !t.trim().is_empty());
             When::Cron(e.to_string(), tz.map(str::to_string))
         }),
-        "every" => get(&["everyMs", "every_ms"])
+        "every" => get("everyMs every_ms")
             .and_then(json::as_u64)
             .map(When::EveryMs),
-        "at" => get(&["atMs", "at_ms", "at"])
-            .and_then(time_value)
-            .map(When::At),
+        "at" => get("atMs at_ms at").and_then(time_value).map(When::At),
         _ => return Err(["\"", kind, "\" schedules have no yoctoclaw equivalent"].concat()),
     };
     w.ok_or_else(|| "its schedule is incomplete".to_string())
-}
-
-/// `telegram:<chat_id>` when a job delivers to a Telegram chat, else empty (the log).
-pub fn target(channel: Option<&str>, to: Option<&Value>) -> String {
-    let to = to.and_then(super::scalar).unwrap_or_default();
-    let to = to.strip_prefix("telegram:").unwrap_or(&to);
-    let telegram = channel.is_none_or(|c| c.eq_ignore_ascii_case("telegram"));
-    match to.trim().parse::<i64>() {
-        Ok(id) if telegram => ["telegram:", &id.to_string()].concat(),
-        _ => String::new(),
-    }
-}
-
-/// Add a job, or report why it cannot come.
-pub fn job(
-    plan: &mut Plan,
-    name: &str,
-    when: Result<When, String>,
-    text: &str,
-    is_message: bool,
-    target: String,
-) {
-    let what = ["\"", name, "\""].concat();
-    match when {
-        Err(why) => plan.skip("cron", &what, &why),
-        Ok(_) if text.trim().is_empty() => plan.skip("cron", &what, "it has no prompt or message"),
-        Ok(when) => plan.jobs.push(Job {
-            name: name.to_string(),
-            when,
-            text: text.trim().to_string(),
-            is_message,
-            target,
-        }),
-    }
 }
 
 /// The peers' cron jobs as JSON objects: OpenClaw and PicoClaw `jobs.json` entries
@@ -426,40 +365,68 @@ pub fn jobs(plan: &mut Plan, list: &[Value], deliver_as_is: bool) {
     for j in list {
         let s = |k: &str| json::str_at(j, k).filter(|v| !v.trim().is_empty());
         let name = s("name").or_else(|| s("id")).unwrap_or("job");
-        let off = |k: &str, v: bool| json::get(j, k).and_then(json::as_bool) == Some(v);
+        let is = |v: &Value, k: &str, b: bool| json::get(v, k).and_then(json::as_bool) == Some(b);
         let p = json::get(j, "payload").unwrap_or(j);
         let ps = |k: &str| json::str_at(p, k).filter(|v| !v.trim().is_empty());
-        let agent = s("job_type") == Some("agent");
-        let refusal = if off("enabled", false) || off("paused", true) {
-            "it is disabled in the peer"
-        } else if s("job_type") == Some("shell") || (!agent && ps("command").is_some()) {
-            "it runs a shell command; yoctoclaw jobs run a prompt or send a message"
-        } else {
-            ""
-        };
         let text = ps("message")
             .or_else(|| ps("text"))
             .or_else(|| s("prompt"))
             .unwrap_or("");
-        let when = match (json::get(j, "schedule"), s("expression")) {
-            _ if !refusal.is_empty() => Err(refusal.to_string()),
-            (Some(sch), _) => when(sch),
-            (None, _) if off("one_shot", true) => json::get(j, "next_run_secs")
+        let when = if is(j, "enabled", false) || is(j, "paused", true) {
+            Err("it is disabled in the peer".to_string())
+        } else if s("job_type") == Some("shell")
+            || (s("job_type") != Some("agent") && ps("command").is_some())
+        {
+            Err("it runs a shell command; yoctoclaw jobs run a prompt or send a message".into())
+        } else if let Some(sch) = json::get(j, "schedule") {
+            when(sch)
+        } else if is(j, "one_shot", true) {
+            json::get(j, "next_run_secs")
                 .and_then(time_value)
                 .map(When::At)
-                .ok_or_else(|| "its one-shot time is missing".to_string()),
-            (None, Some(e)) => Ok(When::Cron(e.to_string(), None)),
-            (None, None) => Err("it has no schedule".to_string()),
+                .ok_or_else(|| "its one-shot time is missing".to_string())
+        } else if let Some(e) = s("expression") {
+            Ok(When::Cron(e.to_string(), None))
+        } else {
+            Err("it has no schedule".to_string())
         };
         let d = json::get(j, "delivery").unwrap_or(p);
-        let deliver = json::get(p, "deliver").and_then(json::as_bool) == Some(true);
-        let announce = !matches!(json::str_at(d, "mode"), None | Some("none"));
-        let target = if deliver || announce || json::get(d, "to").is_some() {
-            target(json::str_at(d, "channel"), json::get(d, "to"))
-        } else {
-            String::new()
-        };
-        job(plan, name, when, text, deliver && deliver_as_is, target);
+        let deliver = is(p, "deliver", true);
+        let mut target = String::new();
+        if deliver
+            || !matches!(json::str_at(d, "mode"), None | Some("none"))
+            || json::get(d, "to").is_some()
+        {
+            // `telegram:<chat_id>` when it delivers to a Telegram chat, else the log.
+            let to = json::get(d, "to")
+                .and_then(super::scalar)
+                .unwrap_or_default();
+            let telegram =
+                json::str_at(d, "channel").is_none_or(|c| c.eq_ignore_ascii_case("telegram"));
+            if let Ok(id) = to
+                .strip_prefix("telegram:")
+                .unwrap_or(&to)
+                .trim()
+                .parse::<i64>()
+                && telegram
+            {
+                target = ["telegram:", &id.to_string()].concat();
+            }
+        }
+        let what = ["\"", name, "\""].concat();
+        match when {
+            Err(why) => plan.skip("cron", &what, &why),
+            Ok(_) if text.trim().is_empty() => {
+                plan.skip("cron", &what, "it has no prompt or message")
+            }
+            Ok(when) => plan.jobs.push(Job {
+                name: name.to_string(),
+                when,
+                text: text.trim().to_string(),
+                is_message: deliver && deliver_as_is,
+                target,
+            }),
+        }
     }
 }
 
