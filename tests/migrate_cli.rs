@@ -337,7 +337,14 @@ fn zeroclaw_home_migrates() {
     assert!(ws(&home, "skills/git/SKILL.md").contains("name: git"));
     assert_eq!(count(&home, "SELECT COUNT(*) FROM memories"), 3);
     assert!(out.contains("more than 4096"), "{out}");
-    assert_eq!(count(&home, "SELECT COUNT(*) FROM cron_jobs"), 3);
+    // `[[cron.jobs]]` come; jobs made with `zeroclaw cron` (jobs.db) are named, not read.
+    assert_eq!(count(&home, "SELECT COUNT(*) FROM cron_jobs"), 1);
+    assert!(
+        out.contains(
+            "skip    cron     data/cron/jobs.db: jobs made with zeroclaw cron are not read"
+        ),
+        "{out}"
+    );
 }
 
 #[test]

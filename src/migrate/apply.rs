@@ -26,8 +26,9 @@
 use super::source::{each_row, open_ro};
 use super::{MigrateError, Plan, When};
 use crate::config::{Env, Home};
-use crate::files::{create_dir_private, write_atomic};
+use crate::files::{create_dir_private, read_regular, write_atomic};
 use crate::jobs::JobRequest;
+use crate::limits::MAX_SECRETS_BYTES;
 use crate::memory::{derive_key, text_hash};
 use crate::onboard::{CONFIG_TEMPLATE, WORKSPACE_FILES};
 use crate::store::memory::{MemoryError, check_key, check_text};
@@ -127,6 +128,7 @@ fn write(path: &Path, text: &str, mode: u32) -> Result<(), MigrateError> {
 
 /// Apply `plan` (read from `src_dir`) to `home`, printing one line per item to stdout.
 /// Returns whether anything from the peer is (or would be) in the home afterwards.
+#[inline(never)] // MEASURE
 pub fn apply(
     plan: &Plan,
     src_dir: &Path,
@@ -195,10 +197,12 @@ pub fn apply(
 
 /// What to do with a file that may exist.
 fn decide(r: &Report, path: &Path, new: &str, template: Option<&str>) -> St {
-    match std::fs::read(path) {
+    let t = template.unwrap_or("");
+    // One byte more than either: a longer file is neither.
+    match read_regular(path, new.len().max(t.len()) + 1, true) {
         Err(_) => St::New,
-        Ok(old) if old == new.as_bytes() => St::Same,
-        Ok(old) if r.force || template.is_some_and(|t| old == t.as_bytes()) => St::Replace,
+        Ok((old, _)) if old == new.as_bytes() => St::Same,
+        Ok((old, _)) if r.force || (template.is_some() && old == t.as_bytes()) => St::Replace,
         Ok(_) => St::Kept,
     }
 }
@@ -213,13 +217,9 @@ fn write_if(r: &Report, st: St, path: &Path, text: &str, mode: u32) -> Result<()
 
 /// `config.json` as onboard writes it, with the plan's values set. Returns the time zone
 /// the home's jobs run in.
+#[inline(never)]
 fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateError> {
     let path = home.config_file();
-    let existing_tz = || {
-        let text = std::fs::read_to_string(&path).ok();
-        crate::config::parse(text.as_deref(), &path, &Env::default())
-            .map_or_else(|_| "UTC".to_string(), |c| c.agent.timezone)
-    };
     let mut tz = plan.timezone.as_deref();
     if let Some(t) = tz
         && let Err(e) = Tz::parse(t)
@@ -231,71 +231,73 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
         );
         tz = None;
     }
-    if plan.providers.is_empty() && plan.telegram.is_none() && tz.is_none() {
-        return Ok(existing_tz());
+    // Whether the home's own config.json stays what it is.
+    let mut existing = true;
+    if !plan.providers.is_empty() || plan.telegram.is_some() || tz.is_some() {
+        let text = config_text(plan, tz);
+        match crate::config::parse(Some(&text), &path, &Env::default()) {
+            Err(e) => r.line(
+                St::Skip,
+                "config",
+                &[
+                    "config.json would not load (",
+                    &e.to_string(),
+                    "): not written",
+                ],
+            ),
+            Ok(_) => {
+                // The settings share the status of the file that holds them.
+                let st = decide(r, &path, &text, Some(CONFIG_TEMPLATE));
+                for (i, p) in plan.providers.iter().enumerate() {
+                    r.line(
+                        st,
+                        if i == 0 { "provider" } else { "fallback" },
+                        &[
+                            if p.anthropic { "anthropic " } else { "openai " },
+                            &p.base_url,
+                            " model ",
+                            &p.model,
+                            " (the peer's ",
+                            &p.from,
+                            "; key in ",
+                            &p.key_env,
+                            ")",
+                        ],
+                    );
+                }
+                if let Some(t) = &plan.telegram {
+                    let who = if t.allow_from.is_empty() {
+                        "nobody (deny all)".to_string()
+                    } else {
+                        t.allow_from.join(", ")
+                    };
+                    let on = if t.enabled { "on" } else { "off" };
+                    r.line(st, "telegram", &[on, ", allow_from: ", &who]);
+                }
+                let note = if st == St::Kept {
+                    ": exists and differs, the settings above are not in it (--force replaces it)"
+                } else {
+                    ""
+                };
+                r.line(st, "config", &[&path.to_string_lossy(), note]);
+                write_if(r, st, &path, &text, 0o600)?;
+                existing = st == St::Kept;
+            }
+        }
     }
-    let text = config_text(plan, tz);
-    if let Err(e) = crate::config::parse(Some(&text), &path, &Env::default()) {
-        let e = e.to_string();
-        r.line(
-            St::Skip,
-            "config",
-            &["config.json would not load (", &e, "): not written"],
-        );
-        return Ok(existing_tz());
-    }
-    // The settings share the status of the file that holds them.
-    let st = decide(r, &path, &text, Some(CONFIG_TEMPLATE));
-    for (i, p) in plan.providers.iter().enumerate() {
-        r.line(
-            st,
-            if i == 0 { "provider" } else { "fallback" },
-            &[
-                if p.anthropic { "anthropic " } else { "openai " },
-                &p.base_url,
-                " model ",
-                &p.model,
-                " (the peer's ",
-                &p.from,
-                "; key in ",
-                &p.key_env,
-                ")",
-            ],
-        );
-    }
-    if let Some(t) = &plan.telegram {
-        let who = if t.allow_from.is_empty() {
-            "nobody (deny all)".to_string()
-        } else {
-            t.allow_from.join(", ")
-        };
-        let on = if t.enabled { "on" } else { "off" };
-        r.line(st, "telegram", &[on, ", allow_from: ", &who]);
-    }
-    let note = if st == St::Kept {
-        ": exists and differs, the settings above are not in it (--force replaces it)"
-    } else {
-        ""
-    };
-    r.line(st, "config", &[&path.to_string_lossy(), note]);
-    write_if(r, st, &path, &text, 0o600)?;
-    Ok(match st {
-        St::Kept => existing_tz(),
-        _ => tz.unwrap_or("UTC").to_string(),
+    Ok(match tz {
+        _ if existing => crate::config::load(home, &Env::default())
+            .map_or_else(|_| "UTC".to_string(), |c| c.agent.timezone),
+        Some(t) => t.to_string(),
+        None => "UTC".to_string(),
     })
 }
 
-/// The onboard template with the plan's values set in place (comments and order kept).
+/// The onboard template with the plan's values set in place (comments and order kept):
+/// each setting's template line is found by its default value.
+#[inline(never)]
 pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
-    let mut s = CONFIG_TEMPLATE.to_string();
-    // Replace `old` (the first one after `key`) with `new`.
-    let mut set = |key: &str, old: &str, new: &str| {
-        if let Some(k) = s.find(key)
-            && let Some(i) = s[k..].find(old)
-        {
-            s.replace_range(k + i..k + i + old.len(), new);
-        }
-    };
+    let quote = crate::json::quote;
     let kind = |anthropic: bool| {
         if anthropic {
             "\"anthropic\""
@@ -303,24 +305,22 @@ pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
             "\"openai\""
         }
     };
-    let quote = crate::json::quote;
+    // (key and default value as the template writes them, new value).
+    let mut set: Vec<(&str, String)> = Vec::new();
     if let Some((p, fallbacks)) = plan.providers.split_first() {
-        set("\"kind\": ", "\"openai\"", kind(p.anthropic));
-        set(
-            "\"base_url\": ",
-            "\"https://openrouter.ai/api/v1\"",
-            &quote(&p.base_url),
-        );
-        set(
-            "\"model\": ",
-            "\"anthropic/claude-sonnet-4.5\"",
-            &quote(&p.model),
-        );
+        set.push(("\"kind\": \"openai\"", kind(p.anthropic).into()));
+        set.push((
+            "\"base_url\": \"https://openrouter.ai/api/v1\"",
+            quote(&p.base_url),
+        ));
+        set.push((
+            "\"model\": \"anthropic/claude-sonnet-4.5\"",
+            quote(&p.model),
+        ));
         let mut list = String::from("[");
-        for (i, p) in fallbacks.iter().enumerate() {
+        for p in fallbacks {
             for part in [
-                if i == 0 { "\n    " } else { ",\n    " },
-                "{ \"kind\": ",
+                "\n    { \"kind\": ",
                 kind(p.anthropic),
                 ", \"base_url\": ",
                 &quote(&p.base_url),
@@ -328,41 +328,61 @@ pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
                 &quote(&p.model),
                 ", \"api_key_env\": ",
                 &quote(&p.key_env),
-                " }",
+                " },",
             ] {
                 list.push_str(part);
             }
         }
+        list.pop();
+        list.push_str("\n  ]");
         if !fallbacks.is_empty() {
-            list.push_str("\n  ]");
-            set("\"fallbacks\": ", "[]", &list);
+            set.push(("\"fallbacks\": []", list));
         }
     }
     if let Some(t) = &plan.telegram {
         if t.enabled {
-            set("\"telegram\": ", "\"enabled\": false", "\"enabled\": true");
+            set.push(("\"enabled\": false", "true".into()));
         }
         let ids: Vec<String> = t.allow_from.iter().map(|a| quote(a)).collect();
-        set(
-            "\"allow_from\": ",
-            "[]",
-            &["[", &ids.join(", "), "]"].concat(),
-        );
+        set.push(("\"allow_from\": []", ["[", &ids.join(", "), "]"].concat()));
     }
     if let Some(tz) = tz {
-        set("\"timezone\": ", "\"UTC\"", &quote(tz));
+        set.push(("\"timezone\": \"UTC\"", quote(tz)));
+    }
+    let mut s = String::with_capacity(CONFIG_TEMPLATE.len() + 512);
+    for line in CONFIG_TEMPLATE.split_inclusive('\n') {
+        let t = line.trim_start();
+        let found = set.iter().position(|(old, _)| t.starts_with(old));
+        match found.map(|i| set.swap_remove(i)) {
+            Some((old, new)) => {
+                let key = old.len() - old.split(": ").last().map_or(0, str::len);
+                for part in [
+                    &line[..line.len() - t.len()],
+                    &old[..key],
+                    &new,
+                    &t[old.len()..],
+                ] {
+                    s.push_str(part);
+                }
+            }
+            None => s.push_str(line),
+        }
     }
     s
 }
 
 /// Keys and the bot token into `secrets.env` (mode 0600), never anywhere else; only the
 /// variables' names are printed.
+#[inline(never)] // MEASURE
 fn secrets(plan: &Plan, home: &Home, r: &mut Report) -> Result<(), MigrateError> {
     if plan.secrets.is_empty() {
         return Ok(());
     }
     let path = home.secrets_file();
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let old = read_regular(&path, MAX_SECRETS_BYTES as usize, true)
+        .unwrap_or_default()
+        .0;
+    let old = String::from_utf8_lossy(&old);
     let entry = |l| crate::config::secret_line(l).flatten();
     let mut text = String::with_capacity(old.len() + 256);
     let mut changed = false;
@@ -461,6 +481,7 @@ fn key_hash(key: &str) -> u64 {
 }
 
 /// Memories and jobs, in one transaction (dry run: read-only look at the database).
+#[inline(never)] // MEASURE
 fn database(
     plan: &Plan,
     home: &Home,
@@ -476,9 +497,10 @@ fn database(
         // Never create or change anything: read an existing database without a journal
         // of our own (a live daemon's WAL is read through its existing -shm file).
         let peek = if path.exists() {
-            let wal = path.with_extension("db-wal").exists();
+            let p = path.to_string_lossy();
+            let wal = Path::new(&[&p, "-wal"].concat()).exists();
             let mut uri = String::from("file:");
-            for c in path.to_string_lossy().chars() {
+            for c in p.chars() {
                 match c {
                     '%' => uri.push_str("%25"),
                     '?' => uri.push_str("%3f"),
@@ -495,13 +517,16 @@ fn database(
     }
     create_dir_private(&home.dir, 0o700).map_err(|e| MigrateError::Write(home.dir.clone(), e))?;
     let db = Db::open(&path, crate::limits::DB_CACHE_KIB as u64)?;
-    db.write_batch(|| import(plan, Some(&db.conn), Some(&db), tz_name, opts, r))
+    let store = |e: rusqlite::Error| MigrateError::Store(e.to_string());
+    let tx = db.conn.unchecked_transaction().map_err(store)?;
+    import(plan, Some(&db.conn), Some(&db), tz_name, opts, r)?;
+    tx.commit().map_err(store)
 }
 
 /// The cells of every row of `sql` (an unreadable table reads as none).
 fn rows(conn: Option<&Connection>, sql: &str, cols: usize, f: &mut dyn FnMut(&mut [String])) {
     if let Some(c) = conn {
-        let _ = each_row(c, sql, "", cols, f);
+        let _ = each_row(c, sql, cols, f);
     }
 }
 
@@ -610,6 +635,7 @@ fn import(
 }
 
 /// A peer's schedule as yoctoclaw schedule text, in `tz_name`.
+#[inline(never)] // MEASURE
 fn schedule_text(when: &When, tz_name: &str, tz: &Tz) -> Result<String, String> {
     Err(match when {
         When::Cron(_, Some(t)) if !t.eq_ignore_ascii_case(tz_name) => [
@@ -620,7 +646,7 @@ fn schedule_text(when: &When, tz_name: &str, tz: &Tz) -> Result<String, String> 
             ")",
         ]
         .concat(),
-        When::Cron(expr, _) if expr.split_whitespace().count() > 5 => {
+        When::Cron(expr, _) if expr.split_ascii_whitespace().nth(5).is_some() => {
             "it has a seconds or years field; yoctoclaw's cron expressions have five fields".into()
         }
         When::Cron(expr, _) => return Ok(expr.clone()),
@@ -630,6 +656,7 @@ fn schedule_text(when: &When, tz_name: &str, tz: &Tz) -> Result<String, String> 
     })
 }
 
+#[inline(never)] // MEASURE
 fn jobs(
     plan: &Plan,
     conn: Option<&Connection>,

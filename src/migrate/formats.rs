@@ -40,6 +40,7 @@ impl Format {
 }
 
 /// Parse a config file's text into a value tree.
+#[inline(never)] // MEASURE
 pub fn parse(text: &str, format: Format) -> Result<Value, SyntaxError> {
     let converted;
     let json_text = match format {
@@ -205,6 +206,7 @@ fn keys(name: &str, out: &mut String) {
 
 /// TOML text as a JSON array of `[[path...], value]` entries (see the module doc), ended
 /// by `null`.
+#[inline(never)] // MEASURE
 fn toml(src: &str) -> String {
     let b = src.as_bytes();
     let mut out = String::with_capacity(src.len() * 2 + 8);
@@ -271,6 +273,7 @@ fn scalar(s: &str) -> &str {
 
 /// The YAML subset as a JSON array of entries (see the module doc), ended by `null`: a
 /// list item's entry is its list's path with the item in a one-element array.
+#[inline(never)] // MEASURE
 fn yaml(src: &str) -> String {
     let mut out = String::from("[");
     // (indent, key) of the mappings the current line is in.
@@ -317,9 +320,19 @@ fn yaml(src: &str) -> String {
     out
 }
 
+/// The member `k` of `o`, inserted as `null` when missing (so always `Some`).
+#[inline(never)]
+fn member<'a>(o: &'a mut Object, k: &str) -> Option<&'a mut Value> {
+    if !o.contains_key(k) {
+        o.insert(k.to_string(), Value::Null);
+    }
+    o.get_mut(k)
+}
+
 /// The object the `[[path...], value]` entries describe. A path step into a list goes to
 /// its last element (TOML's array of tables); a list value meeting a list appends to it;
 /// an empty object (a table header) keeps what is there.
+#[inline(never)]
 pub fn tree(entries: Value) -> Value {
     let mut root = Object::new();
     let Value::Array(list) = entries else {
@@ -338,24 +351,26 @@ pub fn tree(entries: Value) -> Value {
             let Value::String(k) = k else {
                 continue 'entries;
             };
-            if !matches!(cur.get(k), Some(Value::Object(_) | Value::Array(_))) {
-                cur.insert(k.clone(), Value::Object(Object::new()));
+            let Some(s) = member(cur, k) else {
+                continue 'entries;
+            };
+            if !matches!(s, Value::Object(_) | Value::Array(_)) {
+                *s = Value::Object(Object::new());
             }
-            cur = match cur.get_mut(k) {
-                Some(Value::Object(o)) => o,
-                Some(Value::Array(a)) => match a.last_mut() {
+            cur = match s {
+                Value::Object(o) => o,
+                Value::Array(a) => match a.last_mut() {
                     Some(Value::Object(o)) => o,
                     _ => continue 'entries,
                 },
                 _ => continue 'entries,
             };
         }
-        match (cur.get_mut(last), v) {
+        match (member(cur, last), v) {
             (Some(Value::Array(a)), Value::Array(b)) => a.extend(b),
             (Some(Value::Object(_)), Value::Object(o)) if o.is_empty() => {}
-            (_, v) => {
-                cur.insert(last.clone(), v);
-            }
+            (Some(s), v) => *s = v,
+            (None, _) => {}
         }
     }
     Value::Object(root)

@@ -477,14 +477,7 @@ pub fn resolve_provider(
     url: Option<&str>,
     anthropic: bool,
 ) -> Result<(bool, String, String), String> {
-    let raw = name.trim();
-    let mut n = raw.to_ascii_lowercase();
-    let mut url = url;
-    for (prefix, to) in [("custom:", "custom"), ("anthropic-custom:", "anthropic")] {
-        if let Some(u) = raw.strip_prefix(prefix) {
-            (n, url) = (to.to_string(), Some(u));
-        }
-    }
+    let mut n = name.trim().to_ascii_lowercase();
     let mut known = None;
     for line in PROVIDERS.lines() {
         let mut words = line.split(' ');
@@ -497,9 +490,9 @@ pub fn resolve_provider(
     }
     let Some(base) = url.map(str::trim).filter(|u| !u.is_empty()).or(known) else {
         return Err([
-            "yoctoclaw does not know the provider \"",
+            "unknown provider \"",
             name,
-            "\" and the peer gives no base URL for it: set provider.kind and provider.base_url by hand",
+            "\" and no base URL for it: set provider.kind and provider.base_url by hand",
         ]
         .concat());
     };
@@ -543,6 +536,11 @@ pub fn scalar(v: &Value) -> Option<String> {
         Value::Number(Number::I64(n)) => Some(n.to_string()),
         _ => None,
     }
+}
+
+/// The value at a path of object keys, written space-separated (`"agents defaults"`).
+pub fn at<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split(' ').try_fold(v, json::get)
 }
 
 /// The strings of a value that is a string or a list (anything else: none).
@@ -594,6 +592,7 @@ pub fn time_value(v: &Value) -> Option<i64> {
 }
 
 /// Read a peer home into a plan. Fails only when the home itself cannot be read.
+#[inline(never)] // MEASURE
 pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
     let src = source::Src::open(dir, peer)
         .map_err(|why| MigrateError::NoPeerHome(dir.to_path_buf(), why))?;
@@ -609,7 +608,7 @@ pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
         plan.skip(
             "memory",
             &n,
-            "memories not read: migrate holds at most 16 MiB of memory text at once; import the rest with yoctoclaw memory import",
+            "memories not read (over 16 MiB of text): import the rest with yoctoclaw memory import",
         );
     }
     Ok(plan)
@@ -617,6 +616,7 @@ pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
 
 /// `yoctoclaw migrate`: plan, then apply (or describe), printing to stdout. Returns
 /// whether anything is (or would be) in the yoctoclaw home afterwards.
+#[inline(never)] // MEASURE
 pub fn command(
     home: &Home,
     from: &str,
@@ -624,18 +624,11 @@ pub fn command(
     opts: &Options,
 ) -> Result<bool, MigrateError> {
     let peer = Peer::parse(from).ok_or_else(|| MigrateError::UnknownPeer(from.to_string()))?;
-    let name = [".", peer.name()].concat();
     let dir = match path {
         Some(p) => p.to_path_buf(),
-        None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-            Some(h) => PathBuf::from(h).join(name),
-            None => {
-                return Err(MigrateError::NoPeerHome(
-                    Path::new("~").join(name),
-                    "HOME is not set".into(),
-                ));
-            }
-        },
+        // Without HOME, `~/.<peer>`: reported as a peer home that cannot be read.
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "~".into()))
+            .join([".", peer.name()].concat()),
     };
     let plan = plan(peer, &dir)?;
     apply(&plan, &dir, home, opts)

@@ -16,7 +16,8 @@
 //!   workspace (`workspace` key, else `workspace/`) with `memory.db`, and `cron.json`.
 //! - ZeroClaw (`~/.zeroclaw`): `config.toml` schema 2-3 (`[providers.models.<type>.<alias>]`,
 //!   `[agents.<name>] model_provider`, `[channels.telegram.<alias>]`, `[peer_groups.*]
-//!   external_peers`, `[[cron.jobs]]`), the `cron_jobs` table of `jobs.db`, the workspace
+//!   external_peers`, `[[cron.jobs]]`; jobs made with `zeroclaw cron` in `jobs.db` are
+//!   named, not read), the workspace
 //!   (`workspace/`, or the agent's `agents/<name>/workspace/`, skills also in
 //!   `shared/skills/`) and `brain.db` memories. Its `enc2:` secrets are reported.
 //!
@@ -24,12 +25,16 @@
 //! Plain file and SQLite reads on the calling thread (see `source`).
 
 use super::formats::Format::{Json, Json5, Toml, Yaml};
-use super::source::{Src, config, database, job_list, job_table, jobs, skills, text, workspace};
-use super::{MAX_FALLBACKS, MAX_PEER_CONFIG_BYTES, Plan, split_model, strs};
-use crate::json::{as_array, as_bool, as_object, as_str, get, path, str_at};
+use super::source::{Src, config, database, job_list, jobs, skills, text, workspace};
+use super::{MAX_FALLBACKS, MAX_PEER_CONFIG_BYTES, Plan, at, split_model, strs};
+use crate::json::{as_array, as_bool, as_object, as_str, get, str_at};
 use miniserde::json::Value;
 
 const NULL: Value = Value::Null;
+
+/// PicoClaw's config without `model_list`, ZeroClaw's schema 1.
+const OLD_SHAPE: &str =
+    "an old config shape, not read: set provider and telegram in config.json by hand";
 
 fn flag(v: &Value, k: &str) -> Option<bool> {
     get(v, k).and_then(as_bool)
@@ -69,7 +74,7 @@ pub fn openclaw(src: &Src, plan: &mut Plan) {
         }
     }
     let profiles = config(plan, src, "agents/main/agent/auth-profiles.json", Json).unwrap_or(NULL);
-    let d = path(&cfg, &["agents", "defaults"]).unwrap_or(&NULL);
+    let d = at(&cfg, "agents defaults").unwrap_or(&NULL);
     let model = get(d, "model").unwrap_or(&NULL);
     let mut refs = strs(Some(model));
     refs.extend(strs(get(model, "primary")));
@@ -83,7 +88,9 @@ pub fn openclaw(src: &Src, plan: &mut Plan) {
             );
             continue;
         };
-        let conf = path(&cfg, &["models", "providers", p]).unwrap_or(&NULL);
+        let conf = at(&cfg, "models providers")
+            .and_then(|o| get(o, p))
+            .unwrap_or(&NULL);
         let key = match str_at(conf, "apiKey") {
             Some(k) => Some(k.to_string()),
             None => plan
@@ -95,7 +102,7 @@ pub fn openclaw(src: &Src, plan: &mut Plan) {
     }
     plan.timezone = str_at(d, "userTimezone").map(str::to_string);
 
-    if let Some(tg) = path(&cfg, &["channels", "telegram"]) {
+    if let Some(tg) = at(&cfg, "channels telegram") {
         let mut token = str_at(tg, "botToken").map(str::to_string);
         if let Some(f) = str_at(tg, "tokenFile").filter(|_| token.is_none()) {
             token = text(plan, src, &src.rel(f), MAX_PEER_CONFIG_BYTES);
@@ -121,7 +128,7 @@ pub fn openclaw(src: &Src, plan: &mut Plan) {
         plan.skip(
             "cron",
             "state/openclaw.sqlite",
-            "newer OpenClaw releases keep automations in this database, which migrate does not read: add them again with yoctoclaw cron add",
+            "automations in this database are not read: add them again with yoctoclaw cron add",
         );
     }
 }
@@ -146,7 +153,7 @@ fn profile_key(profiles: &Value, p: &str) -> Option<String> {
 pub fn picoclaw(src: &Src, plan: &mut Plan) {
     let cfg = config(plan, src, "config.json", Json).unwrap_or(NULL);
     let sec = config(plan, src, ".security.yml", Yaml).unwrap_or(NULL);
-    let d = path(&cfg, &["agents", "defaults"]).unwrap_or(&NULL);
+    let d = at(&cfg, "agents defaults").unwrap_or(&NULL);
     if let Some(list) = get(&cfg, "model_list").and_then(as_array) {
         let mut names = strs(get(d, "model_name").or_else(|| get(d, "model")));
         names.extend(strs(get(d, "model_fallbacks")));
@@ -160,7 +167,9 @@ pub fn picoclaw(src: &Src, plan: &mut Plan) {
             let p = str_at(e, "provider")
                 .filter(|p| !p.is_empty())
                 .unwrap_or(proto);
-            let s = path(&sec, &["model_list", name]).unwrap_or(&NULL);
+            let s = get(&sec, "model_list")
+                .and_then(|o| get(o, name))
+                .unwrap_or(&NULL);
             let key = [
                 (s, "api_keys"),
                 (s, "api_key"),
@@ -172,19 +181,15 @@ pub fn picoclaw(src: &Src, plan: &mut Plan) {
             plan.provider(p, m, str_at(e, "api_base"), false, key);
         }
     } else if get(d, "model").is_some() {
-        plan.skip(
-            "provider",
-            "config.json",
-            "an old PicoClaw config (no model_list), which migrate does not read: set provider.kind, provider.base_url and provider.model by hand",
-        );
+        plan.skip("provider", "config.json", OLD_SHAPE);
     }
 
-    let v3 = path(&cfg, &["channel_list", "telegram"]);
-    if let Some(tg) = v3.or_else(|| path(&cfg, &["channels", "telegram"])) {
+    let v3 = at(&cfg, "channel_list telegram");
+    if let Some(tg) = v3.or_else(|| at(&cfg, "channels telegram")) {
         let token = [
-            path(&sec, &["channels", "telegram", "token"]),
-            path(&sec, &["channel_list", "telegram", "settings", "token"]),
-            path(tg, &["settings", "token"]),
+            at(&sec, "channels telegram token"),
+            at(&sec, "channel_list telegram settings token"),
+            at(tg, "settings token"),
             get(tg, "token"),
         ]
         .into_iter()
@@ -202,7 +207,7 @@ pub fn picoclaw(src: &Src, plan: &mut Plan) {
 
 pub fn nullclaw(src: &Src, plan: &mut Plan) {
     let cfg = config(plan, src, "config.json", Json).unwrap_or(NULL);
-    let model = path(&cfg, &["agents", "defaults", "model"]);
+    let model = at(&cfg, "agents defaults model");
     let primary = model.and_then(|m| str_at(m, "primary").or_else(|| as_str(m)));
     let rel = get(&cfg, "reliability").unwrap_or(&NULL);
     let mut refs: Vec<String> = primary.map(str::to_string).into_iter().collect();
@@ -230,12 +235,14 @@ pub fn nullclaw(src: &Src, plan: &mut Plan) {
             plan.skip("provider", r, "not written as provider/model");
             continue;
         };
-        let conf = path(&cfg, &["models", "providers", p]).unwrap_or(&NULL);
+        let conf = at(&cfg, "models providers")
+            .and_then(|o| get(o, p))
+            .unwrap_or(&NULL);
         let url = str_at(conf, "base_url").or_else(|| str_at(conf, "api_url"));
         plan.provider(p, m, url, false, str_at(conf, "api_key"));
     }
 
-    if let Some(tg) = path(&cfg, &["channels", "telegram"]) {
+    if let Some(tg) = at(&cfg, "channels telegram") {
         let accounts = get(tg, "accounts").and_then(as_object);
         let account = accounts.and_then(|a| {
             a.get("main")
@@ -257,13 +264,9 @@ pub fn nullclaw(src: &Src, plan: &mut Plan) {
 
 pub fn zeroclaw(src: &Src, plan: &mut Plan) {
     let cfg = config(plan, src, "config.toml", Toml).unwrap_or(NULL);
-    let models = path(&cfg, &["providers", "models"]).unwrap_or(&NULL);
+    let models = at(&cfg, "providers models").unwrap_or(&NULL);
     if get(&cfg, "default_model").is_some() {
-        plan.skip(
-            "provider",
-            "config.toml",
-            "an old ZeroClaw config (schema 1), which migrate does not read: set the provider and Telegram by hand",
-        );
+        plan.skip("provider", "config.toml", OLD_SHAPE);
     }
     // The agent named `default` when it is on, else the first one on.
     let mut agent = None;
@@ -288,7 +291,7 @@ pub fn zeroclaw(src: &Src, plan: &mut Plan) {
         i += 1;
         let entry = r
             .split_once('.')
-            .and_then(|(t, alias)| Some((t, path(models, &[t, alias])?)));
+            .and_then(|(t, alias)| Some((t, get(get(models, t)?, alias)?)));
         let Some((t, e)) = entry else {
             plan.skip("provider", &r, "no [providers.models] entry for it");
             continue;
@@ -304,7 +307,7 @@ pub fn zeroclaw(src: &Src, plan: &mut Plan) {
             }
         }
     }
-    let tgs = path(&cfg, &["channels", "telegram"]).and_then(as_object);
+    let tgs = at(&cfg, "channels telegram").and_then(as_object);
     if let Some(tg) = tgs.and_then(|t| t.values().next()) {
         plan.telegram_token(str_at(tg, "bot_token"), flag(tg, "enabled") == Some(true));
         for g in get(&cfg, "peer_groups")
@@ -319,7 +322,7 @@ pub fn zeroclaw(src: &Src, plan: &mut Plan) {
         }
     }
     let ws = match agent {
-        Some((name, a)) => match path(a, &["workspace", "path"]).and_then(as_str) {
+        Some((name, a)) => match at(a, "workspace path").and_then(as_str) {
             Some(w) => w.to_string(),
             None => ["agents/", name, "/workspace"].concat(),
         },
@@ -333,10 +336,16 @@ pub fn zeroclaw(src: &Src, plan: &mut Plan) {
     for dir in ["workspace", "data"] {
         database(plan, src, &[dir, "/memory/brain.db"].concat());
     }
-    if let Some(list) = path(&cfg, &["cron", "jobs"]).and_then(as_array) {
+    if let Some(list) = at(&cfg, "cron jobs").and_then(as_array) {
         jobs(plan, list, false);
     }
-    for dir in ["workspace", "data"] {
-        job_table(plan, src, &[dir, "/cron/jobs.db"].concat());
+    for rel in ["workspace/cron/jobs.db", "data/cron/jobs.db"] {
+        if let Ok(Some(_)) = src.real(rel) {
+            plan.skip(
+                "cron",
+                rel,
+                "jobs made with zeroclaw cron are not read: add them again with yoctoclaw cron add",
+            );
+        }
     }
 }

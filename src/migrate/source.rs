@@ -20,7 +20,7 @@ use crate::files::{ReadError, read_regular};
 use crate::json;
 use crate::memory::transfer::{Entry, Markdown};
 use crate::store::memory::{Category, MAX_MEMORIES, check_key};
-use miniserde::json::{Object, Value};
+use miniserde::json::Value;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use std::io::ErrorKind;
@@ -96,16 +96,17 @@ impl Src {
                 if let Ok(n) = e.file_name().into_string()
                     && !n.starts_with('.')
                 {
-                    names.push(n);
+                    let at = names.partition_point(|x: &String| *x < n);
+                    names.insert(at, n);
                 }
             }
         }
-        names.sort_unstable();
         names
     }
 }
 
 /// A UTF-8 file of at most `max` bytes; anything else is reported in the plan.
+#[inline(never)] // MEASURE
 pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: usize) -> Option<String> {
     let why = match src.bytes(rel, max) {
         Ok(None) => return None,
@@ -121,6 +122,7 @@ pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: usize) -> Option<String>
 }
 
 /// A peer config file as a value tree; a broken file is reported and yields nothing.
+#[inline(never)] // MEASURE
 pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<Value> {
     let t = text(plan, src, rel, MAX_PEER_CONFIG_BYTES)?;
     let why = match formats::parse(t.trim_start_matches('\u{feff}'), format) {
@@ -140,6 +142,7 @@ pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<V
 }
 
 /// Workspace files, skills and memories of a peer workspace at `ws` (below the home).
+#[inline(never)] // MEASURE
 pub fn workspace(plan: &mut Plan, src: &Src, ws: &str) {
     if let Err(why) = src.real(ws) {
         return plan.skip("file", ws, &why);
@@ -235,18 +238,16 @@ pub fn open_ro(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
     Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | flags)
 }
 
-/// Every row of `sql` (its `?1`, if any, bound to `arg`) as `cols` text cells (numbers
-/// as digits, NULL and anything else empty), handed to `f`; at most `MAX_MEMORIES` rows.
+/// Every row of `sql` as `cols` text cells (numbers as digits, NULL and anything else
+/// empty), handed to `f`; at most `MAX_MEMORIES` rows.
 pub fn each_row(
     conn: &Connection,
     sql: &str,
-    arg: &str,
     cols: usize,
     f: &mut dyn FnMut(&mut [String]),
 ) -> rusqlite::Result<()> {
     let mut st = conn.prepare(sql)?;
-    let params = rusqlite::params![arg];
-    let mut rows = st.query(if sql.contains('?') { params } else { &[] })?;
+    let mut rows = st.query([])?;
     let mut row = vec![String::new(); cols];
     let mut n = 0;
     while let Some(r) = rows.next()? {
@@ -266,75 +267,39 @@ pub fn each_row(
     Ok(())
 }
 
-/// Rows of a peer database table (NullClaw `memory.db`, ZeroClaw `brain.db` and
-/// `jobs.db`); when they cannot be read, the reason is reported under `kind`.
-#[allow(clippy::too_many_arguments)]
-fn table(
-    plan: &mut Plan,
-    src: &Src,
-    rel: &str,
-    kind: &'static str,
-    what: &str,
-    sql: &str,
-    cols: usize,
-    f: &mut dyn FnMut(&mut [String]),
-) {
-    let r = match src.real(rel) {
-        Ok(None) => return,
-        Ok(Some(path)) => open_ro(&path, OpenFlags::SQLITE_OPEN_NO_MUTEX)
-            .and_then(|c| each_row(&c, sql, "", cols, f))
-            .map_err(|e| ["its ", what, " cannot be read (", &e.to_string(), ")"].concat()),
-        Err(why) => Err(why),
-    };
-    if let Err(why) = r {
-        plan.skip(kind, rel, &why);
-    }
-}
-
 /// Memories from a peer's SQLite `memories` table (NullClaw and ZeroClaw use the same
 /// column names).
 pub fn database(plan: &mut Plan, src: &Src, rel: &str) {
     let mut out = Vec::new();
     let sql = "SELECT key, content, category, created_at FROM memories";
-    table(plan, src, rel, "memory", "memories", sql, 4, &mut |r| {
-        if r[1].trim().is_empty() {
-            return;
-        }
-        out.push(Entry {
-            key: Some(std::mem::take(&mut r[0])).filter(|k| !k.is_empty()),
-            text: std::mem::take(&mut r[1]),
-            category: Category::parse(&r[2]).unwrap_or(if r[2].is_empty() {
-                Category::Core
-            } else {
-                Category::Custom
-            }),
-            created: parse_instant(&r[3]),
-            updated: None,
-        });
-    });
+    let r = match src.real(rel) {
+        Ok(None) => return,
+        Ok(Some(path)) => open_ro(&path, OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .and_then(|c| {
+                each_row(&c, sql, 4, &mut |r| {
+                    if r[1].trim().is_empty() {
+                        return;
+                    }
+                    out.push(Entry {
+                        key: Some(std::mem::take(&mut r[0])).filter(|k| !k.is_empty()),
+                        text: std::mem::take(&mut r[1]),
+                        category: Category::parse(&r[2]).unwrap_or(if r[2].is_empty() {
+                            Category::Core
+                        } else {
+                            Category::Custom
+                        }),
+                        created: parse_instant(&r[3]),
+                        updated: None,
+                    });
+                })
+            })
+            .map_err(|e| ["its memories cannot be read (", &e.to_string(), ")"].concat()),
+        Err(why) => Err(why),
+    };
+    if let Err(why) = r {
+        return plan.skip("memory", rel, &why);
+    }
     plan.batch(rel, out);
-}
-
-/// ZeroClaw's `cron_jobs` table, as the JSON objects [`jobs`] reads.
-pub fn job_table(plan: &mut Plan, src: &Src, rel: &str) {
-    const SQL: &str = "SELECT id, name, job_type, prompt, command, expression, schedule, delivery, enabled FROM cron_jobs";
-    let names = &SQL["SELECT ".len()..SQL.len() - " FROM cron_jobs".len()];
-    let mut out = Vec::new();
-    table(plan, src, rel, "cron", "cron jobs", SQL, 9, &mut |r| {
-        let mut o = Object::new();
-        for (c, v) in names.split(", ").zip(r.iter_mut()) {
-            // `schedule` and `delivery` hold JSON text, `enabled` 0 or 1.
-            let v = match c {
-                _ if v.is_empty() => continue,
-                "schedule" | "delivery" => json::parse_value(v).unwrap_or(Value::Null),
-                "enabled" => Value::Bool(v != "0"),
-                _ => Value::String(std::mem::take(v)),
-            };
-            o.insert(c.to_string(), v);
-        }
-        out.push(Value::Object(o));
-    });
-    jobs(plan, &out, false);
 }
 
 /// A job's schedule as OpenClaw, PicoClaw and ZeroClaw store it: `{kind: "cron", expr,

@@ -38,12 +38,16 @@ fn provider_names_map_to_kinds_and_base_urls() {
         "https://api.openai.com/v1"
     );
     assert_eq!(
-        ok("custom:https://llm.lan:8443/v1", None),
+        ok("custom", Some("https://llm.lan:8443/v1")),
         (false, "https://llm.lan:8443/v1".into())
     );
     assert_eq!(
-        ok("anthropic-custom:https://api.z.ai/api/anthropic", None),
-        (true, "https://api.z.ai/api/anthropic".into())
+        resolve_provider("anthropic", Some("https://api.z.ai/api/anthropic"), false),
+        Ok((
+            true,
+            "anthropic".into(),
+            "https://api.z.ai/api/anthropic".into()
+        ))
     );
     assert_eq!(
         ok("myproxy", Some("http://10.0.0.2:4000/v1")).1,
@@ -187,7 +191,7 @@ fn old_config_shapes_are_named_not_read() {
     );
     let p = plan(Peer::ZeroClaw, &d.0).unwrap();
     assert!(p.providers.is_empty() && p.secrets.is_empty());
-    assert!(skipped(&p, "config.toml: an old ZeroClaw config").is_some());
+    assert!(skipped(&p, "config.toml: an old config shape").is_some());
     let d = Dir::new(
         "pc0",
         &[(
@@ -198,7 +202,7 @@ fn old_config_shapes_are_named_not_read() {
     );
     let p = plan(Peer::PicoClaw, &d.0).unwrap();
     assert!(p.providers.is_empty() && p.secrets.is_empty());
-    assert!(skipped(&p, "config.json: an old PicoClaw config").is_some());
+    assert!(skipped(&p, "config.json: an old config shape").is_some());
 }
 
 #[test]
