@@ -221,16 +221,16 @@ pub struct MemImport {
 /// Bring a peer's settings, keys, workspace, memories and cron jobs across.
 #[argh(subcommand, name = "migrate")]
 pub struct MigrateCmd {
-    /// the peer: openclaw, picoclaw, nullclaw or zeroclaw
+    /// openclaw, picoclaw, nullclaw or zeroclaw
     #[argh(option)]
     pub from: String,
-    /// the peer's home folder (default: ~/.openclaw, ~/.picoclaw ...)
+    /// the peer's home (default: ~/.<peer>)
     #[argh(option)]
     pub path: Option<PathBuf>,
-    /// say what would be brought, write nothing
+    /// say what would come, write nothing
     #[argh(switch)]
     pub dry_run: bool,
-    /// replace existing yoctoclaw files and secrets that differ
+    /// replace yoctoclaw files and secrets that differ
     #[argh(switch)]
     pub force: bool,
 }

@@ -275,7 +275,7 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
                     r.line(st, "telegram", &[on, ", allow_from: ", &who]);
                 }
                 let note = if st == St::Kept {
-                    ": exists and differs, the settings above are not in it (--force replaces it)"
+                    ": differs, the settings above are not in it (--force replaces it)"
                 } else {
                     ""
                 };
@@ -641,13 +641,13 @@ fn schedule_text(when: &When, tz_name: &str, tz: &Tz) -> Result<String, String> 
         When::Cron(_, Some(t)) if !t.eq_ignore_ascii_case(tz_name) => [
             "it runs in time zone ",
             t,
-            ", and yoctoclaw runs every job in agent.timezone (",
+            ", yoctoclaw's jobs run in agent.timezone (",
             tz_name,
             ")",
         ]
         .concat(),
         When::Cron(expr, _) if expr.split_ascii_whitespace().nth(5).is_some() => {
-            "it has a seconds or years field; yoctoclaw's cron expressions have five fields".into()
+            "yoctoclaw's cron expressions have five fields".into()
         }
         When::Cron(expr, _) => return Ok(expr.clone()),
         When::EveryMs(ms) if ms % 1000 != 0 => "its interval is not whole seconds".into(),

@@ -293,7 +293,7 @@ impl Plan {
             None => [
                 "it refers to ",
                 var,
-                ", which the peer's files do not set: put the value in secrets.env by hand",
+                ", which the peer does not set: put the value in secrets.env by hand",
             ]
             .concat(),
             Some(v) => match check_secret(&v) {
@@ -382,7 +382,7 @@ impl Plan {
                 ["@", s].concat()
             } else {
                 let why = if s == "*" {
-                    "a wildcard lets everyone in: yoctoclaw needs each user's id or @name"
+                    "a wildcard: yoctoclaw needs each user's id or @name"
                 } else {
                     "not a Telegram user id or @username"
                 };
@@ -414,12 +414,12 @@ fn check_secret(v: &str) -> Result<(), &'static str> {
     } else if has("enc: enc2: enc://") {
         "the peer stores it encrypted: put the plain value in secrets.env by hand"
     } else if has("op:// file:// env: keyring:") {
-        "the peer looks it up at run time: put the value in secrets.env by hand"
+        "looked up at run time: put the value in secrets.env by hand"
     } else if v
         .chars()
         .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\'')
     {
-        "it holds characters secrets.env cannot store: put it there by hand"
+        "secrets.env cannot hold its characters: put it there by hand"
     } else {
         return Ok(());
     })
@@ -454,21 +454,13 @@ https://api.deepseek.com/v1 deepseek
 https://api.mistral.ai/v1 mistral
 https://api.x.ai/v1 xai grok
 https://generativelanguage.googleapis.com/v1beta/openai gemini google
-https://api.together.xyz/v1 together together-ai
-https://api.fireworks.ai/inference/v1 fireworks
-https://api.perplexity.ai perplexity
-https://api.cerebras.ai/v1 cerebras
+https://api.together.xyz/v1 together
 https://api.moonshot.ai/v1 moonshot kimi
-https://api.venice.ai/api/v1 venice
-https://integrate.api.nvidia.com/v1 nvidia
 https://api.z.ai/api/paas/v4 zai zhipu glm
-https://dashscope-intl.aliyuncs.com/compatible-mode/v1 qwen dashscope qwen-portal qwen-intl
-https://api.siliconflow.cn/v1 siliconflow
-https://api.minimax.io/v1 minimax
-http://127.0.0.1:1234/v1 lmstudio lm-studio
+https://dashscope-intl.aliyuncs.com/compatible-mode/v1 qwen dashscope
+http://127.0.0.1:1234/v1 lmstudio
 http://127.0.0.1:8000/v1 vllm
-http://127.0.0.1:8080/v1 llamacpp llama.cpp llama-cpp
-http://127.0.0.1:4000/v1 litellm";
+http://127.0.0.1:8080/v1 llamacpp llama.cpp";
 
 /// A peer's provider name (and base URL, if it set one) as (Messages API?, yoctoclaw's
 /// name for it, base URL). `anthropic` says the peer speaks the Messages API to it.
@@ -492,7 +484,7 @@ pub fn resolve_provider(
         return Err([
             "unknown provider \"",
             name,
-            "\" and no base URL for it: set provider.kind and provider.base_url by hand",
+            "\" without a base URL: set provider.base_url by hand",
         ]
         .concat());
     };
@@ -608,7 +600,7 @@ pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
         plan.skip(
             "memory",
             &n,
-            "memories not read (over 16 MiB of text): import the rest with yoctoclaw memory import",
+            "memories not read (over 16 MiB): use yoctoclaw memory import",
         );
     }
     Ok(plan)

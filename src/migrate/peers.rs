@@ -32,6 +32,9 @@ use miniserde::json::Value;
 
 const NULL: Value = Value::Null;
 
+/// Job databases (OpenClaw's `state/openclaw.sqlite`, ZeroClaw's `jobs.db`).
+const JOBS_BY_HAND: &str = "not read: add these jobs again with yoctoclaw cron add";
+
 /// PicoClaw's config without `model_list`, ZeroClaw's schema 1.
 const OLD_SHAPE: &str =
     "an old config shape, not read: set provider and telegram in config.json by hand";
@@ -81,11 +84,7 @@ pub fn openclaw(src: &Src, plan: &mut Plan) {
     refs.extend(strs(get(model, "fallbacks")));
     for r in refs {
         let Some((p, m)) = split_model(r) else {
-            plan.skip(
-                "provider",
-                r,
-                "an alias without a provider: set provider.model by hand",
-            );
+            plan.skip("provider", r, "not written as provider/model");
             continue;
         };
         let conf = at(&cfg, "models providers")
@@ -125,11 +124,7 @@ pub fn openclaw(src: &Src, plan: &mut Plan) {
     if let Some(v) = config(plan, src, "cron/jobs.json", Json) {
         jobs(plan, job_list(&v), false);
     } else if let Ok(Some(_)) = src.real("state/openclaw.sqlite") {
-        plan.skip(
-            "cron",
-            "state/openclaw.sqlite",
-            "automations in this database are not read: add them again with yoctoclaw cron add",
-        );
+        plan.skip("cron", "state/openclaw.sqlite", JOBS_BY_HAND);
     }
 }
 
@@ -341,11 +336,7 @@ pub fn zeroclaw(src: &Src, plan: &mut Plan) {
     }
     for rel in ["workspace/cron/jobs.db", "data/cron/jobs.db"] {
         if let Ok(Some(_)) = src.real(rel) {
-            plan.skip(
-                "cron",
-                rel,
-                "jobs made with zeroclaw cron are not read: add them again with yoctoclaw cron add",
-            );
+            plan.skip("cron", rel, JOBS_BY_HAND);
         }
     }
 }

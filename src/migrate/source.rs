@@ -96,11 +96,11 @@ impl Src {
                 if let Ok(n) = e.file_name().into_string()
                     && !n.starts_with('.')
                 {
-                    let at = names.partition_point(|x: &String| *x < n);
-                    names.insert(at, n);
+                    names.push(n);
                 }
             }
         }
+        names.sort();
         names
     }
 }
@@ -110,10 +110,10 @@ impl Src {
 pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: usize) -> Option<String> {
     let why = match src.bytes(rel, max) {
         Ok(None) => return None,
-        Ok(Some((_, true))) => "it is larger than migrate reads: not brought".to_string(),
+        Ok(Some((_, true))) => "too large: not read".to_string(),
         Ok(Some((b, false))) => match String::from_utf8(b) {
             Ok(t) => return Some(t),
-            Err(_) => "not UTF-8 text: not brought".to_string(),
+            Err(_) => "not UTF-8 text: not read".to_string(),
         },
         Err(why) => why,
     };
@@ -127,13 +127,13 @@ pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<V
     let t = text(plan, src, rel, MAX_PEER_CONFIG_BYTES)?;
     let why = match formats::parse(t.trim_start_matches('\u{feff}'), format) {
         Ok(v @ (Value::Object(_) | Value::Array(_))) => return Some(v),
-        Ok(_) => "it holds no settings: nothing in it was brought".to_string(),
+        Ok(_) => "it holds no settings".to_string(),
         Err(e) => [
             "not valid ",
             format.name(),
             " (",
             &e.to_string(),
-            "): its settings were not brought",
+            "): not read",
         ]
         .concat(),
     };
@@ -208,7 +208,7 @@ pub fn markdown(plan: &mut Plan, src: &Src, rel: &str, category: Category) {
         );
     }
     let Ok(t) = String::from_utf8(b) else {
-        return plan.skip("memory", rel, "not UTF-8 text: no memories read from it");
+        return plan.skip("memory", rel, "not UTF-8 text: not read");
     };
     let mut md = Markdown::default();
     let mut texts: Vec<String> = t.lines().filter_map(|l| Some(md.line(l)?.1)).collect();
@@ -302,6 +302,8 @@ pub fn database(plan: &mut Plan, src: &Src, rel: &str) {
     plan.batch(rel, out);
 }
 
+const INCOMPLETE: &str = "its schedule is missing or incomplete";
+
 /// A job's schedule as OpenClaw, PicoClaw and ZeroClaw store it: `{kind: "cron", expr,
 /// tz}`, `{kind: "every", everyMs | every_ms}`, `{kind: "at", at | atMs}`.
 fn when(v: &Value) -> Result<When, String> {
@@ -318,7 +320,7 @@ fn when(v: &Value) -> Result<When, String> {
         "at" => get("atMs at_ms at").and_then(time_value).map(When::At),
         _ => return Err(["\"", kind, "\" schedules have no yoctoclaw equivalent"].concat()),
     };
-    w.ok_or_else(|| "its schedule is incomplete".to_string())
+    w.ok_or_else(|| INCOMPLETE.to_string())
 }
 
 /// The peers' cron jobs as JSON objects: OpenClaw and PicoClaw `jobs.json` entries
@@ -342,18 +344,18 @@ pub fn jobs(plan: &mut Plan, list: &[Value], deliver_as_is: bool) {
         } else if s("job_type") == Some("shell")
             || (s("job_type") != Some("agent") && ps("command").is_some())
         {
-            Err("it runs a shell command; yoctoclaw jobs run a prompt or send a message".into())
+            Err("it runs a shell command".into())
         } else if let Some(sch) = json::get(j, "schedule") {
             when(sch)
         } else if is(j, "one_shot", true) {
             json::get(j, "next_run_secs")
                 .and_then(time_value)
                 .map(When::At)
-                .ok_or_else(|| "its one-shot time is missing".to_string())
+                .ok_or_else(|| INCOMPLETE.to_string())
         } else if let Some(e) = s("expression") {
             Ok(When::Cron(e.to_string(), None))
         } else {
-            Err("it has no schedule".to_string())
+            Err(INCOMPLETE.to_string())
         };
         let d = json::get(j, "delivery").unwrap_or(p);
         let deliver = is(p, "deliver", true);
