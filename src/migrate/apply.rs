@@ -38,6 +38,11 @@ use rusqlite::{Connection, OpenFlags};
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
+/// The note on a file that stays as it is.
+const KEPT: &str = ": exists and differs (--force replaces it)";
+/// The end of the first and the last line of a dry run.
+const DRY_RUN: &str = " (dry run: nothing was written)\n";
+
 /// Memories in a plan from which progress is shown.
 pub const PROGRESS_MIN_MEMORIES: usize = 1000;
 /// Memories between two progress updates on a terminal (one updating line).
@@ -135,11 +140,7 @@ pub fn apply(
     home: &Home,
     opts: &Options,
 ) -> Result<bool, MigrateError> {
-    let dry = if opts.dry_run {
-        " (dry run: nothing is written)\n"
-    } else {
-        "\n"
-    };
+    let dry = if opts.dry_run { DRY_RUN } else { "\n" };
     out(&[
         "migrate from ",
         plan.peer.name(),
@@ -162,11 +163,7 @@ pub fn apply(
         let path = ws.join(dest);
         let template = WORKSPACE_FILES.iter().find(|(n, _)| n == dest);
         let st = decide(r, &path, text, template.map(|t| t.1));
-        let note = if st == St::Kept {
-            ": exists and differs (--force replaces it)"
-        } else {
-            ""
-        };
+        let note = if st == St::Kept { KEPT } else { "" };
         r.line(st, "file", &["workspace/", dest, note]);
         write_if(r, st, &path, text, 0o644)?;
     }
@@ -185,11 +182,7 @@ pub fn apply(
         s.push_str(&n.to_string());
         s.push_str(label);
     }
-    s.push_str(if opts.dry_run {
-        " (dry run: nothing was written)\n"
-    } else {
-        "\n"
-    });
+    s.push_str(dry);
     out(&s);
     let [new, replace, same, ..] = r.counts;
     Ok(new + replace + same > 0)
@@ -274,11 +267,7 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
                     let on = if t.enabled { "on" } else { "off" };
                     r.line(st, "telegram", &[on, ", allow_from: ", &who]);
                 }
-                let note = if st == St::Kept {
-                    ": differs, the settings above are not in it (--force replaces it)"
-                } else {
-                    ""
-                };
+                let note = if st == St::Kept { KEPT } else { "" };
                 r.line(st, "config", &[&path.to_string_lossy(), note]);
                 write_if(r, st, &path, &text, 0o600)?;
                 existing = st == St::Kept;

@@ -123,7 +123,7 @@ impl fmt::Display for MigrateError {
             MigrateError::Write(p, e) => write!(f, "cannot write {}: {e}", p.display()),
             MigrateError::Store(e) => write!(
                 f,
-                "the database import failed and nothing of it was kept ({e}): fix that and run migrate again"
+                "the database import failed and nothing of it was kept ({e}): fix it and run migrate again"
             ),
         }
     }
@@ -293,7 +293,7 @@ impl Plan {
             None => [
                 "it refers to ",
                 var,
-                ", which the peer does not set: put the value in secrets.env by hand",
+                ", which the peer does not set: put it in secrets.env by hand",
             ]
             .concat(),
             Some(v) => match check_secret(&v) {
@@ -412,9 +412,9 @@ fn check_secret(v: &str) -> Result<(), &'static str> {
     Err(if v.is_empty() {
         "it is empty"
     } else if has("enc: enc2: enc://") {
-        "the peer stores it encrypted: put the plain value in secrets.env by hand"
+        "the peer stores it encrypted: put it in secrets.env by hand"
     } else if has("op:// file:// env: keyring:") {
-        "looked up at run time: put the value in secrets.env by hand"
+        "looked up at run time: put it in secrets.env by hand"
     } else if v
         .chars()
         .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\'')
@@ -454,8 +454,6 @@ https://api.deepseek.com/v1 deepseek
 https://api.mistral.ai/v1 mistral
 https://api.x.ai/v1 xai grok
 https://generativelanguage.googleapis.com/v1beta/openai gemini google
-https://api.together.xyz/v1 together
-https://api.moonshot.ai/v1 moonshot kimi
 https://api.z.ai/api/paas/v4 zai zhipu glm
 https://dashscope-intl.aliyuncs.com/compatible-mode/v1 qwen dashscope
 http://127.0.0.1:1234/v1 lmstudio
@@ -494,12 +492,7 @@ pub fn resolve_provider(
         .strip_prefix("https://")
         .or_else(|| base.strip_prefix("http://"))
     else {
-        return Err([
-            "its base URL \"",
-            &base,
-            "\" is not an http:// or https:// URL",
-        ]
-        .concat());
+        return Err(["its base URL \"", &base, "\" is not an http(s) URL"].concat());
     };
     if anthropic {
         // yoctoclaw appends /v1/messages itself.

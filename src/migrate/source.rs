@@ -70,7 +70,7 @@ impl Src {
             Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
                 Ok(None)
             }
-            Err(e) => Err(["cannot read it: ", &e.to_string()].concat()),
+            Err(e) => Err(e.to_string()),
         }
     }
 
