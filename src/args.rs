@@ -218,7 +218,7 @@ pub struct MemImport {
 }
 
 #[derive(FromArgs, Debug)]
-/// Bring a peer's settings, keys, workspace, memories and cron jobs across.
+/// Bring another assistant's home across.
 #[argh(subcommand, name = "migrate")]
 pub struct MigrateCmd {
     /// openclaw, picoclaw, nullclaw or zeroclaw

@@ -300,7 +300,7 @@ impl Plan {
                 Err(why) => why.to_string(),
                 Ok(()) => match self.secrets.iter().find(|s| s.name == name) {
                     Some(s) if s.value == v => return true,
-                    Some(_) => "it already holds another of the peer's keys".to_string(),
+                    Some(_) => "it holds another key already".to_string(),
                     None => {
                         self.secrets.push(Secret {
                             name: name.to_string(),
@@ -327,7 +327,7 @@ impl Plan {
         let model = model.trim();
         let why = match resolve_provider(name, url, anthropic) {
             Err(why) => why,
-            Ok(_) if model.is_empty() => "no model is named for it".into(),
+            Ok(_) if model.is_empty() => "no model named".into(),
             Ok((_, _, base_url))
                 if self
                     .providers
@@ -336,9 +336,7 @@ impl Plan {
             {
                 return;
             }
-            Ok(_) if self.providers.len() > MAX_FALLBACKS => {
-                "more fallbacks than yoctoclaw keeps".into()
-            }
+            Ok(_) if self.providers.len() > MAX_FALLBACKS => "too many fallbacks".into(),
             Ok((anthropic, canonical, base_url)) => {
                 let key_env = match self.providers.iter().find(|p| p.base_url == base_url) {
                     Some(p) => p.key_env.clone(),
@@ -384,7 +382,7 @@ impl Plan {
                 let why = if s == "*" {
                     "a wildcard: yoctoclaw needs each user's id or @name"
                 } else {
-                    "not a Telegram user id or @username"
+                    "not a Telegram id or @name"
                 };
                 self.skip("telegram", s, why);
                 continue;
@@ -419,7 +417,7 @@ fn check_secret(v: &str) -> Result<(), &'static str> {
         .chars()
         .any(|c| c.is_whitespace() || c.is_control() || c == '"' || c == '\'')
     {
-        "secrets.env cannot hold its characters: put it there by hand"
+        "secrets.env cannot hold it: put it there by hand"
     } else {
         return Ok(());
     })

@@ -283,7 +283,7 @@ pub fn zeroclaw(src: &Src, plan: &mut Plan) {
             .split_once('.')
             .and_then(|(t, alias)| Some((t, get(get(models, t)?, alias)?)));
         let Some((t, e)) = entry else {
-            plan.skip("provider", &r, "no [providers.models] entry for it");
+            plan.skip("provider", &r, "not in [providers.models]");
             continue;
         };
         let (url, key) = (str_at(e, "uri"), str_at(e, "api_key"));
