@@ -133,7 +133,7 @@ fn write(path: &Path, text: &str, mode: u32) -> Result<(), MigrateError> {
 
 /// Apply `plan` (read from `src_dir`) to `home`, printing one line per item to stdout.
 /// Returns whether anything from the peer is (or would be) in the home afterwards.
-#[inline(never)] // MEASURE
+#[inline(never)]
 pub fn apply(
     plan: &Plan,
     src_dir: &Path,
@@ -260,7 +260,7 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
                 }
                 if let Some(t) = &plan.telegram {
                     let who = if t.allow_from.is_empty() {
-                        "nobody (deny all)".to_string()
+                        "nobody".to_string()
                     } else {
                         t.allow_from.join(", ")
                     };
@@ -362,7 +362,7 @@ pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
 
 /// Keys and the bot token into `secrets.env` (mode 0600), never anywhere else; only the
 /// variables' names are printed.
-#[inline(never)] // MEASURE
+#[inline(never)]
 fn secrets(plan: &Plan, home: &Home, r: &mut Report) -> Result<(), MigrateError> {
     if plan.secrets.is_empty() {
         return Ok(());
@@ -470,7 +470,7 @@ fn key_hash(key: &str) -> u64 {
 }
 
 /// Memories and jobs, in one transaction (dry run: read-only look at the database).
-#[inline(never)] // MEASURE
+#[inline(never)]
 fn database(
     plan: &Plan,
     home: &Home,
@@ -624,7 +624,7 @@ fn import(
 }
 
 /// A peer's schedule as yoctoclaw schedule text, in `tz_name`.
-#[inline(never)] // MEASURE
+#[inline(never)]
 fn schedule_text(when: &When, tz_name: &str, tz: &Tz) -> Result<String, String> {
     Err(match when {
         When::Cron(_, Some(t)) if !t.eq_ignore_ascii_case(tz_name) => [
@@ -645,7 +645,7 @@ fn schedule_text(when: &When, tz_name: &str, tz: &Tz) -> Result<String, String> 
     })
 }
 
-#[inline(never)] // MEASURE
+#[inline(never)]
 fn jobs(
     plan: &Plan,
     conn: Option<&Connection>,

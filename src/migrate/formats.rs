@@ -40,7 +40,7 @@ impl Format {
 }
 
 /// Parse a config file's text into a value tree.
-#[inline(never)] // MEASURE
+#[inline(never)]
 pub fn parse(text: &str, format: Format) -> Result<Value, SyntaxError> {
     let converted;
     let json_text = match format {
@@ -206,7 +206,7 @@ fn keys(name: &str, out: &mut String) {
 
 /// TOML text as a JSON array of `[[path...], value]` entries (see the module doc), ended
 /// by `null`.
-#[inline(never)] // MEASURE
+#[inline(never)]
 fn toml(src: &str) -> String {
     let b = src.as_bytes();
     let mut out = String::with_capacity(src.len() * 2 + 8);
@@ -273,7 +273,7 @@ fn scalar(s: &str) -> &str {
 
 /// The YAML subset as a JSON array of entries (see the module doc), ended by `null`: a
 /// list item's entry is its list's path with the item in a one-element array.
-#[inline(never)] // MEASURE
+#[inline(never)]
 fn yaml(src: &str) -> String {
     let mut out = String::from("[");
     // (indent, key) of the mappings the current line is in.

@@ -575,7 +575,7 @@ pub fn time_value(v: &Value) -> Option<i64> {
 }
 
 /// Read a peer home into a plan. Fails only when the home itself cannot be read.
-#[inline(never)] // MEASURE
+#[inline(never)]
 pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
     let src = source::Src::open(dir, peer)
         .map_err(|why| MigrateError::NoPeerHome(dir.to_path_buf(), why))?;
@@ -599,7 +599,7 @@ pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
 
 /// `yoctoclaw migrate`: plan, then apply (or describe), printing to stdout. Returns
 /// whether anything is (or would be) in the yoctoclaw home afterwards.
-#[inline(never)] // MEASURE
+#[inline(never)]
 pub fn command(
     home: &Home,
     from: &str,

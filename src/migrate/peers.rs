@@ -36,7 +36,7 @@ const NULL: Value = Value::Null;
 const JOBS_BY_HAND: &str = "not read: add these jobs again with yoctoclaw cron add";
 
 /// PicoClaw's config without `model_list`, ZeroClaw's schema 1.
-const OLD_SHAPE: &str = "an old config shape, not read: set provider and telegram by hand";
+const OLD_SHAPE: &str = "an old config shape: set provider and telegram by hand";
 
 fn flag(v: &Value, k: &str) -> Option<bool> {
     get(v, k).and_then(as_bool)
@@ -58,7 +58,7 @@ pub fn openclaw(src: &Src, plan: &mut Plan) {
             }
         }
         if bad {
-            plan.skip("config", ".env", "lines not KEY=VALUE were not read");
+            plan.skip("config", ".env", "lines not KEY=VALUE: not read");
         }
     }
     let cfg = config(plan, src, "openclaw.json", Json5).unwrap_or(NULL);

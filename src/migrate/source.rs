@@ -106,7 +106,7 @@ impl Src {
 }
 
 /// A UTF-8 file of at most `max` bytes; anything else is reported in the plan.
-#[inline(never)] // MEASURE
+#[inline(never)]
 pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: usize) -> Option<String> {
     let why = match src.bytes(rel, max) {
         Ok(None) => return None,
@@ -122,12 +122,12 @@ pub fn text(plan: &mut Plan, src: &Src, rel: &str, max: usize) -> Option<String>
 }
 
 /// A peer config file as a value tree; a broken file is reported and yields nothing.
-#[inline(never)] // MEASURE
+#[inline(never)]
 pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<Value> {
     let t = text(plan, src, rel, MAX_PEER_CONFIG_BYTES)?;
     let why = match formats::parse(t.trim_start_matches('\u{feff}'), format) {
         Ok(v @ (Value::Object(_) | Value::Array(_))) => return Some(v),
-        Ok(_) => "it holds no settings".to_string(),
+        Ok(_) => "no settings in it".to_string(),
         Err(e) => [
             "not valid ",
             format.name(),
@@ -142,7 +142,7 @@ pub fn config(plan: &mut Plan, src: &Src, rel: &str, format: Format) -> Option<V
 }
 
 /// Workspace files, skills and memories of a peer workspace at `ws` (below the home).
-#[inline(never)] // MEASURE
+#[inline(never)]
 pub fn workspace(plan: &mut Plan, src: &Src, ws: &str) {
     if let Err(why) = src.real(ws) {
         return plan.skip("file", ws, &why);
@@ -302,7 +302,7 @@ pub fn database(plan: &mut Plan, src: &Src, rel: &str) {
     plan.batch(rel, out);
 }
 
-const INCOMPLETE: &str = "its schedule is missing or incomplete";
+const INCOMPLETE: &str = "its schedule is incomplete";
 
 /// A job's schedule as OpenClaw, PicoClaw and ZeroClaw store it: `{kind: "cron", expr,
 /// tz}`, `{kind: "every", everyMs | every_ms}`, `{kind: "at", at | atMs}`.
@@ -340,7 +340,7 @@ pub fn jobs(plan: &mut Plan, list: &[Value], deliver_as_is: bool) {
             .or_else(|| s("prompt"))
             .unwrap_or("");
         let when = if is(j, "enabled", false) || is(j, "paused", true) {
-            Err("it is disabled in the peer".to_string())
+            Err("disabled in the peer".to_string())
         } else if s("job_type") == Some("shell")
             || (s("job_type") != Some("agent") && ps("command").is_some())
         {
