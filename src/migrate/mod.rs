@@ -27,7 +27,7 @@
 //! A one-shot command on the main thread: plain file and SQLite I/O, no executor.
 
 mod apply;
-pub mod formats;
+mod formats;
 mod peers;
 mod source;
 
