@@ -38,6 +38,7 @@ pub enum Cmd {
     Heartbeat(HeartbeatCmd),
     Cron(CronCmd),
     Memory(MemoryCmd),
+    Migrate(MigrateCmd),
     Status(StatusCmd),
     Doctor(DoctorCmd),
     Hw(HwCmd),
@@ -219,6 +220,24 @@ pub struct MemExport {}
 pub struct MemImport {
     #[argh(positional)]
     pub file: PathBuf,
+}
+
+#[derive(FromArgs, Debug)]
+/// Bring another assistant's home across.
+#[argh(subcommand, name = "migrate")]
+pub struct MigrateCmd {
+    /// openclaw, picoclaw, nullclaw or zeroclaw
+    #[argh(option)]
+    pub from: String,
+    /// the peer's home (default: ~/.<peer>)
+    #[argh(option)]
+    pub path: Option<PathBuf>,
+    /// say what would come, write nothing
+    #[argh(switch)]
+    pub dry_run: bool,
+    /// replace yoctoclaw files and secrets that differ
+    #[argh(switch)]
+    pub force: bool,
 }
 
 #[derive(FromArgs, Debug)]

@@ -1,5 +1,5 @@
 //! The command line: parse the arguments (`args`), call the composition root (`app`) or
-//! the operator commands (`doctor`, `status`, `onboard`), and map every outcome to an exit
+//! the operator commands (`doctor`, `status`, `onboard`, `migrate`), and map every outcome to an exit
 //! status (0 success, 1 runtime failure, 2 bad usage or bad configuration). Errors print
 //! as one `yoctoclaw: …` sentence on stderr.
 //!
@@ -110,6 +110,18 @@ fn dispatch(cli: Cli) -> Result<(), AppError> {
             })?;
             println!("{out}");
             Ok(())
+        }
+        Cmd::Migrate(m) => {
+            let h = Home::resolve(home)?;
+            let opts = crate::migrate::Options::new(m.dry_run, m.force);
+            match crate::migrate::command(&h, &m.from, m.path.as_deref(), &opts) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(AppError::Runtime(
+                    "nothing was brought across: see the lines above".into(),
+                )),
+                Err(e) if e.is_usage() => Err(AppError::Usage(e.to_string())),
+                Err(e) => Err(AppError::Runtime(e.to_string())),
+            }
         }
     }
 }

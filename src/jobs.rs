@@ -134,15 +134,18 @@ pub fn first_run(schedule: &Schedule, now: i64, tz: &Tz) -> Option<i64> {
     }
 }
 
-/// Validate and store a job. `floor` is the earliest sane clock: before it the job is
-/// stored unplanned.
-pub fn add(
-    db: &Db,
-    tz: &Tz,
-    req: &JobRequest<'_>,
-    now: i64,
-    floor: i64,
-) -> Result<CronJob, CronError> {
+/// A job request checked and planned, ready to store: the schedule as canonical text,
+/// the delivery target as text, and the first run (`None` before the clock is sane).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub schedule: String,
+    pub target: String,
+    pub next_run: Option<i64>,
+}
+
+/// Validate a job and plan its first run without storing it. `floor` is the earliest
+/// sane clock: before it the job is left unplanned.
+pub fn check(tz: &Tz, req: &JobRequest<'_>, now: i64, floor: i64) -> Result<Checked, CronError> {
     let schedule = Schedule::parse(req.schedule).map_err(CronError::BadSchedule)?;
     let text = req.text.trim();
     if text.is_empty() {
@@ -153,8 +156,7 @@ pub fn add(
     }
     let to = req.to.unwrap_or("").trim();
     let target = Target::parse(to).ok_or_else(|| CronError::BadTarget(to.to_string()))?;
-    let sane = now >= floor;
-    let next_run = if sane {
+    let next_run = if now >= floor {
         let at = first_run(&schedule, now, tz);
         if schedule.is_one_shot() && at.is_none_or(|t| t <= now) {
             return Err(CronError::AtInThePast);
@@ -163,14 +165,29 @@ pub fn add(
     } else {
         None
     };
-    let canonical = schedule.to_string();
+    Ok(Checked {
+        schedule: schedule.to_string(),
+        target: target.to_string(),
+        next_run,
+    })
+}
+
+/// Validate and store a job (see [`check`]).
+pub fn add(
+    db: &Db,
+    tz: &Tz,
+    req: &JobRequest<'_>,
+    now: i64,
+    floor: i64,
+) -> Result<CronJob, CronError> {
+    let c = check(tz, req, now, floor)?;
     let id = db.add_cron_job(
         &NewCronJob {
-            schedule: &canonical,
-            prompt: text,
+            schedule: &c.schedule,
+            prompt: req.text.trim(),
             is_message: req.is_message,
-            target: &target.to_string(),
-            next_run,
+            target: &c.target,
+            next_run: c.next_run,
         },
         now,
     )?;

@@ -41,6 +41,7 @@ pub mod json;
 pub mod limits;
 pub mod logging;
 pub mod memory;
+pub mod migrate;
 pub mod onboard;
 pub mod provider;
 pub mod runtime;

@@ -120,28 +120,34 @@ pub fn load_secrets_file(path: &Path) -> Result<BTreeMap<String, String>, Config
 pub fn parse_secrets(text: &str) -> Result<BTreeMap<String, String>, usize> {
     let mut out = BTreeMap::new();
     for (n, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+        match secret_line(raw) {
+            None => {}
+            Some(None) => return Err(n + 1),
+            Some(Some((k, v))) => {
+                out.insert(k.to_string(), v.to_string());
+            }
         }
-        let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
-        let Some((k, v)) = line.split_once('=') else {
-            return Err(n + 1);
-        };
-        let k = k.trim();
-        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(n + 1);
-        }
-        let v = v.trim();
-        let v = if v.len() >= 2
-            && ((v.starts_with('"') && v.ends_with('"'))
-                || (v.starts_with('\'') && v.ends_with('\'')))
-        {
-            &v[1..v.len() - 1]
-        } else {
-            v
-        };
-        out.insert(k.to_string(), v.to_string());
     }
     Ok(out)
+}
+
+/// One `secrets.env` line: `None` for a blank or comment line, `Some(None)` for a line
+/// that is not `KEY=VALUE`, else the key and the value (without its quotes).
+pub fn secret_line(raw: &str) -> Option<Option<(&str, &str)>> {
+    let line = raw.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let line = line.strip_prefix("export ").unwrap_or(line).trim_start();
+    let Some((k, v)) = line.split_once('=') else {
+        return Some(None);
+    };
+    let k = k.trim();
+    if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Some(None);
+    }
+    let v = v.trim();
+    let quoted = v.len() >= 2
+        && ((v.starts_with('"') && v.ends_with('"')) || (v.starts_with('\'') && v.ends_with('\'')));
+    Some(Some((k, if quoted { &v[1..v.len() - 1] } else { v })))
 }

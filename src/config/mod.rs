@@ -22,7 +22,7 @@ mod env;
 mod fields;
 mod types;
 
-pub use env::{Env, load_secrets_file};
+pub use env::{Env, load_secrets_file, parse_secrets, secret_line};
 pub use types::*;
 
 use crate::limits::MAX_CONFIG_BYTES;

@@ -70,12 +70,18 @@ pub fn derive_key(text: &str) -> String {
     if slug.is_empty() {
         slug.push_str("memory");
     }
+    format!("{slug}-{:08x}", text_hash(text) as u32)
+}
+
+/// Hash of a memory's text with case and spacing ignored: two texts that differ only
+/// there are the same memory (what [`derive_key`] appends, in full).
+pub fn text_hash(text: &str) -> u64 {
     let normalised: String = text
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
         .to_lowercase();
-    format!("{slug}-{:08x}", fnv1a(normalised.as_bytes()) as u32)
+    fnv1a(normalised.as_bytes())
 }
 
 /// FNV-1a, 64 bits: stable across builds and platforms.
