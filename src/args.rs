@@ -40,6 +40,7 @@ pub enum Cmd {
     Memory(MemoryCmd),
     Status(StatusCmd),
     Doctor(DoctorCmd),
+    Service(ServiceCmd),
     Version(VersionCmd),
 }
 
@@ -225,6 +226,28 @@ pub struct StatusCmd {}
 /// Check the setup and say what to fix.
 #[argh(subcommand, name = "doctor")]
 pub struct DoctorCmd {}
+
+#[derive(FromArgs, Debug)]
+/// Run the gateway as a service: install, uninstall or status (systemd, OpenRC, BusyBox
+/// init, SysV). Writes files and prints the commands to start it; runs nothing.
+#[argh(subcommand, name = "service")]
+pub struct ServiceCmd {
+    /// install, uninstall or status
+    #[argh(positional)]
+    pub action: String,
+    /// a system service (the default for root, and without systemd)
+    #[argh(switch)]
+    pub system: bool,
+    /// a systemd user unit, no root needed (the default for others on systemd)
+    #[argh(switch)]
+    pub user: bool,
+    /// print what would be written or removed, change nothing
+    #[argh(switch)]
+    pub dry_run: bool,
+    /// for packaging and tests: work on the system under DIR instead of /
+    #[argh(option)]
+    pub root: Option<PathBuf>,
+}
 
 #[derive(FromArgs, Debug)]
 /// Print the version.

@@ -1,5 +1,5 @@
 //! The command line: parse the arguments (`args`), call the composition root (`app`) or
-//! the operator commands (`doctor`, `status`, `onboard`), and map every outcome to an exit
+//! the operator commands (`doctor`, `status`, `onboard`, `service`), and map every outcome to an exit
 //! status (0 success, 1 runtime failure, 2 bad usage or bad configuration). Errors print
 //! as one `yoctoclaw: …` sentence on stderr.
 //!
@@ -98,6 +98,14 @@ fn dispatch(cli: Cli) -> Result<(), AppError> {
         Cmd::Cron(c) => commands::cron_command(&load(home, true)?, c.cmd),
         Cmd::Serial(s) => commands::serial_command(&load(home, false)?, &s.device, s.baud, s.echo),
         Cmd::Doctor(_) => crate::doctor::command(home),
+        Cmd::Service(s) => match crate::service::command(&s, &Home::resolve(home)?) {
+            Ok(out) => {
+                println!("{out}");
+                Ok(())
+            }
+            Err(e @ crate::service::ServiceError::Usage(_)) => Err(AppError::Usage(e.to_string())),
+            Err(e) => Err(AppError::Runtime(e.to_string())),
+        },
     }
 }
 

@@ -45,6 +45,7 @@ pub mod provider;
 pub mod runtime;
 pub mod scheduler;
 pub mod security;
+pub mod service;
 pub mod signals;
 pub mod status;
 pub mod store;

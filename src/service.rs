@@ -1,0 +1,944 @@
+//! `yoctoclaw service install|uninstall|status`: run the gateway under the board's init
+//! system, so it starts at boot and comes back after a crash.
+//!
+//! It detects the init system and writes what fits: a systemd unit (system-wide, or a
+//! user unit with `--user`) with the board profile's memory limits; an OpenRC script run
+//! by `supervise-daemon`; a respawn line in BusyBox init's `/etc/inittab`; or a SysV
+//! script using `start-stop-daemon`. It writes files and prints the commands that enable
+//! and start the service; it never runs them.
+//!
+//! Every file it writes carries [`MARK`]: `uninstall` removes only files that do (the
+//! inittab line by its marker line above it), and `install` never replaces a file that
+//! does not. `--root DIR` writes under DIR and reads the init system's traces,
+//! `/etc/passwd` and `/proc/meminfo` from there: for building images, and for the tests.
+//!
+//! # Bounds
+//! Every file read (inittab, passwd, meminfo, the service files, `/proc`) is read up to
+//! `MAX_SERVICE_READ_BYTES`; a larger inittab is refused rather than cut.
+//!
+//! # Blocking
+//! Main thread: a one-shot command reading and writing a few small files.
+
+use crate::args::ServiceCmd;
+use crate::config::Home;
+use crate::files::{ReadError, read_regular, write_atomic};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+/// Largest file read (inittab, passwd, meminfo, a service file, `/proc/stat`).
+pub const MAX_SERVICE_READ_BYTES: usize = 64 * 1024;
+/// What every file written here says about itself, and what `uninstall` looks for.
+pub const MARK: &str = "Written by yoctoclaw service install";
+/// Linux's USER_HZ, the unit of `/proc/<pid>/stat`'s start time (100 on every target).
+const CLOCK_TICKS_PER_SEC: u64 = 100;
+const UNIT: &str = "yoctoclaw.service";
+
+/// A board profile's memory limits (`boards/<name>.conf`: `memory_high`, `memory_max`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Board {
+    pub name: &'static str,
+    /// `std::env::consts::ARCH` of the profile's triple.
+    pub arch: &'static str,
+    pub ram_mb: u64,
+    pub memory_high: &'static str,
+    pub memory_max: &'static str,
+}
+
+/// The profiles of `boards/*.conf`, smallest RAM first per CPU (a test checks the files).
+pub const BOARDS: [Board; 4] = [
+    board("milkv-duo-64mb", "riscv64", 64, "16M", "24M"),
+    board("licheerv-nano", "riscv64", 256, "32M", "48M"),
+    board("armv7-generic", "arm", 256, "32M", "48M"),
+    board("aarch64-generic", "aarch64", 512, "48M", "64M"),
+];
+
+const fn board(
+    name: &'static str,
+    arch: &'static str,
+    ram_mb: u64,
+    memory_high: &'static str,
+    memory_max: &'static str,
+) -> Board {
+    Board {
+        name,
+        arch,
+        ram_mb,
+        memory_high,
+        memory_max,
+    }
+}
+
+/// The profile for this CPU and `MemTotal` (KiB): the largest whose RAM is at most twice
+/// `MemTotal` (kernels and camera buffers take a share), else the smallest.
+pub fn board_for(arch: &str, mem_total_kib: u64) -> Option<&'static Board> {
+    let mut pick = None;
+    for b in BOARDS.iter().filter(|b| b.arch == arch) {
+        if pick.is_none() || b.ram_mb * 512 <= mem_total_kib {
+            pick = Some(b);
+        }
+    }
+    pick
+}
+
+/// The init systems written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Init {
+    Systemd,
+    OpenRc,
+    BusyBox,
+    SysV,
+}
+
+/// Why a service command failed.
+#[derive(Debug)]
+pub enum ServiceError {
+    Usage(&'static str),
+    NoInit,
+    UserNeedsSystemd,
+    /// Writing this path needs root (`true`: systemd, where `--user` is the way out).
+    NeedsRoot(PathBuf, bool),
+    NotOurs(PathBuf),
+    /// Still enabled: the command that disables it.
+    Enabled(&'static str),
+    Unsafe(PathBuf),
+    TooBig(PathBuf),
+    NoExe,
+    Io(&'static str, PathBuf, ErrorKind),
+}
+
+impl std::fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServiceError::Usage(m) => f.write_str(m),
+            ServiceError::NoInit => f.write_str(
+                "found no init system (systemd, OpenRC, BusyBox init or /etc/init.d): start yoctoclaw gateway from /etc/rc.local (docs/boards.md)",
+            ),
+            ServiceError::UserNeedsSystemd => {
+                f.write_str("--user needs systemd: run with sudo for a system service")
+            }
+            ServiceError::NeedsRoot(p, sd) => write!(
+                f,
+                "writing {} needs root: run with sudo{}",
+                p.display(),
+                if *sd { ", or use --user" } else { "" }
+            ),
+            ServiceError::NotOurs(p) => write!(
+                f,
+                "{} exists and was not written by yoctoclaw service install: move it aside first",
+                p.display()
+            ),
+            ServiceError::Enabled(cmd) => {
+                write!(f, "the service is still enabled: run {cmd} first")
+            }
+            ServiceError::Unsafe(p) => write!(
+                f,
+                "the path {} cannot go into a service file safely: use letters, digits and / . _ - only",
+                p.display()
+            ),
+            ServiceError::TooBig(p) => {
+                write!(f, "{} is over 64 KiB: add the line by hand (docs/boards.md)", p.display())
+            }
+            ServiceError::NoExe => f.write_str("cannot tell where this yoctoclaw binary is"),
+            ServiceError::Io(verb, p, k) => write!(f, "cannot {verb} {}: {k}", p.display()),
+        }
+    }
+}
+
+impl std::error::Error for ServiceError {}
+
+/// Run `yoctoclaw service ACTION`; returns what to print.
+pub fn command(c: &ServiceCmd, home: &Home) -> Result<String, ServiceError> {
+    if c.system && c.user {
+        return Err(ServiceError::Usage(
+            "--system and --user exclude each other",
+        ));
+    }
+    let root = c.root.as_deref().unwrap_or(Path::new("/"));
+    let scope = if c.user || c.system {
+        Some(c.user)
+    } else {
+        None
+    };
+    match c.action.as_str() {
+        "install" => install(root, scope, c.dry_run, home),
+        "uninstall" => uninstall(root, scope, c.dry_run),
+        "status" => Ok(status(root, home)),
+        _ => Err(ServiceError::Usage(
+            "unknown action: use yoctoclaw service install, uninstall or status",
+        )),
+    }
+}
+
+/// `abs` (an absolute path) under `root`.
+fn under(root: &Path, abs: &str) -> PathBuf {
+    root.join(abs.trim_start_matches('/'))
+}
+
+/// A file's text; `None` when it does not exist. Cut at `MAX_SERVICE_READ_BYTES`; `whole`
+/// refuses a longer file instead.
+fn read(p: &Path, whole: bool) -> Result<Option<String>, ServiceError> {
+    match read_regular(p, MAX_SERVICE_READ_BYTES, true) {
+        Ok((b, total)) if whole && total > b.len() as u64 => {
+            Err(ServiceError::TooBig(p.to_path_buf()))
+        }
+        Ok((b, _)) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        Err(ReadError::NotFound) => Ok(None),
+        Err(ReadError::Io(e)) => Err(ServiceError::Io("read", p.to_path_buf(), e.kind())),
+        Err(ReadError::NotRegular(_)) => Err(ServiceError::Io(
+            "read",
+            p.to_path_buf(),
+            ErrorKind::InvalidInput,
+        )),
+    }
+}
+
+fn text_of(p: &Path) -> String {
+    read(p, false).ok().flatten().unwrap_or_default()
+}
+
+/// Which init system runs under `root`.
+pub fn detect(root: &Path) -> Option<Init> {
+    if under(root, "/run/systemd/system").is_dir() {
+        return Some(Init::Systemd);
+    }
+    if under(root, "/sbin/openrc-run").exists() || under(root, "/run/openrc").exists() {
+        return Some(Init::OpenRc);
+    }
+    let inittab = text_of(&under(root, "/etc/inittab")).to_ascii_lowercase();
+    let init_is_busybox = std::fs::read_link(under(root, "/sbin/init"))
+        .is_ok_and(|t| t.to_string_lossy().contains("busybox"));
+    // BusyBox init's lines have empty id and runlevel fields (`::sysinit:`).
+    if init_is_busybox
+        || inittab.contains("busybox")
+        || inittab.lines().any(|l| l.starts_with("::"))
+    {
+        return Some(Init::BusyBox);
+    }
+    under(root, "/etc/init.d").is_dir().then_some(Init::SysV)
+}
+
+fn init_name(i: Option<Init>) -> &'static str {
+    match i {
+        Some(Init::Systemd) => "systemd",
+        Some(Init::OpenRc) => "OpenRC",
+        Some(Init::BusyBox) => "BusyBox init",
+        Some(Init::SysV) => "SysV init (/etc/init.d)",
+        None => "none found",
+    }
+}
+
+/// `p` as text if every byte is one a unit file and a shell line carry as is.
+fn safe(p: &Path) -> Result<&str, ServiceError> {
+    p.to_str()
+        .filter(|s| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"/._-+@,:=".contains(&b))
+        })
+        .ok_or_else(|| ServiceError::Unsafe(p.to_path_buf()))
+}
+
+/// Where systemd looks for this user's units (under `root`).
+fn user_unit_dir(root: &Path) -> Option<PathBuf> {
+    let var = |n| std::env::var_os(n).filter(|v| Path::new(v).is_absolute());
+    let base = match var("XDG_CONFIG_HOME") {
+        Some(x) => PathBuf::from(x),
+        None => PathBuf::from(var("HOME")?).join(".config"),
+    };
+    Some(
+        root.join(base.strip_prefix("/").unwrap_or(&base))
+            .join("systemd/user"),
+    )
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The account the service runs as: the home's owner (the caller's when there is no home
+/// yet), by name from `/etc/passwd`; `None` for root.
+fn run_as(root: &Path, home: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata(home)
+        .map(|m| m.uid())
+        .unwrap_or_else(|_| rustix::process::geteuid().as_raw());
+    if uid == 0 {
+        return None;
+    }
+    let passwd = text_of(&under(root, "/etc/passwd"));
+    let name = passwd.lines().find_map(|l| {
+        let mut f = l.split(':');
+        let name = f.next()?;
+        (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+    });
+    Some(name.unwrap_or_else(|| uid.to_string()))
+}
+
+fn add(s: &mut String, parts: &[&str]) {
+    for p in parts {
+        s.push_str(p);
+    }
+}
+
+/// A systemd unit running the gateway.
+pub fn systemd_unit(
+    exe: &str,
+    home: &str,
+    user: Option<&str>,
+    board: Option<&Board>,
+    user_unit: bool,
+) -> String {
+    let mut s = String::with_capacity(1200);
+    add(
+        &mut s,
+        &[
+            "# ",
+            MARK,
+            "; yoctoclaw service uninstall removes it.\n[Unit]\nDescription=yoctoclaw personal AI assistant (gateway)\n",
+        ],
+    );
+    if !user_unit {
+        s.push_str("# TLS and cron need the network and, on boards without an RTC, the clock.\nWants=network-online.target time-sync.target\nAfter=network-online.target time-sync.target\n");
+    }
+    s.push_str("\n[Service]\nType=simple\n");
+    if let Some(u) = user {
+        add(&mut s, &["User=", u, "\n"]);
+    }
+    add(
+        &mut s,
+        &[
+            "ExecStart=",
+            exe,
+            " --home ",
+            home,
+            " gateway\nRestart=on-failure\nRestartSec=10\n# Telegram allows one poller per token: give the old process time to stop.\nTimeoutStopSec=20\n",
+        ],
+    );
+    if let Some(b) = board {
+        add(
+            &mut s,
+            &[
+                "# Memory limits of the board profile boards/",
+                b.name,
+                ".conf.\nMemoryHigh=",
+                b.memory_high,
+                "\nMemoryMax=",
+                b.memory_max,
+                "\n",
+            ],
+        );
+    }
+    if user_unit {
+        s.push_str("NoNewPrivileges=yes\n\n[Install]\nWantedBy=default.target\n");
+    } else {
+        add(
+            &mut s,
+            &[
+                "TasksMax=64\n# Hardening: the assistant writes only its own home.\nNoNewPrivileges=yes\nPrivateTmp=yes\nProtectSystem=strict\nProtectHome=read-only\nReadWritePaths=",
+                home,
+                "\nProtectKernelTunables=yes\nProtectControlGroups=yes\nRestrictSUIDSGID=yes\nLockPersonality=yes\n\n[Install]\nWantedBy=multi-user.target\n",
+            ],
+        );
+    }
+    s
+}
+
+/// The gateway's arguments with its log in the home (rotated at 1 MiB): for init systems
+/// that would drop its stderr.
+fn args_logged(s: &mut String, exe: &str, home: &str) {
+    add(
+        s,
+        &[
+            exe,
+            " --home ",
+            home,
+            " --log-file ",
+            home,
+            "/gateway.log gateway",
+        ],
+    );
+}
+
+/// An OpenRC script run by supervise-daemon.
+pub fn openrc_script(exe: &str, home: &str, user: Option<&str>) -> String {
+    let mut s = String::with_capacity(700);
+    add(
+        &mut s,
+        &[
+            "#!/sbin/openrc-run\n# ",
+            MARK,
+            "; yoctoclaw service uninstall removes it.\ndescription=\"yoctoclaw personal AI assistant (gateway)\"\n# supervise-daemon keeps the gateway in the foreground (no command_background) and\n# starts it again 10 s after it exits; the pidfile is the supervisor's.\nsupervisor=supervise-daemon\ncommand=",
+            exe,
+            "\ncommand_args=\"--home ",
+            home,
+            " --log-file ",
+            home,
+            "/gateway.log gateway\"\n",
+        ],
+    );
+    if let Some(u) = user {
+        add(&mut s, &["command_user=", u, "\n"]);
+    }
+    s.push_str("pidfile=/run/yoctoclaw.pid\nrespawn_delay=10\nrespawn_max=0\n\ndepend() {\n\tneed net\n\tafter ntp-client ntpd chronyd\n}\n");
+    s
+}
+
+/// A SysV init script using start-stop-daemon (BusyBox's or Debian's).
+pub fn sysv_script(exe: &str, home: &str, user: Option<&str>) -> String {
+    let mut s = String::with_capacity(1200);
+    add(
+        &mut s,
+        &[
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides:          yoctoclaw\n# Required-Start:    $network $remote_fs\n# Required-Stop:     $network $remote_fs\n# Default-Start:     2 3 4 5\n# Default-Stop:      0 1 6\n# Short-Description: yoctoclaw personal AI assistant (gateway)\n### END INIT INFO\n# ",
+            MARK,
+            "; yoctoclaw service uninstall removes it.\n# start-stop-daemon starts the gateway once and does not restart it when it exits.\nPIDFILE=/var/run/yoctoclaw.pid\ncase \"$1\" in\nstart)\n\tstart-stop-daemon -S -b -m -p $PIDFILE",
+        ],
+    );
+    if let Some(u) = user {
+        add(&mut s, &[" -c ", u]);
+    }
+    add(
+        &mut s,
+        &[" -x ", exe, " -- --home ", home, " --log-file ", home],
+    );
+    s.push_str("/gateway.log gateway\n\t;;\nstop)\n\tstart-stop-daemon -K -p $PIDFILE -s TERM\n\trm -f $PIDFILE\n\t;;\nrestart)\n\t\"$0\" stop\n\tsleep 3\n\t\"$0\" start\n\t;;\nstatus)\n\tif start-stop-daemon -K -t -q -p $PIDFILE; then echo running; else echo stopped; exit 3; fi\n\t;;\n*)\n\techo \"usage: $0 start|stop|restart|status\" >&2\n\texit 1\n\t;;\nesac\n");
+    s
+}
+
+/// The two inittab lines: the marker, then the respawn entry. The `sleep` keeps a gateway
+/// that cannot start (no network yet, a bad config) from spinning.
+pub fn inittab_lines(exe: &str, home: &str, user: Option<&str>) -> String {
+    let mut s = String::with_capacity(300);
+    add(
+        &mut s,
+        &[
+            "# ",
+            MARK,
+            ": the next line (yoctoclaw service uninstall removes both)\n::respawn:",
+        ],
+    );
+    match user {
+        Some(u) => add(&mut s, &["/bin/su -s /bin/sh ", u, " -c 'sleep 5; exec "]),
+        None => s.push_str("/bin/sh -c 'sleep 5; exec "),
+    }
+    args_logged(&mut s, exe, home);
+    s.push_str("'\n");
+    s
+}
+
+/// `text` without our marker line and the line after it (when that one is ours).
+fn strip_inittab(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let (mut skip, mut found) = (false, false);
+    for line in text.split_inclusive('\n') {
+        if std::mem::take(&mut skip) && line.contains("yoctoclaw") {
+            continue;
+        }
+        if line.starts_with('#') && line.contains(MARK) {
+            (skip, found) = (true, true);
+            continue;
+        }
+        out.push_str(line);
+    }
+    found.then_some(out)
+}
+
+fn mode_of(p: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).map_or(0o644, |m| m.permissions().mode() & 0o7777)
+}
+
+/// Write `text` to `path` atomically with `mode`, creating its folder.
+fn put(path: &Path, text: &str, mode: u32, root_sd: Option<bool>) -> Result<(), ServiceError> {
+    use std::os::unix::fs::PermissionsExt;
+    let r = match path.parent() {
+        Some(d) => std::fs::create_dir_all(d),
+        None => Ok(()),
+    }
+    .and_then(|_| write_atomic(path, text.as_bytes(), mode))
+    .and_then(|_| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)));
+    r.map_err(|e| io_err("write", path, e, root_sd))
+}
+
+/// `root_sd`: `Some(systemd?)` for system paths, where a refusal means "needs root".
+fn io_err(verb: &'static str, p: &Path, e: std::io::Error, root_sd: Option<bool>) -> ServiceError {
+    match root_sd {
+        Some(sd) if e.kind() == ErrorKind::PermissionDenied => {
+            ServiceError::NeedsRoot(p.to_path_buf(), sd)
+        }
+        _ => ServiceError::Io(verb, p.to_path_buf(), e.kind()),
+    }
+}
+
+fn install(
+    root: &Path,
+    scope: Option<bool>,
+    dry: bool,
+    home: &Home,
+) -> Result<String, ServiceError> {
+    let init = detect(root).ok_or(ServiceError::NoInit)?;
+    let sd = init == Init::Systemd;
+    let user_unit = scope.unwrap_or(sd && !is_root());
+    if user_unit && !sd {
+        return Err(ServiceError::UserNeedsSystemd);
+    }
+    let exe = std::env::current_exe().map_err(|_| ServiceError::NoExe)?;
+    let exe = safe(&exe)?;
+    let home_dir = std::path::absolute(&home.dir).unwrap_or_else(|_| home.dir.clone());
+    let hd = safe(&home_dir)?;
+    let who = if user_unit {
+        None
+    } else {
+        run_as(root, &home_dir)
+    };
+    if let Some(w) = &who {
+        safe(Path::new(w))?;
+    }
+    let who = who.as_deref();
+    let mut note = String::new();
+    let (path, text, mode, next) = match init {
+        Init::Systemd => {
+            let meminfo = text_of(&under(root, "/proc/meminfo"));
+            let kib = meminfo.lines().find_map(|l| {
+                l.strip_prefix("MemTotal:")?
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            });
+            let board = kib.and_then(|k| board_for(std::env::consts::ARCH, k));
+            note = match board {
+                Some(b) => ["memory limits of board profile ", b.name].concat(),
+                None => "no board profile for this CPU: no memory limits".into(),
+            };
+            let unit = systemd_unit(exe, hd, who, board, user_unit);
+            if user_unit {
+                let dir = user_unit_dir(root).ok_or(ServiceError::Usage(
+                    "--user needs HOME set to find ~/.config/systemd/user",
+                ))?;
+                (
+                    dir.join(UNIT),
+                    unit,
+                    0o644,
+                    "systemctl --user daemon-reload && systemctl --user enable --now yoctoclaw\nto keep it running after you log out and start it at boot: loginctl enable-linger",
+                )
+            } else {
+                (
+                    under(root, "/etc/systemd/system").join(UNIT),
+                    unit,
+                    0o644,
+                    "systemctl daemon-reload && systemctl enable --now yoctoclaw",
+                )
+            }
+        }
+        Init::OpenRc => (
+            under(root, "/etc/init.d/yoctoclaw"),
+            openrc_script(exe, hd, who),
+            0o755,
+            "rc-update add yoctoclaw default && rc-service yoctoclaw start",
+        ),
+        Init::BusyBox => {
+            let p = under(root, "/etc/inittab");
+            let old = read(&p, true)?.unwrap_or_default();
+            let mut t = strip_inittab(&old).unwrap_or(old);
+            if !t.is_empty() && !t.ends_with('\n') {
+                t.push('\n');
+            }
+            t.push_str(&inittab_lines(exe, hd, who));
+            let m = mode_of(&p);
+            (
+                p,
+                t,
+                m,
+                "kill -HUP 1 (init reads /etc/inittab again and starts it)",
+            )
+        }
+        Init::SysV => {
+            // Debian-style rc2.d links need update-rc.d; Buildroot's rcS runs S??* itself.
+            if under(root, "/etc/rc2.d").is_dir() {
+                (
+                    under(root, "/etc/init.d/yoctoclaw"),
+                    sysv_script(exe, hd, who),
+                    0o755,
+                    "update-rc.d yoctoclaw defaults && /etc/init.d/yoctoclaw start",
+                )
+            } else {
+                (
+                    under(root, "/etc/init.d/S99yoctoclaw"),
+                    sysv_script(exe, hd, who),
+                    0o755,
+                    "/etc/init.d/S99yoctoclaw start",
+                )
+            }
+        }
+    };
+    let old = read(&path, init == Init::BusyBox)?;
+    if init != Init::BusyBox && old.as_deref().is_some_and(|t| !t.contains(MARK)) {
+        return Err(ServiceError::NotOurs(path));
+    }
+    let shown = path.display().to_string();
+    let mut out = String::new();
+    let what = match (init, user_unit) {
+        (Init::Systemd, true) => "systemd user unit",
+        (Init::Systemd, false) => "systemd system unit",
+        _ => init_name(Some(init)),
+    };
+    if dry {
+        let body = if init == Init::BusyBox {
+            inittab_lines(exe, hd, who)
+        } else {
+            text.clone()
+        };
+        add(
+            &mut out,
+            &["would write ", &shown, " (", what, "):\n", &body],
+        );
+    } else if old.as_deref() == Some(text.as_str()) {
+        add(&mut out, &["unchanged: ", &shown, " (", what, ")\n"]);
+    } else {
+        put(&path, &text, mode, (!user_unit).then_some(sd))?;
+        add(&mut out, &["wrote ", &shown, " (", what, ")\n"]);
+    }
+    if !note.is_empty() {
+        add(&mut out, &["note: ", &note, "\n"]);
+    }
+    if !home_dir.is_dir() {
+        add(
+            &mut out,
+            &[
+                "note: ",
+                hd,
+                " does not exist yet: run yoctoclaw onboard first\n",
+            ],
+        );
+    }
+    add(&mut out, &["then run: ", next]);
+    Ok(out)
+}
+
+/// A place `install` may have written to.
+struct Spot {
+    path: PathBuf,
+    user: bool,
+    /// The link that says it is enabled, and the command that removes it.
+    link: Option<(PathBuf, &'static str)>,
+    /// What to run after removing it.
+    after: &'static str,
+}
+
+fn spots(root: &Path) -> Vec<Spot> {
+    let sd = under(root, "/etc/systemd/system");
+    let mut v = vec![Spot {
+        path: sd.join(UNIT),
+        user: false,
+        link: Some((
+            sd.join("multi-user.target.wants").join(UNIT),
+            "systemctl disable --now yoctoclaw",
+        )),
+        after: "systemctl daemon-reload",
+    }];
+    if let Some(d) = user_unit_dir(root) {
+        v.push(Spot {
+            path: d.join(UNIT),
+            user: true,
+            link: Some((
+                d.join("default.target.wants").join(UNIT),
+                "systemctl --user disable --now yoctoclaw",
+            )),
+            after: "systemctl --user daemon-reload",
+        });
+    }
+    v.push(Spot {
+        path: under(root, "/etc/init.d/yoctoclaw"),
+        user: false,
+        link: Some((
+            under(root, "/etc/runlevels/default/yoctoclaw"),
+            "rc-service yoctoclaw stop && rc-update del yoctoclaw default",
+        )),
+        after: if under(root, "/etc/rc2.d").is_dir() {
+            "update-rc.d yoctoclaw remove"
+        } else {
+            ""
+        },
+    });
+    v.push(Spot {
+        path: under(root, "/etc/init.d/S99yoctoclaw"),
+        user: false,
+        link: None,
+        after: "",
+    });
+    v.push(Spot {
+        path: under(root, "/etc/inittab"),
+        user: false,
+        link: None,
+        after: "kill -HUP 1, and stop the running gateway",
+    });
+    v
+}
+
+fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, ServiceError> {
+    let sd = detect(root) == Some(Init::Systemd);
+    let mut out = String::new();
+    let mut todo = Vec::new();
+    for s in spots(root) {
+        if scope.is_some_and(|u| u != s.user) {
+            continue;
+        }
+        let inittab = s.path.ends_with("inittab");
+        let Some(text) = read(&s.path, inittab)? else {
+            continue;
+        };
+        let new = if inittab {
+            match strip_inittab(&text) {
+                Some(t) => Some(t),
+                None => continue,
+            }
+        } else if text.contains(MARK) {
+            None
+        } else {
+            add(
+                &mut out,
+                &[
+                    "left ",
+                    &s.path.display().to_string(),
+                    ": not written by yoctoclaw service install\n",
+                ],
+            );
+            continue;
+        };
+        if let Some((link, cmd)) = &s.link
+            && link.symlink_metadata().is_ok()
+        {
+            return Err(ServiceError::Enabled(cmd));
+        }
+        todo.push((s, new));
+    }
+    if todo.is_empty() {
+        out.push_str("nothing to remove: no file written by yoctoclaw service install");
+        return Ok(out);
+    }
+    for (s, new) in todo {
+        let shown = s.path.display().to_string();
+        let root_sd = (!s.user).then_some(sd);
+        if dry {
+            add(&mut out, &["would remove ", &shown, "\n"]);
+            continue;
+        }
+        match &new {
+            Some(t) => put(&s.path, t, mode_of(&s.path), root_sd)?,
+            None => {
+                std::fs::remove_file(&s.path).map_err(|e| io_err("remove", &s.path, e, root_sd))?
+            }
+        }
+        let what = if new.is_some() {
+            "removed the yoctoclaw line from "
+        } else {
+            "removed "
+        };
+        add(&mut out, &[what, &shown, "\n"]);
+        if !s.after.is_empty() {
+            add(&mut out, &["then run: ", s.after, "\n"]);
+        }
+    }
+    Ok(out.trim_end().to_string())
+}
+
+/// When process `pid` started (Unix seconds), from `/proc`.
+fn started_at(pid: u32) -> Option<i64> {
+    let stat = text_of(Path::new(&format!("/proc/{pid}/stat")));
+    // Fields after the command name (which may hold spaces): state is the first, the
+    // start time (clock ticks after boot) the 20th.
+    let ticks: u64 = stat
+        .rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()?;
+    let boot: i64 = text_of(Path::new("/proc/stat"))
+        .lines()
+        .find_map(|l| l.strip_prefix("btime ")?.trim().parse().ok())?;
+    Some(boot + (ticks / CLOCK_TICKS_PER_SEC) as i64)
+}
+
+fn status(root: &Path, home: &Home) -> String {
+    let init = detect(root);
+    let mut s = String::new();
+    add(&mut s, &["init:       ", init_name(init), "\n"]);
+    let mut found = false;
+    for sp in spots(root) {
+        let Some(text) = read(&sp.path, false).ok().flatten() else {
+            continue;
+        };
+        let inittab = sp.path.ends_with("inittab");
+        let ours = if inittab {
+            if strip_inittab(&text).is_none() {
+                continue;
+            }
+            true
+        } else {
+            text.contains(MARK)
+        };
+        add(
+            &mut s,
+            &[
+                if found {
+                    "            "
+                } else {
+                    "installed:  "
+                },
+                &sp.path.display().to_string(),
+            ],
+        );
+        found = true;
+        if !ours {
+            s.push_str(" (not written by yoctoclaw service install)");
+        } else if let Some((link, _)) = &sp.link {
+            s.push_str(if link.symlink_metadata().is_ok() {
+                " (enabled)"
+            } else {
+                " (not enabled)"
+            });
+        }
+        s.push('\n');
+    }
+    if !found {
+        s.push_str("installed:  no (yoctoclaw service install writes it)\n");
+    }
+    let cfg = crate::config::load(home, &crate::config::Env::default()).ok();
+    let (tz, cache) = cfg.as_ref().map_or(("UTC", 128), |c| {
+        (c.agent.timezone.as_str(), c.memory.cache_kib)
+    });
+    let db = home.db_file();
+    let now = crate::time::clock::now();
+    let record = if db.exists() {
+        crate::store::Db::open(&db, cache)
+            .ok()
+            .and_then(|d| crate::status::read_gateway_record(&d, now).ok())
+    } else {
+        None
+    };
+    let at = |t| crate::time::clock::format_at(t, tz);
+    let running = match record {
+        Some(crate::status::Gateway::Running(r)) => format!(
+            "yes, pid {}, since {}",
+            r.pid,
+            started_at(r.pid).map_or_else(|| "?".into(), at)
+        ),
+        Some(crate::status::Gateway::Stopped(r)) => format!("no (last seen {})", at(r.at)),
+        _ => "no (never started)".into(),
+    };
+    add(&mut s, &["running:    ", &running]);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_board_table_matches_the_profiles() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("boards");
+        let mut seen = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_none_or(|x| x != "conf") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let get = |k: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+                    .unwrap()
+                    .to_string()
+            };
+            let name = get("name");
+            let b = BOARDS
+                .iter()
+                .find(|b| b.name == name)
+                .unwrap_or_else(|| panic!("boards/{name}.conf is missing from service::BOARDS"));
+            let arch = match get("triple").split('-').next().unwrap() {
+                "riscv64gc" => "riscv64",
+                "armv7" => "arm",
+                a => a,
+            }
+            .to_string();
+            assert_eq!(
+                (b.arch, b.ram_mb, b.memory_high, b.memory_max),
+                (
+                    arch.as_str(),
+                    get("ram_mb").parse().unwrap(),
+                    get("memory_high").as_str(),
+                    get("memory_max").as_str()
+                ),
+                "service::BOARDS disagrees with {}",
+                p.display()
+            );
+            seen += 1;
+        }
+        assert_eq!(
+            seen,
+            BOARDS.len(),
+            "a profile in BOARDS has no boards/*.conf"
+        );
+    }
+
+    #[test]
+    fn boards_are_picked_by_cpu_and_memory() {
+        let name = |arch, kib| board_for(arch, kib).map(|b| b.name);
+        // A Milk-V Duo shows about 55 MiB; a Duo 256M about 200 MiB after the camera.
+        assert_eq!(name("riscv64", 55_000), Some("milkv-duo-64mb"));
+        assert_eq!(name("riscv64", 200_000), Some("licheerv-nano"));
+        assert_eq!(name("riscv64", 8_000_000), Some("licheerv-nano"));
+        assert_eq!(name("riscv64", 0), Some("milkv-duo-64mb"));
+        assert_eq!(name("aarch64", 100_000), Some("aarch64-generic"));
+        assert_eq!(name("arm", 230_000), Some("armv7-generic"));
+        assert_eq!(name("x86_64", 8_000_000), None);
+    }
+
+    #[test]
+    fn unsafe_paths_are_refused() {
+        assert_eq!(
+            safe(Path::new("/home/pi/.yoctoclaw")).unwrap(),
+            "/home/pi/.yoctoclaw"
+        );
+        for bad in [
+            "/home/a b",
+            "/x/%h",
+            "/x/'q",
+            "/x/$HOME",
+            "/x/a\nb",
+            "/x/\"",
+            "/x/;rm",
+            "",
+        ] {
+            assert!(safe(Path::new(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_inittab_block_is_stripped_exactly() {
+        let block = inittab_lines("/usr/local/bin/yoctoclaw", "/root/.yoctoclaw", None);
+        let base = "::sysinit:/etc/init.d/rcS\n# yoctoclaw is great\nttyS0::respawn:/sbin/getty -L ttyS0\n";
+        let with = format!("{base}{block}");
+        assert_eq!(strip_inittab(&with).as_deref(), Some(base));
+        assert_eq!(strip_inittab(base), None);
+        // A marker whose line was deleted by hand: the next, unrelated line stays.
+        let orphan = format!("# {MARK}: x\n::shutdown:/bin/umount -a -r\n");
+        assert_eq!(
+            strip_inittab(&orphan).as_deref(),
+            Some("::shutdown:/bin/umount -a -r\n")
+        );
+    }
+
+    #[test]
+    fn user_units_have_no_user_line_and_no_system_targets() {
+        let u = systemd_unit("/b/yc", "/h", None, None, true);
+        assert!(u.contains("WantedBy=default.target"));
+        assert!(!u.contains("User=") && !u.contains("network-online") && !u.contains("Memory"));
+        let s = systemd_unit("/b/yc", "/h", Some("pi"), Some(&BOARDS[0]), false);
+        assert!(s.contains("User=pi\n") && s.contains("MemoryMax=24M\n"));
+        assert!(s.contains("ReadWritePaths=/h\n") && s.contains("WantedBy=multi-user.target"));
+    }
+}
