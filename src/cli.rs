@@ -98,7 +98,7 @@ fn dispatch(cli: Cli) -> Result<(), AppError> {
         Cmd::Cron(c) => commands::cron_command(&load(home, true)?, c.cmd),
         Cmd::Serial(s) => commands::serial_command(&load(home, false)?, &s.device, s.baud, s.echo),
         Cmd::Doctor(_) => crate::doctor::command(home),
-        Cmd::Service(s) => match crate::service::command(&s, &Home::resolve(home)?) {
+        Cmd::Service(s) => match crate::service::command(&s, home) {
             Ok(out) => {
                 println!("{out}");
                 Ok(())

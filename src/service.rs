@@ -146,14 +146,16 @@ impl std::fmt::Display for ServiceError {
 
 impl std::error::Error for ServiceError {}
 
-/// Run `yoctoclaw service ACTION`; returns what to print.
-pub fn command(c: &ServiceCmd, home: &Home) -> Result<String, ServiceError> {
+/// Run `yoctoclaw service ACTION` for the home `--home` names (see [`home_of`]); returns
+/// what to print.
+pub fn command(c: &ServiceCmd, home_flag: Option<&Path>) -> Result<String, ServiceError> {
     if c.system && c.user {
         return Err(ServiceError::Usage(
             "--system and --user exclude each other",
         ));
     }
     let root = c.root.as_deref().unwrap_or(Path::new("/"));
+    let home = &home_of(root, home_flag)?;
     let scope = if c.user || c.system {
         Some(c.user)
     } else {
@@ -167,6 +169,31 @@ pub fn command(c: &ServiceCmd, home: &Home) -> Result<String, ServiceError> {
             "unknown action: use yoctoclaw service install, uninstall or status",
         )),
     }
+}
+
+/// The home the service runs on: `--home`, `$YOCTOCLAW_HOME`, and under `sudo` the
+/// invoking user's `~/.yoctoclaw` (sudo sets `HOME` to root's), else `~/.yoctoclaw`.
+fn home_of(root: &Path, flag: Option<&Path>) -> Result<Home, ServiceError> {
+    let sudo_user = std::env::var("SUDO_USER").ok().filter(|u| u != "root");
+    if let (None, None, Some(user), true) = (
+        flag,
+        std::env::var_os("YOCTOCLAW_HOME"),
+        sudo_user,
+        is_root(),
+    ) {
+        let passwd = text_of(&under(root, "/etc/passwd"));
+        let dir = passwd.lines().find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.first() == Some(&user.as_str())).then(|| f.get(5).copied())?
+        });
+        if let Some(d) = dir {
+            return Ok(Home {
+                dir: Path::new(d).join(".yoctoclaw"),
+            });
+        }
+    }
+    Home::resolve(flag)
+        .map_err(|_| ServiceError::Usage("no home folder: set HOME or pass --home DIR"))
 }
 
 /// `abs` (an absolute path) under `root`.

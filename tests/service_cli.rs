@@ -620,3 +620,43 @@ fn sh_syntax_ok(p: &Path) {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn under_sudo_the_invoking_users_home_and_account_are_used() {
+    if !is_root() {
+        println!("SKIPPED: sudo home (the test must run as root to stand in for sudo)");
+        return;
+    }
+    let r = Root::new("sudo");
+    r.mkdir("/run/systemd/system");
+    let pi_home = r.dir.join("pi");
+    std::fs::create_dir_all(pi_home.join(".yoctoclaw")).unwrap();
+    std::os::unix::fs::chown(pi_home.join(".yoctoclaw"), Some(1000), Some(1000)).unwrap();
+    r.write(
+        "/etc/passwd",
+        &format!(
+            "root:x:0:0:root:/root:/bin/sh\npi:x:1000:1000::{}:/bin/sh\n",
+            pi_home.display()
+        ),
+    );
+    // What `sudo yoctoclaw service install` sees: HOME is root's, SUDO_USER the caller.
+    let out = Command::new(bin())
+        .env_clear()
+        .env("HOME", "/root")
+        .env("SUDO_USER", "pi")
+        .args(["service", "install", "--root"])
+        .arg(r.dir.join("sys"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let unit = r.read("/etc/systemd/system/yoctoclaw.service");
+    let home = pi_home.join(".yoctoclaw").display().to_string();
+    assert_has(
+        &unit,
+        &[
+            "User=pi",
+            &format!("ExecStart={} --home {home} gateway", exe()),
+            &format!("ReadWritePaths={home}"),
+        ],
+    );
+}
