@@ -748,8 +748,14 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
     for (s, new) in todo {
         let shown = s.path.display().to_string();
         let root_sd = (!s.user).then_some(sd);
+        let what = match (dry, new.is_some()) {
+            (true, true) => "would remove the yoctoclaw line from ",
+            (true, false) => "would remove ",
+            (false, true) => "removed the yoctoclaw line from ",
+            (false, false) => "removed ",
+        };
         if dry {
-            add(&mut out, &["would remove ", &shown, "\n"]);
+            add(&mut out, &[what, &shown, "\n"]);
             continue;
         }
         match &new {
@@ -758,11 +764,6 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
                 std::fs::remove_file(&s.path).map_err(|e| io_err("remove", &s.path, e, root_sd))?
             }
         }
-        let what = if new.is_some() {
-            "removed the yoctoclaw line from "
-        } else {
-            "removed "
-        };
         add(&mut out, &[what, &shown, "\n"]);
         if !s.after.is_empty() {
             add(&mut out, &["then run: ", s.after, "\n"]);
@@ -841,20 +842,21 @@ fn status(root: &Path, home: &Home) -> String {
     let now = crate::time::clock::now();
     let record = if db.exists() {
         crate::store::Db::open(&db, cache)
-            .ok()
-            .and_then(|d| crate::status::read_gateway_record(&d, now).ok())
+            .and_then(|d| crate::status::read_gateway_record(&d, now))
+            .map_err(|_| ())
     } else {
-        None
+        Ok(crate::status::Gateway::Never)
     };
     let at = |t| crate::time::clock::format_at(t, tz);
     let running = match record {
-        Some(crate::status::Gateway::Running(r)) => format!(
+        Ok(crate::status::Gateway::Running(r)) => format!(
             "yes, pid {}, since {}",
             r.pid,
             started_at(r.pid).map_or_else(|| "?".into(), at)
         ),
-        Some(crate::status::Gateway::Stopped(r)) => format!("no (last seen {})", at(r.at)),
-        _ => "no (never started)".into(),
+        Ok(crate::status::Gateway::Stopped(r)) => format!("no (last seen {})", at(r.at)),
+        Ok(crate::status::Gateway::Never) => "no (never started)".into(),
+        Err(()) => "unknown: cannot read the database (run as the home's owner)".into(),
     };
     add(&mut s, &["running:    ", &running]);
     s

@@ -451,6 +451,12 @@ fn dry_run_touches_nothing() {
         let after_install = r.snapshot();
         let out = r.ok(&["uninstall", "--dry-run"]);
         assert!(out.starts_with("would remove "), "{out}");
+        if tag == "dry-busybox" {
+            assert!(
+                out.contains("would remove the yoctoclaw line from "),
+                "{out}"
+            );
+        }
         assert_eq!(
             after_install,
             r.snapshot(),
