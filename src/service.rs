@@ -180,20 +180,23 @@ fn home_of(root: &Path, flag: Option<&Path>) -> Result<Home, ServiceError> {
         std::env::var_os("YOCTOCLAW_HOME"),
         sudo_user,
         is_root(),
-    ) {
-        let passwd = text_of(&under(root, "/etc/passwd"));
-        let dir = passwd.lines().find_map(|l| {
-            let f: Vec<&str> = l.split(':').collect();
-            (f.first() == Some(&user.as_str())).then(|| f.get(5).copied())?
+    ) && let Some([_, dir]) = passwd(root, 0, &user)
+    {
+        return Ok(Home {
+            dir: Path::new(&dir).join(".yoctoclaw"),
         });
-        if let Some(d) = dir {
-            return Ok(Home {
-                dir: Path::new(d).join(".yoctoclaw"),
-            });
-        }
     }
     Home::resolve(flag)
         .map_err(|_| ServiceError::Usage("no home folder: set HOME or pass --home DIR"))
+}
+
+/// The name and home folder of the `/etc/passwd` entry whose `field` is `value`.
+fn passwd(root: &Path, field: usize, value: &str) -> Option<[String; 2]> {
+    let text = text_of(&under(root, "/etc/passwd"));
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.get(field) == Some(&value) && f.len() > 5).then(|| [f[0].to_string(), f[5].to_string()])
+    })
 }
 
 /// `abs` (an absolute path) under `root`.
@@ -223,7 +226,9 @@ fn text_of(p: &Path) -> String {
     read(p, false).ok().flatten().unwrap_or_default()
 }
 
-/// Which init system runs under `root`.
+/// Which init system runs under `root`. BusyBox init needs an `/etc/inittab` to append to
+/// (without one it runs built-in defaults that a new file would replace): one that names
+/// BusyBox or has no `initdefault` line, which sysvinit's always has.
 pub fn detect(root: &Path) -> Option<Init> {
     if under(root, "/run/systemd/system").is_dir() {
         return Some(Init::Systemd);
@@ -231,13 +236,8 @@ pub fn detect(root: &Path) -> Option<Init> {
     if under(root, "/sbin/openrc-run").exists() || under(root, "/run/openrc").exists() {
         return Some(Init::OpenRc);
     }
-    let inittab = text_of(&under(root, "/etc/inittab")).to_ascii_lowercase();
-    let init_is_busybox = std::fs::read_link(under(root, "/sbin/init"))
-        .is_ok_and(|t| t.to_string_lossy().contains("busybox"));
-    // BusyBox init's lines have empty id and runlevel fields (`::sysinit:`).
-    if init_is_busybox
-        || inittab.contains("busybox")
-        || inittab.lines().any(|l| l.starts_with("::"))
+    if let Ok(Some(t)) = read(&under(root, "/etc/inittab"), false)
+        && (t.to_ascii_lowercase().contains("busybox") || !t.contains(":initdefault:"))
     {
         return Some(Init::BusyBox);
     }
@@ -249,16 +249,17 @@ fn init_name(i: Option<Init>) -> &'static str {
         Some(Init::Systemd) => "systemd",
         Some(Init::OpenRc) => "OpenRC",
         Some(Init::BusyBox) => "BusyBox init",
-        Some(Init::SysV) => "SysV init (/etc/init.d)",
+        Some(Init::SysV) => "SysV init",
         None => "none found",
     }
 }
 
-/// `p` as text if every byte is one a unit file and a shell line carry as is.
+/// `p` as text if it is absolute and every byte is one that a unit file and a shell line
+/// carry as is.
 fn safe(p: &Path) -> Result<&str, ServiceError> {
     p.to_str()
         .filter(|s| {
-            !s.is_empty()
+            s.starts_with('/')
                 && s.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"/._-+@,:=".contains(&b))
         })
@@ -267,10 +268,10 @@ fn safe(p: &Path) -> Result<&str, ServiceError> {
 
 /// Where systemd looks for this user's units (under `root`).
 fn user_unit_dir(root: &Path) -> Option<PathBuf> {
-    let var = |n| std::env::var_os(n).filter(|v| Path::new(v).is_absolute());
-    let base = match var("XDG_CONFIG_HOME") {
+    let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| Path::new(v).is_absolute()) {
         Some(x) => PathBuf::from(x),
-        None => PathBuf::from(var("HOME")?).join(".config"),
+        None => Path::new(&std::env::var_os("HOME").filter(|v| Path::new(v).is_absolute())?)
+            .join(".config"),
     };
     Some(
         root.join(base.strip_prefix("/").unwrap_or(&base))
@@ -282,23 +283,18 @@ fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// The account the service runs as: the home's owner (the caller's when there is no home
+/// The account the service runs as: the home's owner (the caller when there is no home
 /// yet), by name from `/etc/passwd`; `None` for root.
 fn run_as(root: &Path, home: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let uid = std::fs::metadata(home)
         .map(|m| m.uid())
-        .unwrap_or_else(|_| rustix::process::geteuid().as_raw());
-    if uid == 0 {
+        .unwrap_or_else(|_| rustix::process::geteuid().as_raw())
+        .to_string();
+    if uid == "0" {
         return None;
     }
-    let passwd = text_of(&under(root, "/etc/passwd"));
-    let name = passwd.lines().find_map(|l| {
-        let mut f = l.split(':');
-        let name = f.next()?;
-        (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
-    });
-    Some(name.unwrap_or_else(|| uid.to_string()))
+    Some(passwd(root, 2, &uid).map_or(uid, |[name, _]| name))
 }
 
 fn add(s: &mut String, parts: &[&str]) {
@@ -307,158 +303,149 @@ fn add(s: &mut String, parts: &[&str]) {
     }
 }
 
-/// A systemd unit running the gateway.
-pub fn systemd_unit(
-    exe: &str,
-    home: &str,
-    user: Option<&str>,
-    board: Option<&Board>,
-    user_unit: bool,
-) -> String {
-    let mut s = String::with_capacity(1200);
-    add(
-        &mut s,
-        &[
-            "# ",
-            MARK,
-            "; yoctoclaw service uninstall removes it.\n[Unit]\nDescription=yoctoclaw personal AI assistant (gateway)\n",
-        ],
-    );
-    if !user_unit {
-        s.push_str("# TLS and cron need the network and, on boards without an RTC, the clock.\nWants=network-online.target time-sync.target\nAfter=network-online.target time-sync.target\n");
+/// The systemd unit. In every template `{X}` is the binary, `{H}` the home, `{U}` the
+/// account; a line holding a key without a value is left out (see [`fill`]).
+const SYSTEMD: &str =
+    "# Written by yoctoclaw service install; yoctoclaw service uninstall removes it.
+[Unit]
+Description=yoctoclaw personal AI assistant (gateway)
+{S}# TLS and cron need the network and, on boards without an RTC, the clock.
+{S}Wants=network-online.target time-sync.target
+{S}After=network-online.target time-sync.target
+
+[Service]
+Type=simple
+User={U}
+ExecStart={X} --home {H} gateway
+Restart=on-failure
+RestartSec=10
+# Telegram allows one poller per token: give the old process time to stop.
+TimeoutStopSec=20
+# The memory limits of the board profile boards/{B}.conf.
+MemoryHigh={M}
+MemoryMax={N}
+NoNewPrivileges=yes
+{S}TasksMax=64
+{S}# Hardening: the assistant writes only its own home.
+{S}PrivateTmp=yes
+{S}ProtectSystem=strict
+{S}ProtectHome=read-only
+{S}ReadWritePaths={H}
+{S}ProtectKernelTunables=yes
+{S}ProtectControlGroups=yes
+{S}RestrictSUIDSGID=yes
+{S}LockPersonality=yes
+
+[Install]
+{S}WantedBy=multi-user.target
+{W}WantedBy=default.target
+";
+
+/// The OpenRC script: supervise-daemon keeps the gateway in the foreground (so no
+/// `command_background`) and restarts it.
+const OPENRC: &str = "#!/sbin/openrc-run
+# Written by yoctoclaw service install; yoctoclaw service uninstall removes it.
+description=\"yoctoclaw personal AI assistant (gateway)\"
+# supervise-daemon keeps the gateway in the foreground (no command_background) and
+# starts it again 10 s after it exits; the pidfile is the supervisor's.
+supervisor=supervise-daemon
+command={X}
+command_args=\"--home {H} --log-file {H}/gateway.log gateway\"
+command_user={U}
+pidfile=/run/yoctoclaw.pid
+respawn_delay=10
+respawn_max=0
+
+depend() {
+	need net
+	after ntp-client ntpd chronyd
+}
+";
+
+/// The SysV script, for BusyBox's or Debian's start-stop-daemon.
+const SYSV: &str = "#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          yoctoclaw
+# Required-Start:    $network $remote_fs
+# Required-Stop:     $network $remote_fs
+# Default-Start:     2 3 4 5
+# Default-Stop:      0 1 6
+# Short-Description: yoctoclaw personal AI assistant (gateway)
+### END INIT INFO
+# Written by yoctoclaw service install; yoctoclaw service uninstall removes it.
+# start-stop-daemon starts the gateway once and does not restart it when it exits.
+PIDFILE=/var/run/yoctoclaw.pid
+case \"$1\" in
+start)
+{R}	start-stop-daemon -S -b -m -p $PIDFILE -x {X} -- --home {H} --log-file {H}/gateway.log gateway
+	start-stop-daemon -S -b -m -p $PIDFILE -c {U} -x {X} -- --home {H} --log-file {H}/gateway.log gateway
+	;;
+stop)
+	start-stop-daemon -K -p $PIDFILE -s TERM
+	rm -f $PIDFILE
+	;;
+restart)
+	\"$0\" stop
+	sleep 3
+	\"$0\" start
+	;;
+status)
+	if start-stop-daemon -K -t -q -p $PIDFILE; then echo running; else echo stopped; exit 3; fi
+	;;
+*)
+	echo \"usage: $0 start|stop|restart|status\" >&2
+	exit 1
+	;;
+esac
+";
+
+/// The inittab lines: the marker, then the respawn entry. The `sleep` keeps a gateway that
+/// cannot start (no network yet, a bad config) from spinning.
+const INITTAB: &str = "# Written by yoctoclaw service install: the next line (yoctoclaw service uninstall removes both)
+{R}::respawn:/bin/sh -c 'sleep 5; exec {X} --home {H} --log-file {H}/gateway.log gateway'
+::respawn:/bin/su -s /bin/sh {U} -c 'sleep 5; exec {X} --home {H} --log-file {H}/gateway.log gateway'
+";
+
+/// The template keys, in the order of [`fill`]'s values: binary, home, account, "no
+/// account", board name, MemoryHigh, MemoryMax, system unit, user unit.
+const KEYS: &[u8; 9] = b"XHURBMNSW";
+
+/// `t` with `{K}` replaced by the value of key K; lines holding a key whose value is
+/// `None` are left out.
+pub fn fill(t: &str, vals: &[Option<&str>; 9]) -> String {
+    let mut out = String::with_capacity(t.len() + 256);
+    'lines: for line in t.split_inclusive('\n') {
+        let mut l = String::with_capacity(line.len() + 64);
+        let mut rest = line;
+        while let Some(i) = rest.find('{') {
+            let key = rest
+                .as_bytes()
+                .get(i + 1)
+                .and_then(|k| KEYS.iter().position(|x| x == k));
+            match key {
+                Some(k) if rest.as_bytes().get(i + 2) == Some(&b'}') => {
+                    let Some(v) = vals[k] else { continue 'lines };
+                    add(&mut l, &[&rest[..i], v]);
+                    rest = &rest[i + 3..];
+                }
+                _ => {
+                    l.push_str(&rest[..=i]);
+                    rest = &rest[i + 1..];
+                }
+            }
+        }
+        add(&mut out, &[&l, rest]);
     }
-    s.push_str("\n[Service]\nType=simple\n");
-    if let Some(u) = user {
-        add(&mut s, &["User=", u, "\n"]);
-    }
-    add(
-        &mut s,
-        &[
-            "ExecStart=",
-            exe,
-            " --home ",
-            home,
-            " gateway\nRestart=on-failure\nRestartSec=10\n# Telegram allows one poller per token: give the old process time to stop.\nTimeoutStopSec=20\n",
-        ],
-    );
-    if let Some(b) = board {
-        add(
-            &mut s,
-            &[
-                "# Memory limits of the board profile boards/",
-                b.name,
-                ".conf.\nMemoryHigh=",
-                b.memory_high,
-                "\nMemoryMax=",
-                b.memory_max,
-                "\n",
-            ],
-        );
-    }
-    if user_unit {
-        s.push_str("NoNewPrivileges=yes\n\n[Install]\nWantedBy=default.target\n");
-    } else {
-        add(
-            &mut s,
-            &[
-                "TasksMax=64\n# Hardening: the assistant writes only its own home.\nNoNewPrivileges=yes\nPrivateTmp=yes\nProtectSystem=strict\nProtectHome=read-only\nReadWritePaths=",
-                home,
-                "\nProtectKernelTunables=yes\nProtectControlGroups=yes\nRestrictSUIDSGID=yes\nLockPersonality=yes\n\n[Install]\nWantedBy=multi-user.target\n",
-            ],
-        );
-    }
-    s
+    out
 }
 
-/// The gateway's arguments with its log in the home (rotated at 1 MiB): for init systems
-/// that would drop its stderr.
-fn args_logged(s: &mut String, exe: &str, home: &str) {
-    add(
-        s,
-        &[
-            exe,
-            " --home ",
-            home,
-            " --log-file ",
-            home,
-            "/gateway.log gateway",
-        ],
-    );
-}
-
-/// An OpenRC script run by supervise-daemon.
-pub fn openrc_script(exe: &str, home: &str, user: Option<&str>) -> String {
-    let mut s = String::with_capacity(700);
-    add(
-        &mut s,
-        &[
-            "#!/sbin/openrc-run\n# ",
-            MARK,
-            "; yoctoclaw service uninstall removes it.\ndescription=\"yoctoclaw personal AI assistant (gateway)\"\n# supervise-daemon keeps the gateway in the foreground (no command_background) and\n# starts it again 10 s after it exits; the pidfile is the supervisor's.\nsupervisor=supervise-daemon\ncommand=",
-            exe,
-            "\ncommand_args=\"--home ",
-            home,
-            " --log-file ",
-            home,
-            "/gateway.log gateway\"\n",
-        ],
-    );
-    if let Some(u) = user {
-        add(&mut s, &["command_user=", u, "\n"]);
-    }
-    s.push_str("pidfile=/run/yoctoclaw.pid\nrespawn_delay=10\nrespawn_max=0\n\ndepend() {\n\tneed net\n\tafter ntp-client ntpd chronyd\n}\n");
-    s
-}
-
-/// A SysV init script using start-stop-daemon (BusyBox's or Debian's).
-pub fn sysv_script(exe: &str, home: &str, user: Option<&str>) -> String {
-    let mut s = String::with_capacity(1200);
-    add(
-        &mut s,
-        &[
-            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides:          yoctoclaw\n# Required-Start:    $network $remote_fs\n# Required-Stop:     $network $remote_fs\n# Default-Start:     2 3 4 5\n# Default-Stop:      0 1 6\n# Short-Description: yoctoclaw personal AI assistant (gateway)\n### END INIT INFO\n# ",
-            MARK,
-            "; yoctoclaw service uninstall removes it.\n# start-stop-daemon starts the gateway once and does not restart it when it exits.\nPIDFILE=/var/run/yoctoclaw.pid\ncase \"$1\" in\nstart)\n\tstart-stop-daemon -S -b -m -p $PIDFILE",
-        ],
-    );
-    if let Some(u) = user {
-        add(&mut s, &[" -c ", u]);
-    }
-    add(
-        &mut s,
-        &[" -x ", exe, " -- --home ", home, " --log-file ", home],
-    );
-    s.push_str("/gateway.log gateway\n\t;;\nstop)\n\tstart-stop-daemon -K -p $PIDFILE -s TERM\n\trm -f $PIDFILE\n\t;;\nrestart)\n\t\"$0\" stop\n\tsleep 3\n\t\"$0\" start\n\t;;\nstatus)\n\tif start-stop-daemon -K -t -q -p $PIDFILE; then echo running; else echo stopped; exit 3; fi\n\t;;\n*)\n\techo \"usage: $0 start|stop|restart|status\" >&2\n\texit 1\n\t;;\nesac\n");
-    s
-}
-
-/// The two inittab lines: the marker, then the respawn entry. The `sleep` keeps a gateway
-/// that cannot start (no network yet, a bad config) from spinning.
-pub fn inittab_lines(exe: &str, home: &str, user: Option<&str>) -> String {
-    let mut s = String::with_capacity(300);
-    add(
-        &mut s,
-        &[
-            "# ",
-            MARK,
-            ": the next line (yoctoclaw service uninstall removes both)\n::respawn:",
-        ],
-    );
-    match user {
-        Some(u) => add(&mut s, &["/bin/su -s /bin/sh ", u, " -c 'sleep 5; exec "]),
-        None => s.push_str("/bin/sh -c 'sleep 5; exec "),
-    }
-    args_logged(&mut s, exe, home);
-    s.push_str("'\n");
-    s
-}
-
-/// `text` without our marker line and the line after it (when that one is ours).
+/// `text` without our marker line and the line after it (when that one is our respawn line).
 fn strip_inittab(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let (mut skip, mut found) = (false, false);
     for line in text.split_inclusive('\n') {
-        if std::mem::take(&mut skip) && line.contains("yoctoclaw") {
+        if std::mem::take(&mut skip) && line.starts_with("::respawn:") && line.contains(" gateway")
+        {
             continue;
         }
         if line.starts_with('#') && line.contains(MARK) {
@@ -497,6 +484,20 @@ fn io_err(verb: &'static str, p: &Path, e: std::io::Error, root_sd: Option<bool>
     }
 }
 
+/// `MemTotal` of `/proc/meminfo` under `root`, in KiB.
+fn mem_total_kib(root: &Path) -> Option<u64> {
+    text_of(&under(root, "/proc/meminfo"))
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("MemTotal:")?
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse()
+                .ok()
+        })
+}
+
 fn install(
     root: &Path,
     scope: Option<bool>,
@@ -511,7 +512,7 @@ fn install(
     }
     let exe = std::env::current_exe().map_err(|_| ServiceError::NoExe)?;
     let exe = safe(&exe)?;
-    let home_dir = std::path::absolute(&home.dir).unwrap_or_else(|_| home.dir.clone());
+    let home_dir = std::fs::canonicalize(&home.dir).unwrap_or_else(|_| home.dir.clone());
     let hd = safe(&home_dir)?;
     let who = if user_unit {
         None
@@ -519,116 +520,107 @@ fn install(
         run_as(root, &home_dir)
     };
     if let Some(w) = &who {
-        safe(Path::new(w))?;
+        safe(&Path::new("/").join(w))?;
     }
-    let who = who.as_deref();
-    let mut note = String::new();
-    let (path, text, mode, next) = match init {
-        Init::Systemd => {
-            let meminfo = text_of(&under(root, "/proc/meminfo"));
-            let kib = meminfo.lines().find_map(|l| {
-                l.strip_prefix("MemTotal:")?
-                    .trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            });
-            let board = kib.and_then(|k| board_for(std::env::consts::ARCH, k));
-            note = match board {
-                Some(b) => ["memory limits of board profile ", b.name].concat(),
-                None => "no board profile for this CPU: no memory limits".into(),
-            };
-            let unit = systemd_unit(exe, hd, who, board, user_unit);
-            if user_unit {
-                let dir = user_unit_dir(root).ok_or(ServiceError::Usage(
-                    "--user needs HOME set to find ~/.config/systemd/user",
-                ))?;
-                (
-                    dir.join(UNIT),
-                    unit,
-                    0o644,
-                    "systemctl --user daemon-reload && systemctl --user enable --now yoctoclaw\nto keep it running after you log out and start it at boot: loginctl enable-linger",
-                )
-            } else {
-                (
-                    under(root, "/etc/systemd/system").join(UNIT),
-                    unit,
-                    0o644,
-                    "systemctl daemon-reload && systemctl enable --now yoctoclaw",
-                )
-            }
-        }
+    let board = if sd {
+        mem_total_kib(root).and_then(|k| board_for(std::env::consts::ARCH, k))
+    } else {
+        None
+    };
+    let vals = [
+        Some(exe),
+        Some(hd),
+        who.as_deref(),
+        who.is_none().then_some(""),
+        board.map(|b| b.name),
+        board.map(|b| b.memory_high),
+        board.map(|b| b.memory_max),
+        (!user_unit).then_some(""),
+        user_unit.then_some(""),
+    ];
+    let (path, template, mode, next) = match init {
+        Init::Systemd if user_unit => (
+            user_unit_dir(root)
+                .ok_or(ServiceError::Usage("--user needs HOME set"))?
+                .join(UNIT),
+            SYSTEMD,
+            0o644,
+            "systemctl --user daemon-reload && systemctl --user enable --now yoctoclaw\nto keep it running after you log out and start it at boot: loginctl enable-linger",
+        ),
+        Init::Systemd => (
+            under(root, "/etc/systemd/system").join(UNIT),
+            SYSTEMD,
+            0o644,
+            "systemctl daemon-reload && systemctl enable --now yoctoclaw",
+        ),
         Init::OpenRc => (
             under(root, "/etc/init.d/yoctoclaw"),
-            openrc_script(exe, hd, who),
+            OPENRC,
             0o755,
             "rc-update add yoctoclaw default && rc-service yoctoclaw start",
         ),
-        Init::BusyBox => {
-            let p = under(root, "/etc/inittab");
-            let old = read(&p, true)?.unwrap_or_default();
-            let mut t = strip_inittab(&old).unwrap_or(old);
-            if !t.is_empty() && !t.ends_with('\n') {
-                t.push('\n');
-            }
-            t.push_str(&inittab_lines(exe, hd, who));
-            let m = mode_of(&p);
-            (
-                p,
-                t,
-                m,
-                "kill -HUP 1 (init reads /etc/inittab again and starts it)",
-            )
-        }
-        Init::SysV => {
-            // Debian-style rc2.d links need update-rc.d; Buildroot's rcS runs S??* itself.
-            if under(root, "/etc/rc2.d").is_dir() {
-                (
-                    under(root, "/etc/init.d/yoctoclaw"),
-                    sysv_script(exe, hd, who),
-                    0o755,
-                    "update-rc.d yoctoclaw defaults && /etc/init.d/yoctoclaw start",
-                )
-            } else {
-                (
-                    under(root, "/etc/init.d/S99yoctoclaw"),
-                    sysv_script(exe, hd, who),
-                    0o755,
-                    "/etc/init.d/S99yoctoclaw start",
-                )
-            }
-        }
+        Init::BusyBox => (
+            under(root, "/etc/inittab"),
+            INITTAB,
+            0,
+            "kill -HUP 1 (init reads /etc/inittab again and starts it)",
+        ),
+        Init::SysV => (
+            under(root, "/etc/init.d/S99yoctoclaw"),
+            SYSV,
+            0o755,
+            "/etc/init.d/S99yoctoclaw start (with /etc/rc2.d, Debian style: update-rc.d S99yoctoclaw defaults first)",
+        ),
     };
-    let old = read(&path, init == Init::BusyBox)?;
-    if init != Init::BusyBox && old.as_deref().is_some_and(|t| !t.contains(MARK)) {
+    let ours = fill(template, &vals);
+    let old = read(&path, mode == 0)?;
+    let text = if mode == 0 {
+        // The inittab: ours replaces an older line of ours, or goes at the end.
+        let old = old.clone().unwrap_or_default();
+        let mut t = strip_inittab(&old).unwrap_or(old);
+        if !t.is_empty() && !t.ends_with('\n') {
+            t.push('\n');
+        }
+        t + &ours
+    } else if old.as_deref().is_some_and(|t| !t.contains(MARK)) {
         return Err(ServiceError::NotOurs(path));
-    }
-    let shown = path.display().to_string();
-    let mut out = String::new();
+    } else {
+        ours.clone()
+    };
+    let shown = path.to_string_lossy();
     let what = match (init, user_unit) {
         (Init::Systemd, true) => "systemd user unit",
         (Init::Systemd, false) => "systemd system unit",
         _ => init_name(Some(init)),
     };
+    let mut out = String::new();
     if dry {
-        let body = if init == Init::BusyBox {
-            inittab_lines(exe, hd, who)
-        } else {
-            text.clone()
-        };
         add(
             &mut out,
-            &["would write ", &shown, " (", what, "):\n", &body],
+            &["would write ", &shown, " (", what, "):\n", &ours],
         );
     } else if old.as_deref() == Some(text.as_str()) {
         add(&mut out, &["unchanged: ", &shown, " (", what, ")\n"]);
     } else {
+        let mode = if mode == 0 { mode_of(&path) } else { mode };
         put(&path, &text, mode, (!user_unit).then_some(sd))?;
         add(&mut out, &["wrote ", &shown, " (", what, ")\n"]);
     }
-    if !note.is_empty() {
-        add(&mut out, &["note: ", &note, "\n"]);
+    if sd {
+        add(
+            &mut out,
+            &[
+                "note: ",
+                board.map_or("no board profile for this CPU: no memory limits", |b| {
+                    b.name
+                }),
+                if board.is_some() {
+                    ": its memory limits\n"
+                } else {
+                    "\n"
+                },
+            ],
+        );
     }
     if !home_dir.is_dir() {
         add(
@@ -648,60 +640,71 @@ fn install(
 struct Spot {
     path: PathBuf,
     user: bool,
+    inittab: bool,
     /// The link that says it is enabled, and the command that removes it.
     link: Option<(PathBuf, &'static str)>,
     /// What to run after removing it.
     after: &'static str,
 }
 
+fn spot(path: PathBuf, link: Option<(PathBuf, &'static str)>, after: &'static str) -> Spot {
+    Spot {
+        path,
+        user: false,
+        inittab: false,
+        link,
+        after,
+    }
+}
+
 fn spots(root: &Path) -> Vec<Spot> {
     let sd = under(root, "/etc/systemd/system");
-    let mut v = vec![Spot {
-        path: sd.join(UNIT),
-        user: false,
-        link: Some((
+    let mut v = vec![spot(
+        sd.join(UNIT),
+        Some((
             sd.join("multi-user.target.wants").join(UNIT),
             "systemctl disable --now yoctoclaw",
         )),
-        after: "systemctl daemon-reload",
-    }];
+        "systemctl daemon-reload",
+    )];
     if let Some(d) = user_unit_dir(root) {
-        v.push(Spot {
-            path: d.join(UNIT),
-            user: true,
-            link: Some((
+        let mut s = spot(
+            d.join(UNIT),
+            Some((
                 d.join("default.target.wants").join(UNIT),
                 "systemctl --user disable --now yoctoclaw",
             )),
-            after: "systemctl --user daemon-reload",
-        });
+            "systemctl --user daemon-reload",
+        );
+        s.user = true;
+        v.push(s);
     }
-    v.push(Spot {
-        path: under(root, "/etc/init.d/yoctoclaw"),
-        user: false,
-        link: Some((
+    v.push(spot(
+        under(root, "/etc/init.d/yoctoclaw"),
+        Some((
             under(root, "/etc/runlevels/default/yoctoclaw"),
             "rc-service yoctoclaw stop && rc-update del yoctoclaw default",
         )),
-        after: if under(root, "/etc/rc2.d").is_dir() {
-            "update-rc.d yoctoclaw remove"
-        } else {
-            ""
-        },
-    });
-    v.push(Spot {
-        path: under(root, "/etc/init.d/S99yoctoclaw"),
-        user: false,
-        link: None,
-        after: "",
-    });
-    v.push(Spot {
-        path: under(root, "/etc/inittab"),
-        user: false,
-        link: None,
-        after: "kill -HUP 1, and stop the running gateway",
-    });
+        "",
+    ));
+    v.push(spot(
+        under(root, "/etc/init.d/S99yoctoclaw"),
+        None,
+        "update-rc.d S99yoctoclaw remove, where /etc/rc2.d exists",
+    ));
+    let mut s = spot(
+        under(root, "/etc/inittab"),
+        None,
+        "kill -HUP 1, and stop the running gateway",
+    );
+    s.inittab = true;
+    v.push(s);
     v
+}
+
+/// Whether the enabling link exists (it points at the file, which still exists).
+fn enabled(s: &Spot) -> Option<bool> {
+    s.link.as_ref().map(|(l, _)| l.exists())
 }
 
 fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, ServiceError> {
@@ -712,11 +715,10 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
         if scope.is_some_and(|u| u != s.user) {
             continue;
         }
-        let inittab = s.path.ends_with("inittab");
-        let Some(text) = read(&s.path, inittab)? else {
+        let Some(text) = read(&s.path, s.inittab)? else {
             continue;
         };
-        let new = if inittab {
+        let new = if s.inittab {
             match strip_inittab(&text) {
                 Some(t) => Some(t),
                 None => continue,
@@ -728,15 +730,13 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
                 &mut out,
                 &[
                     "left ",
-                    &s.path.display().to_string(),
+                    &s.path.to_string_lossy(),
                     ": not written by yoctoclaw service install\n",
                 ],
             );
             continue;
         };
-        if let Some((link, cmd)) = &s.link
-            && link.symlink_metadata().is_ok()
-        {
+        if let (Some(true), Some((_, cmd))) = (enabled(&s), &s.link) {
             return Err(ServiceError::Enabled(cmd));
         }
         todo.push((s, new));
@@ -746,35 +746,31 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
         return Ok(out);
     }
     for (s, new) in todo {
-        let shown = s.path.display().to_string();
-        let root_sd = (!s.user).then_some(sd);
         let what = match (dry, new.is_some()) {
             (true, true) => "would remove the yoctoclaw line from ",
             (true, false) => "would remove ",
             (false, true) => "removed the yoctoclaw line from ",
             (false, false) => "removed ",
         };
+        add(&mut out, &[what, &s.path.to_string_lossy(), "\n"]);
         if dry {
-            add(&mut out, &[what, &shown, "\n"]);
             continue;
         }
+        let root_sd = (!s.user).then_some(sd);
         match &new {
             Some(t) => put(&s.path, t, mode_of(&s.path), root_sd)?,
             None => {
                 std::fs::remove_file(&s.path).map_err(|e| io_err("remove", &s.path, e, root_sd))?
             }
         }
-        add(&mut out, &[what, &shown, "\n"]);
-        if !s.after.is_empty() {
-            add(&mut out, &["then run: ", s.after, "\n"]);
-        }
+        add(&mut out, &["then run: ", s.after, "\n"]);
     }
     Ok(out.trim_end().to_string())
 }
 
 /// When process `pid` started (Unix seconds), from `/proc`.
 fn started_at(pid: u32) -> Option<i64> {
-    let stat = text_of(Path::new(&format!("/proc/{pid}/stat")));
+    let stat = text_of(&Path::new("/proc").join(pid.to_string()).join("stat"));
     // Fields after the command name (which may hold spaces): state is the first, the
     // start time (clock ticks after boot) the 20th.
     let ticks: u64 = stat
@@ -791,47 +787,31 @@ fn started_at(pid: u32) -> Option<i64> {
 }
 
 fn status(root: &Path, home: &Home) -> String {
-    let init = detect(root);
     let mut s = String::new();
-    add(&mut s, &["init:       ", init_name(init), "\n"]);
-    let mut found = false;
+    add(&mut s, &["init:       ", init_name(detect(root)), "\n"]);
+    let mut label = "installed:  ";
     for sp in spots(root) {
         let Some(text) = read(&sp.path, false).ok().flatten() else {
             continue;
         };
-        let inittab = sp.path.ends_with("inittab");
-        let ours = if inittab {
+        let note = if sp.inittab {
             if strip_inittab(&text).is_none() {
                 continue;
             }
-            true
+            ""
+        } else if !text.contains(MARK) {
+            " (not written by yoctoclaw service install)"
         } else {
-            text.contains(MARK)
+            match enabled(&sp) {
+                Some(true) => " (enabled)",
+                Some(false) => " (not enabled)",
+                None => "",
+            }
         };
-        add(
-            &mut s,
-            &[
-                if found {
-                    "            "
-                } else {
-                    "installed:  "
-                },
-                &sp.path.display().to_string(),
-            ],
-        );
-        found = true;
-        if !ours {
-            s.push_str(" (not written by yoctoclaw service install)");
-        } else if let Some((link, _)) = &sp.link {
-            s.push_str(if link.symlink_metadata().is_ok() {
-                " (enabled)"
-            } else {
-                " (not enabled)"
-            });
-        }
-        s.push('\n');
+        add(&mut s, &[label, &sp.path.to_string_lossy(), note, "\n"]);
+        label = "            ";
     }
-    if !found {
+    if label.starts_with('i') {
         s.push_str("installed:  no (yoctoclaw service install writes it)\n");
     }
     let cfg = crate::config::load(home, &crate::config::Env::default()).ok();
@@ -839,26 +819,29 @@ fn status(root: &Path, home: &Home) -> String {
         (c.agent.timezone.as_str(), c.memory.cache_kib)
     });
     let db = home.db_file();
-    let now = crate::time::clock::now();
     let record = if db.exists() {
         crate::store::Db::open(&db, cache)
-            .and_then(|d| crate::status::read_gateway_record(&d, now))
+            .and_then(|d| crate::status::read_gateway_record(&d, crate::time::clock::now()))
             .map_err(|_| ())
     } else {
         Ok(crate::status::Gateway::Never)
     };
     let at = |t| crate::time::clock::format_at(t, tz);
-    let running = match record {
-        Ok(crate::status::Gateway::Running(r)) => format!(
-            "yes, pid {}, since {}",
-            r.pid,
-            started_at(r.pid).map_or_else(|| "?".into(), at)
+    s.push_str("running:    ");
+    match record {
+        Ok(crate::status::Gateway::Running(r)) => add(
+            &mut s,
+            &[
+                "yes, pid ",
+                &r.pid.to_string(),
+                ", since ",
+                &started_at(r.pid).map_or_else(|| "?".into(), at),
+            ],
         ),
-        Ok(crate::status::Gateway::Stopped(r)) => format!("no (last seen {})", at(r.at)),
-        Ok(crate::status::Gateway::Never) => "no (never started)".into(),
-        Err(()) => "unknown: cannot read the database (run as the home's owner)".into(),
-    };
-    add(&mut s, &["running:    ", &running]);
+        Ok(crate::status::Gateway::Stopped(r)) => add(&mut s, &["no (last seen ", &at(r.at), ")"]),
+        Ok(crate::status::Gateway::Never) => s.push_str("no (never started)"),
+        Err(()) => s.push_str("unknown: cannot read the database (run as the home's owner)"),
+    }
     s
 }
 
@@ -946,9 +929,54 @@ mod tests {
         }
     }
 
+    fn vals<'a>(
+        user: Option<&'a str>,
+        b: Option<&'a Board>,
+        user_unit: bool,
+    ) -> [Option<&'a str>; 9] {
+        [
+            Some("/b/yc"),
+            Some("/h"),
+            user,
+            user.is_none().then_some(""),
+            b.map(|b| b.name),
+            b.map(|b| b.memory_high),
+            b.map(|b| b.memory_max),
+            (!user_unit).then_some(""),
+            user_unit.then_some(""),
+        ]
+    }
+
+    #[test]
+    fn fill_replaces_keys_and_drops_lines_without_a_value() {
+        let t = "a {X} b {H}{H}\nUser={U}\ndepend() {\n${PIDFILE} {Q} {\n{R}root only\n{";
+        assert_eq!(
+            fill(t, &vals(None, None, false)),
+            "a /b/yc b /h/h\ndepend() {\n${PIDFILE} {Q} {\nroot only\n{"
+        );
+        assert_eq!(
+            fill(t, &vals(Some("pi"), None, false)),
+            "a /b/yc b /h/h\nUser=pi\ndepend() {\n${PIDFILE} {Q} {\n{"
+        );
+        // No key is left in any template, whatever is known.
+        for t in [SYSTEMD, OPENRC, SYSV, INITTAB] {
+            for v in [
+                vals(None, None, true),
+                vals(Some("pi"), Some(&BOARDS[0]), false),
+            ] {
+                let out = fill(t, &v);
+                for k in KEYS {
+                    assert!(!out.contains(&format!("{{{}}}", *k as char)), "{out}");
+                }
+                assert!(out.contains(MARK), "{out}");
+            }
+        }
+    }
+
     #[test]
     fn the_inittab_block_is_stripped_exactly() {
-        let block = inittab_lines("/usr/local/bin/yoctoclaw", "/root/.yoctoclaw", None);
+        let block = fill(INITTAB, &vals(None, None, false));
+        assert_eq!(block.lines().count(), 2, "{block}");
         let base = "::sysinit:/etc/init.d/rcS\n# yoctoclaw is great\nttyS0::respawn:/sbin/getty -L ttyS0\n";
         let with = format!("{base}{block}");
         assert_eq!(strip_inittab(&with).as_deref(), Some(base));
@@ -963,11 +991,16 @@ mod tests {
 
     #[test]
     fn user_units_have_no_user_line_and_no_system_targets() {
-        let u = systemd_unit("/b/yc", "/h", None, None, true);
+        let u = fill(SYSTEMD, &vals(None, None, true));
         assert!(u.contains("WantedBy=default.target"));
         assert!(!u.contains("User=") && !u.contains("network-online") && !u.contains("Memory"));
-        let s = systemd_unit("/b/yc", "/h", Some("pi"), Some(&BOARDS[0]), false);
+        assert!(!u.contains("ProtectSystem") && !u.contains("multi-user"));
+        let s = fill(SYSTEMD, &vals(Some("pi"), Some(&BOARDS[0]), false));
         assert!(s.contains("User=pi\n") && s.contains("MemoryMax=24M\n"));
         assert!(s.contains("ReadWritePaths=/h\n") && s.contains("WantedBy=multi-user.target"));
+        assert!(!s.contains("default.target"));
+        let sysv = fill(SYSV, &vals(Some("pi"), None, false));
+        assert_eq!(sysv.matches("start-stop-daemon -S").count(), 1);
+        assert!(sysv.contains(" -c pi -x /b/yc -- --home /h --log-file /h/gateway.log gateway\n"));
     }
 }

@@ -301,11 +301,16 @@ fn openrc_script_uses_supervise_daemon() {
     );
     // Enabled in the default runlevel: uninstall says how to undo that first.
     r.mkdir("/etc/runlevels/default");
+    // (OpenRC's link is absolute; relative here so that it resolves inside the fake root.)
     std::os::unix::fs::symlink(
-        "/etc/init.d/yoctoclaw",
+        "../../init.d/yoctoclaw",
         r.at("/etc/runlevels/default/yoctoclaw"),
     )
     .unwrap();
+    assert!(
+        r.ok(&["status"])
+            .contains("/etc/init.d/yoctoclaw (enabled)")
+    );
     let out = r.run(&["uninstall"]);
     assert!(
         text(&out.stderr).contains("rc-update del yoctoclaw default first"),
@@ -385,9 +390,12 @@ fn busybox_inittab_line_is_appended_once_and_removed_by_its_marker() {
 
 #[test]
 fn sysv_script_uses_start_stop_daemon() {
-    // Buildroot style: rcS runs /etc/init.d/S??*.
+    // rcS runs /etc/init.d/S??*. sysvinit's inittab (it has initdefault) is not BusyBox's.
     let r = Root::new("sysv");
     r.mkdir("/etc/init.d");
+    let sysvinit_tab =
+        "id:2:initdefault:\nsi::sysinit:/etc/init.d/rcS\n1:2345:respawn:/sbin/getty 38400 tty1\n";
+    r.write("/etc/inittab", sysvinit_tab);
     let home = r.home().display().to_string();
     let out = r.ok(&["install"]);
     assert!(
@@ -408,25 +416,17 @@ fn sysv_script_uses_start_stop_daemon() {
     assert!(s.contains("start-stop-daemon -S -b -m -p $PIDFILE"));
     assert!(s.contains("start-stop-daemon -K -p $PIDFILE -s TERM"));
     sh_syntax_ok(&r.at(p));
+    assert!(r.ok(&["status"]).contains("init:       SysV init"));
     r.ok(&["uninstall"]);
     assert!(!r.at(p).exists());
+    assert_eq!(r.read("/etc/inittab"), sysvinit_tab, "inittab untouched");
 
-    // Debian style: rc2.d links made by update-rc.d.
-    r.mkdir("/etc/rc2.d");
-    let out = r.ok(&["install"]);
+    // Where /etc/rc2.d exists (Debian style) the same script needs update-rc.d: it says so.
     assert!(
-        out.contains("update-rc.d yoctoclaw defaults && /etc/init.d/yoctoclaw start"),
+        out.contains("update-rc.d S99yoctoclaw defaults first"),
         "{out}"
     );
-    assert!(
-        r.read("/etc/init.d/yoctoclaw")
-            .contains("Default-Start:     2 3 4 5")
-    );
-    let out = r.ok(&["uninstall"]);
-    assert!(
-        out.contains("then run: update-rc.d yoctoclaw remove"),
-        "{out}"
-    );
+    assert!(s.contains("Default-Start:     2 3 4 5"));
 }
 
 #[test]
