@@ -31,7 +31,6 @@ pub const MAX_SERVICE_READ_BYTES: usize = 64 * 1024;
 pub const MARK: &str = "Written by yoctoclaw service install";
 /// Linux's USER_HZ, the unit of `/proc/<pid>/stat`'s start time (100 on every target).
 const CLOCK_TICKS_PER_SEC: u64 = 100;
-const UNIT: &str = "yoctoclaw.service";
 
 /// A board profile's memory limits (`boards/<name>.conf`: `memory_high`, `memory_max`).
 #[derive(Debug, PartialEq, Eq)]
@@ -194,8 +193,11 @@ fn home_of(root: &Path, flag: Option<&Path>) -> Result<Home, ServiceError> {
 fn passwd(root: &Path, field: usize, value: &str) -> Option<[String; 2]> {
     let text = text_of(&under(root, "/etc/passwd"));
     text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.get(field) == Some(&value) && f.len() > 5).then(|| [f[0].to_string(), f[5].to_string()])
+        let f = |n| l.split(':').nth(n);
+        if f(field)? != value {
+            return None;
+        }
+        Some([f(0)?.to_string(), f(5)?.to_string()])
     })
 }
 
@@ -213,11 +215,13 @@ fn read(p: &Path, whole: bool) -> Result<Option<String>, ServiceError> {
         }
         Ok((b, _)) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
         Err(ReadError::NotFound) => Ok(None),
-        Err(ReadError::Io(e)) => Err(ServiceError::Io("read", p.to_path_buf(), e.kind())),
-        Err(ReadError::NotRegular(_)) => Err(ServiceError::Io(
+        Err(e) => Err(ServiceError::Io(
             "read",
             p.to_path_buf(),
-            ErrorKind::InvalidInput,
+            match e {
+                ReadError::Io(e) => e.kind(),
+                _ => ErrorKind::InvalidInput,
+            },
         )),
     }
 }
@@ -254,29 +258,24 @@ fn init_name(i: Option<Init>) -> &'static str {
     }
 }
 
-/// `p` as text if it is absolute and every byte is one that a unit file and a shell line
-/// carry as is.
-fn safe(p: &Path) -> Result<&str, ServiceError> {
+/// `p` as text if every byte is one that a unit file and a shell line carry as is (and,
+/// for a path, it is absolute).
+fn safe(p: &Path, path: bool) -> Result<&str, ServiceError> {
     p.to_str()
         .filter(|s| {
-            s.starts_with('/')
+            (s.starts_with('/') || !path)
+                && !s.is_empty()
                 && s.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"/._-+@,:=".contains(&b))
         })
         .ok_or_else(|| ServiceError::Unsafe(p.to_path_buf()))
 }
 
-/// Where systemd looks for this user's units (under `root`).
+/// Where systemd looks for this user's units: `~/.config/systemd/user` (under `root`).
 fn user_unit_dir(root: &Path) -> Option<PathBuf> {
-    let base = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| Path::new(v).is_absolute()) {
-        Some(x) => PathBuf::from(x),
-        None => Path::new(&std::env::var_os("HOME").filter(|v| Path::new(v).is_absolute())?)
-            .join(".config"),
-    };
-    Some(
-        root.join(base.strip_prefix("/").unwrap_or(&base))
-            .join("systemd/user"),
-    )
+    let home = PathBuf::from(std::env::var_os("HOME")?);
+    let rel = home.strip_prefix("/").ok()?;
+    Some(root.join(rel).join(".config/systemd/user"))
 }
 
 fn is_root() -> bool {
@@ -289,12 +288,13 @@ fn run_as(root: &Path, home: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let uid = std::fs::metadata(home)
         .map(|m| m.uid())
-        .unwrap_or_else(|_| rustix::process::geteuid().as_raw())
-        .to_string();
+        .unwrap_or_else(|_| rustix::process::geteuid().as_raw());
+    let uid = rustix::path::DecInt::new(uid);
+    let uid = uid.as_str();
     if uid == "0" {
         return None;
     }
-    Some(passwd(root, 2, &uid).map_or(uid, |[name, _]| name))
+    Some(passwd(root, 2, uid).map_or_else(|| uid.to_string(), |[name, _]| name))
 }
 
 fn add(s: &mut String, parts: &[&str]) {
@@ -309,7 +309,6 @@ const SYSTEMD: &str =
     "# Written by yoctoclaw service install; yoctoclaw service uninstall removes it.
 [Unit]
 Description=yoctoclaw personal AI assistant (gateway)
-{S}# TLS and cron need the network and, on boards without an RTC, the clock.
 {S}Wants=network-online.target time-sync.target
 {S}After=network-online.target time-sync.target
 
@@ -319,14 +318,12 @@ User={U}
 ExecStart={X} --home {H} gateway
 Restart=on-failure
 RestartSec=10
-# Telegram allows one poller per token: give the old process time to stop.
 TimeoutStopSec=20
-# The memory limits of the board profile boards/{B}.conf.
+# boards/{B}.conf
 MemoryHigh={M}
 MemoryMax={N}
 NoNewPrivileges=yes
 {S}TasksMax=64
-{S}# Hardening: the assistant writes only its own home.
 {S}PrivateTmp=yes
 {S}ProtectSystem=strict
 {S}ProtectHome=read-only
@@ -346,8 +343,7 @@ NoNewPrivileges=yes
 const OPENRC: &str = "#!/sbin/openrc-run
 # Written by yoctoclaw service install; yoctoclaw service uninstall removes it.
 description=\"yoctoclaw personal AI assistant (gateway)\"
-# supervise-daemon keeps the gateway in the foreground (no command_background) and
-# starts it again 10 s after it exits; the pidfile is the supervisor's.
+# supervise-daemon restarts it; it stays in the foreground (no command_background).
 supervisor=supervise-daemon
 command={X}
 command_args=\"--home {H} --log-file {H}/gateway.log gateway\"
@@ -373,7 +369,6 @@ const SYSV: &str = "#!/bin/sh
 # Short-Description: yoctoclaw personal AI assistant (gateway)
 ### END INIT INFO
 # Written by yoctoclaw service install; yoctoclaw service uninstall removes it.
-# start-stop-daemon starts the gateway once and does not restart it when it exits.
 PIDFILE=/var/run/yoctoclaw.pid
 case \"$1\" in
 start)
@@ -462,15 +457,13 @@ fn mode_of(p: &Path) -> u32 {
     std::fs::metadata(p).map_or(0o644, |m| m.permissions().mode() & 0o7777)
 }
 
-/// Write `text` to `path` atomically with `mode`, creating its folder.
+/// Write `text` to `path` atomically with `mode` (less the umask), creating its folder.
 fn put(path: &Path, text: &str, mode: u32, root_sd: Option<bool>) -> Result<(), ServiceError> {
-    use std::os::unix::fs::PermissionsExt;
     let r = match path.parent() {
         Some(d) => std::fs::create_dir_all(d),
         None => Ok(()),
     }
-    .and_then(|_| write_atomic(path, text.as_bytes(), mode))
-    .and_then(|_| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)));
+    .and_then(|_| write_atomic(path, text.as_bytes(), mode));
     r.map_err(|e| io_err("write", path, e, root_sd))
 }
 
@@ -498,6 +491,92 @@ fn mem_total_kib(root: &Path) -> Option<u64> {
         })
 }
 
+/// The places `install` writes to, by [`Place`]: the file (`~/` is the user unit
+/// folder), the link that enables it, the command that removes that link, and what to run
+/// after the file is gone.
+const PLACES: [[&str; 4]; 5] = [
+    [
+        "/etc/systemd/system/yoctoclaw.service",
+        "/etc/systemd/system/multi-user.target.wants/yoctoclaw.service",
+        "systemctl disable --now yoctoclaw",
+        "systemctl daemon-reload",
+    ],
+    [
+        "~/yoctoclaw.service",
+        "~/default.target.wants/yoctoclaw.service",
+        "systemctl --user disable --now yoctoclaw",
+        "systemctl --user daemon-reload",
+    ],
+    [
+        "/etc/init.d/yoctoclaw",
+        "/etc/runlevels/default/yoctoclaw",
+        "rc-service yoctoclaw stop && rc-update del yoctoclaw default",
+        "",
+    ],
+    [
+        "/etc/init.d/S99yoctoclaw",
+        "",
+        "",
+        "update-rc.d S99yoctoclaw remove, where /etc/rc2.d exists",
+    ],
+    [
+        "/etc/inittab",
+        "",
+        "",
+        "kill -HUP 1, and stop the running gateway",
+    ],
+];
+const USER_UNIT: usize = 1;
+const INITTAB_PLACE: usize = 4;
+
+/// What `install` writes at each place: template, mode, what it is, what to run next.
+const WRITES: [(&str, u32, &str, &str); 5] = [
+    (
+        SYSTEMD,
+        0o644,
+        "systemd system unit",
+        "systemctl daemon-reload && systemctl enable --now yoctoclaw",
+    ),
+    (
+        SYSTEMD,
+        0o644,
+        "systemd user unit",
+        "systemctl --user daemon-reload && systemctl --user enable --now yoctoclaw\nto keep it running after you log out and start it at boot: loginctl enable-linger",
+    ),
+    (
+        OPENRC,
+        0o755,
+        "OpenRC",
+        "rc-update add yoctoclaw default && rc-service yoctoclaw start",
+    ),
+    (
+        SYSV,
+        0o755,
+        "SysV init",
+        "/etc/init.d/S99yoctoclaw start (with /etc/rc2.d, Debian style: update-rc.d S99yoctoclaw defaults first)",
+    ),
+    (
+        INITTAB,
+        0,
+        "BusyBox init",
+        "kill -HUP 1 (init reads /etc/inittab again and starts it)",
+    ),
+];
+
+/// A place of [`PLACES`] under `root` (`None`: a user unit without `HOME`, or no link).
+fn place(root: &Path, rel: &str) -> Option<PathBuf> {
+    match rel.strip_prefix("~/") {
+        Some(r) => Some(user_unit_dir(root)?.join(r)),
+        None if rel.is_empty() => None,
+        None => Some(under(root, rel)),
+    }
+}
+
+/// Whether the place's enabling link exists (it points at the file, which exists).
+fn enabled(root: &Path, i: usize) -> Option<bool> {
+    place(root, PLACES[i][1]).map(|l| l.exists())
+}
+
 fn install(
     root: &Path,
     scope: Option<bool>,
@@ -511,68 +590,44 @@ fn install(
         return Err(ServiceError::UserNeedsSystemd);
     }
     let exe = std::env::current_exe().map_err(|_| ServiceError::NoExe)?;
-    let exe = safe(&exe)?;
+    let exe = safe(&exe, true)?;
     let home_dir = std::fs::canonicalize(&home.dir).unwrap_or_else(|_| home.dir.clone());
-    let hd = safe(&home_dir)?;
+    let hd = safe(&home_dir, true)?;
     let who = if user_unit {
         None
     } else {
         run_as(root, &home_dir)
     };
     if let Some(w) = &who {
-        safe(&Path::new("/").join(w))?;
+        safe(Path::new(w), false)?;
     }
     let board = if sd {
         mem_total_kib(root).and_then(|k| board_for(std::env::consts::ARCH, k))
     } else {
         None
     };
-    let vals = [
-        Some(exe),
-        Some(hd),
-        who.as_deref(),
-        who.is_none().then_some(""),
-        board.map(|b| b.name),
-        board.map(|b| b.memory_high),
-        board.map(|b| b.memory_max),
-        (!user_unit).then_some(""),
-        user_unit.then_some(""),
-    ];
-    let (path, template, mode, next) = match init {
-        Init::Systemd if user_unit => (
-            user_unit_dir(root)
-                .ok_or(ServiceError::Usage("--user needs HOME set"))?
-                .join(UNIT),
-            SYSTEMD,
-            0o644,
-            "systemctl --user daemon-reload && systemctl --user enable --now yoctoclaw\nto keep it running after you log out and start it at boot: loginctl enable-linger",
-        ),
-        Init::Systemd => (
-            under(root, "/etc/systemd/system").join(UNIT),
-            SYSTEMD,
-            0o644,
-            "systemctl daemon-reload && systemctl enable --now yoctoclaw",
-        ),
-        Init::OpenRc => (
-            under(root, "/etc/init.d/yoctoclaw"),
-            OPENRC,
-            0o755,
-            "rc-update add yoctoclaw default && rc-service yoctoclaw start",
-        ),
-        Init::BusyBox => (
-            under(root, "/etc/inittab"),
-            INITTAB,
-            0,
-            "kill -HUP 1 (init reads /etc/inittab again and starts it)",
-        ),
-        Init::SysV => (
-            under(root, "/etc/init.d/S99yoctoclaw"),
-            SYSV,
-            0o755,
-            "/etc/init.d/S99yoctoclaw start (with /etc/rc2.d, Debian style: update-rc.d S99yoctoclaw defaults first)",
-        ),
+    let i = match init {
+        Init::Systemd => user_unit as usize,
+        Init::OpenRc => 2,
+        Init::SysV => 3,
+        Init::BusyBox => INITTAB_PLACE,
     };
-    let ours = fill(template, &vals);
+    let (template, mode, what, next) = WRITES[i];
+    let path = place(root, PLACES[i][0]).ok_or(ServiceError::Usage("--user needs HOME set"))?;
+    let ours = fill(
+        template,
+        &[
+            Some(exe),
+            Some(hd),
+            who.as_deref(),
+            who.is_none().then_some(""),
+            board.map(|b| b.name),
+            board.map(|b| b.memory_high),
+            board.map(|b| b.memory_max),
+            (!user_unit).then_some(""),
+            user_unit.then_some(""),
+        ],
+    );
     let old = read(&path, mode == 0)?;
     let text = if mode == 0 {
         // The inittab: ours replaces an older line of ours, or goes at the end.
@@ -588,11 +643,6 @@ fn install(
         ours.clone()
     };
     let shown = path.to_string_lossy();
-    let what = match (init, user_unit) {
-        (Init::Systemd, true) => "systemd user unit",
-        (Init::Systemd, false) => "systemd system unit",
-        _ => init_name(Some(init)),
-    };
     let mut out = String::new();
     if dry {
         add(
@@ -636,89 +686,21 @@ fn install(
     Ok(out)
 }
 
-/// A place `install` may have written to.
-struct Spot {
-    path: PathBuf,
-    user: bool,
-    inittab: bool,
-    /// The link that says it is enabled, and the command that removes it.
-    link: Option<(PathBuf, &'static str)>,
-    /// What to run after removing it.
-    after: &'static str,
-}
-
-fn spot(path: PathBuf, link: Option<(PathBuf, &'static str)>, after: &'static str) -> Spot {
-    Spot {
-        path,
-        user: false,
-        inittab: false,
-        link,
-        after,
-    }
-}
-
-fn spots(root: &Path) -> Vec<Spot> {
-    let sd = under(root, "/etc/systemd/system");
-    let mut v = vec![spot(
-        sd.join(UNIT),
-        Some((
-            sd.join("multi-user.target.wants").join(UNIT),
-            "systemctl disable --now yoctoclaw",
-        )),
-        "systemctl daemon-reload",
-    )];
-    if let Some(d) = user_unit_dir(root) {
-        let mut s = spot(
-            d.join(UNIT),
-            Some((
-                d.join("default.target.wants").join(UNIT),
-                "systemctl --user disable --now yoctoclaw",
-            )),
-            "systemctl --user daemon-reload",
-        );
-        s.user = true;
-        v.push(s);
-    }
-    v.push(spot(
-        under(root, "/etc/init.d/yoctoclaw"),
-        Some((
-            under(root, "/etc/runlevels/default/yoctoclaw"),
-            "rc-service yoctoclaw stop && rc-update del yoctoclaw default",
-        )),
-        "",
-    ));
-    v.push(spot(
-        under(root, "/etc/init.d/S99yoctoclaw"),
-        None,
-        "update-rc.d S99yoctoclaw remove, where /etc/rc2.d exists",
-    ));
-    let mut s = spot(
-        under(root, "/etc/inittab"),
-        None,
-        "kill -HUP 1, and stop the running gateway",
-    );
-    s.inittab = true;
-    v.push(s);
-    v
-}
-
-/// Whether the enabling link exists (it points at the file, which still exists).
-fn enabled(s: &Spot) -> Option<bool> {
-    s.link.as_ref().map(|(l, _)| l.exists())
-}
-
 fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, ServiceError> {
     let sd = detect(root) == Some(Init::Systemd);
     let mut out = String::new();
     let mut todo = Vec::new();
-    for s in spots(root) {
-        if scope.is_some_and(|u| u != s.user) {
+    for (i, p) in PLACES.iter().enumerate() {
+        if scope.is_some_and(|u| u != (i == USER_UNIT)) {
             continue;
         }
-        let Some(text) = read(&s.path, s.inittab)? else {
+        let Some(path) = place(root, p[0]) else {
             continue;
         };
-        let new = if s.inittab {
+        let Some(text) = read(&path, i == INITTAB_PLACE)? else {
+            continue;
+        };
+        let new = if i == INITTAB_PLACE {
             match strip_inittab(&text) {
                 Some(t) => Some(t),
                 None => continue,
@@ -730,47 +712,51 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
                 &mut out,
                 &[
                     "left ",
-                    &s.path.to_string_lossy(),
+                    &path.to_string_lossy(),
                     ": not written by yoctoclaw service install\n",
                 ],
             );
             continue;
         };
-        if let (Some(true), Some((_, cmd))) = (enabled(&s), &s.link) {
-            return Err(ServiceError::Enabled(cmd));
+        if enabled(root, i) == Some(true) {
+            return Err(ServiceError::Enabled(p[2]));
         }
-        todo.push((s, new));
+        todo.push((i, path, new));
     }
     if todo.is_empty() {
         out.push_str("nothing to remove: no file written by yoctoclaw service install");
         return Ok(out);
     }
-    for (s, new) in todo {
+    for (i, path, new) in todo {
         let what = match (dry, new.is_some()) {
             (true, true) => "would remove the yoctoclaw line from ",
             (true, false) => "would remove ",
             (false, true) => "removed the yoctoclaw line from ",
             (false, false) => "removed ",
         };
-        add(&mut out, &[what, &s.path.to_string_lossy(), "\n"]);
+        add(&mut out, &[what, &path.to_string_lossy(), "\n"]);
         if dry {
             continue;
         }
-        let root_sd = (!s.user).then_some(sd);
+        let root_sd = (i != USER_UNIT).then_some(sd);
         match &new {
-            Some(t) => put(&s.path, t, mode_of(&s.path), root_sd)?,
-            None => {
-                std::fs::remove_file(&s.path).map_err(|e| io_err("remove", &s.path, e, root_sd))?
-            }
+            Some(t) => put(&path, t, mode_of(&path), root_sd)?,
+            None => std::fs::remove_file(&path).map_err(|e| io_err("remove", &path, e, root_sd))?,
         }
-        add(&mut out, &["then run: ", s.after, "\n"]);
+        if !PLACES[i][3].is_empty() {
+            add(&mut out, &["then run: ", PLACES[i][3], "\n"]);
+        }
     }
     Ok(out.trim_end().to_string())
 }
 
 /// When process `pid` started (Unix seconds), from `/proc`.
 fn started_at(pid: u32) -> Option<i64> {
-    let stat = text_of(&Path::new("/proc").join(pid.to_string()).join("stat"));
+    let stat = text_of(
+        &Path::new("/proc")
+            .join(rustix::path::DecInt::new(pid).as_str())
+            .join("stat"),
+    );
     // Fields after the command name (which may hold spaces): state is the first, the
     // start time (clock ticks after boot) the 20th.
     let ticks: u64 = stat
@@ -790,11 +776,14 @@ fn status(root: &Path, home: &Home) -> String {
     let mut s = String::new();
     add(&mut s, &["init:       ", init_name(detect(root)), "\n"]);
     let mut label = "installed:  ";
-    for sp in spots(root) {
-        let Some(text) = read(&sp.path, false).ok().flatten() else {
+    for (i, p) in PLACES.iter().enumerate() {
+        let Some(path) = place(root, p[0]) else {
             continue;
         };
-        let note = if sp.inittab {
+        let Some(text) = read(&path, false).ok().flatten() else {
+            continue;
+        };
+        let note = if i == INITTAB_PLACE {
             if strip_inittab(&text).is_none() {
                 continue;
             }
@@ -802,13 +791,13 @@ fn status(root: &Path, home: &Home) -> String {
         } else if !text.contains(MARK) {
             " (not written by yoctoclaw service install)"
         } else {
-            match enabled(&sp) {
+            match enabled(root, i) {
                 Some(true) => " (enabled)",
                 Some(false) => " (not enabled)",
                 None => "",
             }
         };
-        add(&mut s, &[label, &sp.path.to_string_lossy(), note, "\n"]);
+        add(&mut s, &[label, &path.to_string_lossy(), note, "\n"]);
         label = "            ";
     }
     if label.starts_with('i') {
@@ -833,7 +822,7 @@ fn status(root: &Path, home: &Home) -> String {
             &mut s,
             &[
                 "yes, pid ",
-                &r.pid.to_string(),
+                rustix::path::DecInt::new(r.pid).as_str(),
                 ", since ",
                 &started_at(r.pid).map_or_else(|| "?".into(), at),
             ],
@@ -912,7 +901,7 @@ mod tests {
     #[test]
     fn unsafe_paths_are_refused() {
         assert_eq!(
-            safe(Path::new("/home/pi/.yoctoclaw")).unwrap(),
+            safe(Path::new("/home/pi/.yoctoclaw"), true).unwrap(),
             "/home/pi/.yoctoclaw"
         );
         for bad in [
@@ -924,9 +913,12 @@ mod tests {
             "/x/\"",
             "/x/;rm",
             "",
+            "relative/home",
         ] {
-            assert!(safe(Path::new(bad)).is_err(), "{bad:?}");
+            assert!(safe(Path::new(bad), true).is_err(), "{bad:?}");
         }
+        assert!(safe(Path::new("pi"), false).is_ok());
+        assert!(safe(Path::new("p i"), false).is_err());
     }
 
     fn vals<'a>(
