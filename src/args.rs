@@ -228,25 +228,15 @@ pub struct StatusCmd {}
 pub struct DoctorCmd {}
 
 #[derive(FromArgs, Debug)]
-/// Run the gateway as a service: install, uninstall or status (systemd, OpenRC, BusyBox
-/// init, SysV). Writes files and prints the commands to start it; runs nothing.
+/// Run the gateway at boot (systemd, OpenRC, BusyBox init, SysV): ACTION is install,
+/// uninstall or status, then --system or --user (a systemd user unit, no root needed),
+/// --dry-run (print, change nothing), --root DIR (an image or test tree instead of /).
+/// Writes files and prints the commands that start it; runs nothing.
 #[argh(subcommand, name = "service")]
 pub struct ServiceCmd {
-    /// install, uninstall or status
-    #[argh(positional)]
-    pub action: String,
-    /// a system service (the default for root, and without systemd)
-    #[argh(switch)]
-    pub system: bool,
-    /// a systemd user unit, no root needed (the default for others on systemd)
-    #[argh(switch)]
-    pub user: bool,
-    /// print what would be written or removed, change nothing
-    #[argh(switch)]
-    pub dry_run: bool,
-    /// for packaging and tests: work on the system under DIR instead of /
-    #[argh(option)]
-    pub root: Option<PathBuf>,
+    /// ACTION and options, in that order (see above)
+    #[argh(positional, greedy)]
+    pub args: Vec<String>,
 }
 
 #[derive(FromArgs, Debug)]

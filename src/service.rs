@@ -145,28 +145,56 @@ impl std::fmt::Display for ServiceError {
 
 impl std::error::Error for ServiceError {}
 
-/// Run `yoctoclaw service ACTION` for the home `--home` names (see [`home_of`]); returns
-/// what to print.
-pub fn command(c: &ServiceCmd, home_flag: Option<&Path>) -> Result<String, ServiceError> {
-    if c.system && c.user {
-        return Err(ServiceError::Usage(
-            "--system and --user exclude each other",
-        ));
-    }
-    let root = c.root.as_deref().unwrap_or(Path::new("/"));
-    let home = &home_of(root, home_flag)?;
-    let scope = if c.user || c.system {
-        Some(c.user)
-    } else {
-        None
+/// What `yoctoclaw service` was asked: the action and its options.
+struct Opts<'a> {
+    action: &'a str,
+    /// `Some(true)`: `--user`; `Some(false)`: `--system`; `None`: the default.
+    scope: Option<bool>,
+    dry: bool,
+    root: &'a Path,
+}
+
+const USAGE: &str =
+    "usage: yoctoclaw service install|uninstall|status [--system|--user] [--dry-run] [--root DIR]";
+
+fn parse(args: &[String]) -> Result<Opts<'_>, ServiceError> {
+    let mut o = Opts {
+        action: "",
+        scope: None,
+        dry: false,
+        root: Path::new("/"),
     };
-    match c.action.as_str() {
-        "install" => install(root, scope, c.dry_run, home),
-        "uninstall" => uninstall(root, scope, c.dry_run),
-        "status" => Ok(status(root, home)),
-        _ => Err(ServiceError::Usage(
-            "unknown action: use yoctoclaw service install, uninstall or status",
-        )),
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--system" | "--user" if o.scope.is_some() => {
+                return Err(ServiceError::Usage(
+                    "--system and --user exclude each other",
+                ));
+            }
+            "--system" => o.scope = Some(false),
+            "--user" => o.scope = Some(true),
+            "--dry-run" => o.dry = true,
+            "--root" => o.root = Path::new(it.next().ok_or(ServiceError::Usage(USAGE))?),
+            "install" | "uninstall" | "status" if o.action.is_empty() => o.action = a,
+            _ => return Err(ServiceError::Usage(USAGE)),
+        }
+    }
+    if o.action.is_empty() {
+        return Err(ServiceError::Usage(USAGE));
+    }
+    Ok(o)
+}
+
+/// Run `yoctoclaw service ACTION [options]` for the home `--home` names (see
+/// [`home_of`]); returns what to print.
+pub fn command(c: &ServiceCmd, home_flag: Option<&Path>) -> Result<String, ServiceError> {
+    let o = parse(&c.args)?;
+    let home = &home_of(o.root, home_flag)?;
+    match o.action {
+        "install" => install(o.root, o.scope, o.dry, home),
+        "uninstall" => uninstall(o.root, o.scope, o.dry),
+        _ => Ok(status(o.root, home)),
     }
 }
 

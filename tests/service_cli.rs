@@ -552,7 +552,7 @@ fn no_init_system_and_bad_usage_are_one_sentence() {
     );
     let out = r.run(&["restart"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("use yoctoclaw service install, uninstall or status"));
+    assert!(text(&out.stderr).contains("usage: yoctoclaw service install|uninstall|status [--system|--user] [--dry-run] [--root DIR]"));
     let out = r.run(&["install", "--user", "--system"]);
     assert_eq!(out.status.code(), Some(2));
     r.mkdir("/etc/init.d");
