@@ -27,6 +27,8 @@ use std::path::{Path, PathBuf};
 
 /// Largest file read (inittab, passwd, meminfo, a service file, `/proc/stat`).
 pub const MAX_SERVICE_READ_BYTES: usize = 64 * 1024;
+/// How a file without [`MARK`] is described.
+const NOT_OURS: &str = ": not written by yoctoclaw service install";
 /// What every file written here says about itself, and what `uninstall` looks for.
 pub const MARK: &str = "Written by yoctoclaw service install";
 /// Linux's USER_HZ, the unit of `/proc/<pid>/stat`'s start time (100 on every target).
@@ -389,36 +391,21 @@ depend() {
 /// The SysV script, for BusyBox's or Debian's start-stop-daemon.
 const SYSV: &str = "#!/bin/sh
 ### BEGIN INIT INFO
-# Provides:          yoctoclaw
-# Required-Start:    $network $remote_fs
-# Required-Stop:     $network $remote_fs
-# Default-Start:     2 3 4 5
-# Default-Stop:      0 1 6
-# Short-Description: yoctoclaw personal AI assistant (gateway)
+# Provides: yoctoclaw
+# Required-Start: $network $remote_fs
+# Required-Stop: $network $remote_fs
+# Default-Start: 2 3 4 5
+# Default-Stop: 0 1 6
 ### END INIT INFO
 # Written by yoctoclaw service install; yoctoclaw service uninstall removes it.
-PIDFILE=/var/run/yoctoclaw.pid
+P=/var/run/yoctoclaw.pid
 case \"$1\" in
 start)
-{R}	start-stop-daemon -S -b -m -p $PIDFILE -x {X} -- --home {H} --log-file {H}/gateway.log gateway
-	start-stop-daemon -S -b -m -p $PIDFILE -c {U} -x {X} -- --home {H} --log-file {H}/gateway.log gateway
-	;;
-stop)
-	start-stop-daemon -K -p $PIDFILE -s TERM
-	rm -f $PIDFILE
-	;;
-restart)
-	\"$0\" stop
-	sleep 3
-	\"$0\" start
-	;;
-status)
-	if start-stop-daemon -K -t -q -p $PIDFILE; then echo running; else echo stopped; exit 3; fi
-	;;
-*)
-	echo \"usage: $0 start|stop|restart|status\" >&2
-	exit 1
-	;;
+{R}	start-stop-daemon -S -b -m -p $P -x {X} -- --home {H} --log-file {H}/gateway.log gateway;;
+	start-stop-daemon -S -b -m -p $P -c {U} -x {X} -- --home {H} --log-file {H}/gateway.log gateway;;
+stop) start-stop-daemon -K -p $P -s TERM && rm -f $P;;
+restart) \"$0\" stop; sleep 3; exec \"$0\" start;;
+*) echo \"usage: $0 start|stop|restart\" >&2; exit 1;;
 esac
 ";
 
@@ -714,40 +701,43 @@ fn install(
     Ok(out)
 }
 
+/// What is at place `i` of [`PLACES`]: its path, and whether it is ours; for the inittab,
+/// `Some` of its text without our lines (ours only when it had them).
+fn found(root: &Path, i: usize) -> Result<Option<(PathBuf, bool, Option<String>)>, ServiceError> {
+    let Some(path) = place(root, PLACES[i][0]) else {
+        return Ok(None);
+    };
+    let Some(text) = read(&path, i == INITTAB_PLACE)? else {
+        return Ok(None);
+    };
+    Ok(if i == INITTAB_PLACE {
+        strip_inittab(&text).map(|t| (path, true, Some(t)))
+    } else {
+        let ours = text.contains(MARK);
+        Some((path, ours, None))
+    })
+}
+
 fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, ServiceError> {
     let sd = detect(root) == Some(Init::Systemd);
     let mut out = String::new();
     let mut todo = Vec::new();
-    for (i, p) in PLACES.iter().enumerate() {
+    for i in 0..PLACES.len() {
         if scope.is_some_and(|u| u != (i == USER_UNIT)) {
             continue;
         }
-        let Some(path) = place(root, p[0]) else {
+        let Some((path, ours, new)) = found(root, i)? else {
             continue;
         };
-        let Some(text) = read(&path, i == INITTAB_PLACE)? else {
-            continue;
-        };
-        let new = if i == INITTAB_PLACE {
-            match strip_inittab(&text) {
-                Some(t) => Some(t),
-                None => continue,
-            }
-        } else if text.contains(MARK) {
-            None
-        } else {
+        if !ours {
             add(
                 &mut out,
-                &[
-                    "left ",
-                    &path.to_string_lossy(),
-                    ": not written by yoctoclaw service install\n",
-                ],
+                &["left ", &path.to_string_lossy(), NOT_OURS, "\n"],
             );
             continue;
-        };
+        }
         if enabled(root, i) == Some(true) {
-            return Err(ServiceError::Enabled(p[2]));
+            return Err(ServiceError::Enabled(PLACES[i][2]));
         }
         todo.push((i, path, new));
     }
@@ -804,26 +794,15 @@ fn status(root: &Path, home: &Home) -> String {
     let mut s = String::new();
     add(&mut s, &["init:       ", init_name(detect(root)), "\n"]);
     let mut label = "installed:  ";
-    for (i, p) in PLACES.iter().enumerate() {
-        let Some(path) = place(root, p[0]) else {
+    for i in 0..PLACES.len() {
+        let Ok(Some((path, ours, _))) = found(root, i) else {
             continue;
         };
-        let Some(text) = read(&path, false).ok().flatten() else {
-            continue;
-        };
-        let note = if i == INITTAB_PLACE {
-            if strip_inittab(&text).is_none() {
-                continue;
-            }
-            ""
-        } else if !text.contains(MARK) {
-            " (not written by yoctoclaw service install)"
-        } else {
-            match enabled(root, i) {
-                Some(true) => " (enabled)",
-                Some(false) => " (not enabled)",
-                None => "",
-            }
+        let note = match (ours, enabled(root, i)) {
+            (false, _) => NOT_OURS,
+            (_, Some(true)) => " (enabled)",
+            (_, Some(false)) => " (not enabled)",
+            _ => "",
         };
         add(&mut s, &[label, &path.to_string_lossy(), note, "\n"]);
         label = "            ";
@@ -1021,6 +1000,8 @@ mod tests {
         assert!(!s.contains("default.target"));
         let sysv = fill(SYSV, &vals(Some("pi"), None, false));
         assert_eq!(sysv.matches("start-stop-daemon -S").count(), 1);
-        assert!(sysv.contains(" -c pi -x /b/yc -- --home /h --log-file /h/gateway.log gateway\n"));
+        assert!(
+            sysv.contains(" -c pi -x /b/yc -- --home /h --log-file /h/gateway.log gateway;;\n")
+        );
     }
 }

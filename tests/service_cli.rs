@@ -408,13 +408,13 @@ fn sysv_script_uses_start_stop_daemon() {
     assert!(s.starts_with("#!/bin/sh\n### BEGIN INIT INFO\n"));
     assert!(
         s.contains(&format!(
-            " -x {} -- --home {home} --log-file {home}/gateway.log gateway\n",
+            " -x {} -- --home {home} --log-file {home}/gateway.log gateway;;\n",
             exe()
         )),
         "{s}"
     );
-    assert!(s.contains("start-stop-daemon -S -b -m -p $PIDFILE"));
-    assert!(s.contains("start-stop-daemon -K -p $PIDFILE -s TERM"));
+    assert!(s.contains("start-stop-daemon -S -b -m -p $P "));
+    assert!(s.contains("start-stop-daemon -K -p $P -s TERM"));
     sh_syntax_ok(&r.at(p));
     assert!(r.ok(&["status"]).contains("init:       SysV init"));
     r.ok(&["uninstall"]);
@@ -426,7 +426,7 @@ fn sysv_script_uses_start_stop_daemon() {
         out.contains("update-rc.d S99yoctoclaw defaults first"),
         "{out}"
     );
-    assert!(s.contains("Default-Start:     2 3 4 5"));
+    assert!(s.contains("Default-Start: 2 3 4 5"));
 }
 
 #[test]
@@ -488,7 +488,7 @@ fn a_file_not_written_by_us_is_never_replaced_or_removed() {
     assert_eq!(r.read("/etc/systemd/system/yoctoclaw.service"), hand);
     assert!(
         r.ok(&["status"])
-            .contains("(not written by yoctoclaw service install)")
+            .contains(": not written by yoctoclaw service install")
     );
 }
 
