@@ -722,7 +722,7 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
     let sd = detect(root) == Some(Init::Systemd);
     let mut out = String::new();
     let mut todo = Vec::new();
-    for i in 0..PLACES.len() {
+    for (i, p) in PLACES.iter().enumerate() {
         if scope.is_some_and(|u| u != (i == USER_UNIT)) {
             continue;
         }
@@ -737,7 +737,7 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
             continue;
         }
         if enabled(root, i) == Some(true) {
-            return Err(ServiceError::Enabled(PLACES[i][2]));
+            return Err(ServiceError::Enabled(p[2]));
         }
         todo.push((i, path, new));
     }
