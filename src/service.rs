@@ -676,14 +676,13 @@ fn install(
             &mut out,
             &[
                 "note: ",
-                board.map_or("no board profile for this CPU: no memory limits", |b| {
-                    b.name
-                }),
                 if board.is_some() {
-                    ": its memory limits\n"
+                    "memory limits of board profile "
                 } else {
-                    "\n"
+                    "no board profile for this CPU: no memory limits"
                 },
+                board.map_or("", |b| b.name),
+                "\n",
             ],
         );
     }
