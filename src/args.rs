@@ -42,6 +42,7 @@ pub enum Cmd {
     Status(StatusCmd),
     Doctor(DoctorCmd),
     Hw(HwCmd),
+    Service(ServiceCmd),
     Version(VersionCmd),
 }
 
@@ -257,6 +258,18 @@ pub struct DoctorCmd {}
 pub struct HwCmd {
     #[argh(positional, greedy)]
     pub words: Vec<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Run the gateway at boot (systemd, OpenRC, BusyBox init, SysV): ACTION is install,
+/// uninstall or status, then --system or --user (a systemd user unit, no root needed),
+/// --dry-run (print, change nothing), --root DIR (an image or test tree instead of /).
+/// Writes files and prints the commands that start it; runs nothing.
+#[argh(subcommand, name = "service")]
+pub struct ServiceCmd {
+    /// ACTION and options, in that order (see above)
+    #[argh(positional, greedy)]
+    pub args: Vec<String>,
 }
 
 #[derive(FromArgs, Debug)]

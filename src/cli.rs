@@ -1,7 +1,7 @@
 //! The command line: parse the arguments (`args`), call the composition root (`app`) or
-//! the operator commands (`doctor`, `status`, `onboard`, `migrate`), and map every outcome to an exit
-//! status (0 success, 1 runtime failure, 2 bad usage or bad configuration). Errors print
-//! as one `yoctoclaw: …` sentence on stderr.
+//! the operator commands (`doctor`, `status`, `onboard`, `migrate`, `service`), and map
+//! every outcome to an exit status (0 success, 1 runtime failure, 2 bad usage or bad
+//! configuration). Errors print as one `yoctoclaw: …` sentence on stderr.
 //!
 //! # Threads
 //! Main thread; each command says what it starts.
@@ -123,6 +123,14 @@ fn dispatch(cli: Cli) -> Result<(), AppError> {
                 Err(e) => Err(AppError::Runtime(e.to_string())),
             }
         }
+        Cmd::Service(s) => match crate::service::command(&s, home) {
+            Ok(out) => {
+                println!("{out}");
+                Ok(())
+            }
+            Err(e @ crate::service::ServiceError::Usage(_)) => Err(AppError::Usage(e.to_string())),
+            Err(e) => Err(AppError::Runtime(e.to_string())),
+        },
     }
 }
 

@@ -48,6 +48,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod scheduler;
 pub mod security;
+pub mod service;
 pub mod signals;
 pub mod status;
 pub mod store;
