@@ -249,7 +249,11 @@ pub struct StatusCmd {}
 #[derive(FromArgs, Debug)]
 /// Check the setup and say what to fix.
 #[argh(subcommand, name = "doctor")]
-pub struct DoctorCmd {}
+pub struct DoctorCmd {
+    /// also ask the model to call a tool and say which provider.tool_mode fits it
+    #[argh(switch)]
+    pub deep: bool,
+}
 
 #[derive(FromArgs, Debug)]
 /// One hardware tool call without a model: TOOL JSON [--yes] (gpio, i2c, spi,

@@ -101,7 +101,7 @@ fn dispatch(cli: Cli) -> Result<(), AppError> {
         Cmd::Heartbeat(_) => commands::heartbeat_command(&load(home, false)?),
         Cmd::Cron(c) => commands::cron_command(&load(home, true)?, c.cmd),
         Cmd::Serial(s) => commands::serial_command(&load(home, false)?, &s.device, s.baud, s.echo),
-        Cmd::Doctor(_) => crate::doctor::command(home),
+        Cmd::Doctor(d) => crate::doctor::command(home, d.deep),
         Cmd::Hw(h) => {
             let l = load(home, true)?;
             let out = crate::tools::hardware::run_cli(&l.cfg, &h.words).map_err(|e| match e {

@@ -5,7 +5,7 @@ mod support;
 
 use std::net::TcpListener;
 use std::process::Output;
-use support::fake_http::{FakeServer, Response, openai_text};
+use support::fake_http::{FakeServer, Response, openai_text, openai_tool_call};
 use support::{TempHome, config_for, text};
 
 const GOOD_TOKEN: &str = "123456:GOOD-token-abcdef";
@@ -103,7 +103,7 @@ fn everything_ok_against_healthy_fakes() {
         "{stdout}"
     );
     assert!(
-        line(&stdout, "model").contains("fake-model is listed"),
+        line(&stdout, "model").contains("a one-token request to fake-model worked"),
         "{stdout}"
     );
     assert!(line(&stdout, "telegram").starts_with("OK"), "{stdout}");
@@ -219,7 +219,7 @@ fn loose_secrets_file_permissions_fail() {
         );
         assert!(!stdout.contains("sk-loose-123456"));
         // The key went to the provider as a bearer token.
-        let reqs = p.requests_to("/models");
+        let reqs = p.requests_to("/chat/completions");
         assert_eq!(
             reqs.last().and_then(|r| r.header("authorization")),
             Some("Bearer sk-loose-123456")
@@ -228,14 +228,27 @@ fn loose_secrets_file_permissions_fail() {
 }
 
 #[test]
-fn the_model_check_adapts_to_what_the_provider_offers() {
-    // No /models endpoint: a one-token chat request instead.
-    let p = provider(404);
-    let home = TempHome::onboarded("doc-nolist", &config_for(&p.url(), ""));
+fn the_model_check_is_a_one_token_request() {
+    // llama-cpp-python lists its model by file path and serves any name: a listing would
+    // say "not found" for a model that works. One token proves it.
+    let p = FakeServer::start(|req| {
+        if req.path.ends_with("/models") {
+            return Response::json(
+                200,
+                r#"{"object":"list","data":[{"id":"/models/SmolLM2-135M-Instruct.Q4_1.gguf"}]}"#,
+            );
+        }
+        if req.path.ends_with("/chat/completions") {
+            return Response::json(200, &openai_text("p"));
+        }
+        Response::json(404, "{}")
+    });
+    let home = TempHome::onboarded("doc-onetoken", &config_for(&p.url(), ""));
     let out = doctor(&home, &[]);
     let stdout = text(&out.stdout);
+    let l = line(&stdout, "model");
     assert!(
-        line(&stdout, "model").contains("one-token request"),
+        l.starts_with("OK") && l.contains("one-token request"),
         "{stdout}"
     );
     let chat = p.requests_to("/chat/completions");
@@ -245,9 +258,12 @@ fn the_model_check_adapts_to_what_the_provider_offers() {
         "{}",
         chat[0].body
     );
+    assert!(p.requests_to("/models").is_empty(), "no listing asked for");
     // A refused key.
-    let p = provider(401);
-    let home = TempHome::onboarded("doc-401", &config_for(&p.url(), ""));
+    let p401 = FakeServer::start(|_| {
+        Response::json(401, r#"{"error":{"message":"Incorrect API key provided"}}"#)
+    });
+    let home = TempHome::onboarded("doc-401", &config_for(&p401.url(), ""));
     let out = doctor(&home, &[]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1));
@@ -256,14 +272,68 @@ fn the_model_check_adapts_to_what_the_provider_offers() {
         l.starts_with("FAIL") && l.contains("refused the key"),
         "{l}"
     );
-    // A model the provider does not list.
-    let p = provider(200);
-    let cfg = config_for(&p.url(), "").replace("fake-model", "missing-model");
-    let home = TempHome::onboarded("doc-unlisted", &cfg);
+    // A model the server does not have.
+    let p404 = FakeServer::start(|_| {
+        Response::json(
+            404,
+            r#"{"error":{"message":"model 'missing-model' not found"}}"#,
+        )
+    });
+    let home = TempHome::onboarded("doc-unknown-model", &config_for(&p404.url(), ""));
     let out = doctor(&home, &[]);
     let stdout = text(&out.stdout);
     let l = line(&stdout, "model");
-    assert!(l.starts_with("WARN") && l.contains("missing-model"), "{l}");
+    assert!(l.starts_with("FAIL") && l.contains("not found"), "{l}");
+}
+
+#[test]
+fn doctor_deep_says_which_tool_mode_fits_the_model() {
+    let cases: [(&str, String, &str); 3] = [
+        (
+            "native",
+            openai_tool_call("c1", "get_time", "{}"),
+            "OK   tool calls native tool calls work",
+        ),
+        (
+            "text",
+            openai_text("<tool_call>{\"name\":\"get_time\",\"arguments\":{}}</tool_call>"),
+            "WARN tool calls the model writes tool calls as text",
+        ),
+        (
+            "none",
+            openai_text("It is probably noon."),
+            "WARN tool calls the model called no tool",
+        ),
+    ];
+    for (tag, answer, want) in cases {
+        let p = FakeServer::start(move |req| {
+            // The one-token check gets a plain answer; the tool question gets `answer`.
+            if req.body.contains("get_time") {
+                Response::json(200, &answer)
+            } else {
+                Response::json(200, &openai_text("p"))
+            }
+        });
+        let home = TempHome::onboarded(&format!("doc-deep-{tag}"), &config_for(&p.url(), ""));
+        let out = home.cmd(&["doctor", "--deep"]).output().unwrap();
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains(want), "{tag}: {stdout}");
+        let asked = p.requests_to("/chat/completions");
+        assert!(
+            asked
+                .iter()
+                .any(|r| r.body.contains("\"tool_choice\":\"auto\"")),
+            "{tag}"
+        );
+        // Without --deep, no tool question is asked.
+        let before = p.requests().len();
+        let _ = home.cmd(&["doctor"]).output().unwrap();
+        let after = p.requests_to("/chat/completions");
+        assert!(
+            !after[before..].iter().any(|r| r.body.contains("get_time")),
+            "{tag}"
+        );
+    }
 }
 
 #[test]

@@ -89,8 +89,9 @@ impl fmt::Display for Check {
 }
 
 /// `yoctoclaw doctor`: print every check as it finishes; fail when any check failed.
-pub fn command(home_flag: Option<&Path>) -> Result<(), AppError> {
-    let checks = run(home_flag, &mut |c| println!("{c}"));
+/// `deep`: also the tool-call check (`net::tool_calls`, a few tokens).
+pub fn command(home_flag: Option<&Path>, deep: bool) -> Result<(), AppError> {
+    let checks = run(home_flag, deep, &mut |c| println!("{c}"));
     let count = |v| checks.iter().filter(|c| c.verdict == v).count();
     let (warn, fail) = (count(Verdict::Warn), count(Verdict::Fail));
     println!(
@@ -108,7 +109,7 @@ pub fn command(home_flag: Option<&Path>) -> Result<(), AppError> {
 }
 
 /// Run every check, handing each to `out` as soon as it is known.
-pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> {
+pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) -> Vec<Check> {
     let mut checks = Vec::new();
     let mut emit = |c: Check| {
         out(&c);
@@ -175,7 +176,12 @@ pub fn run(home_flag: Option<&Path>, out: &mut dyn FnMut(&Check)) -> Vec<Check> 
     emit(reach);
     let key = env.get(&cfg.provider.api_key_env);
     if provider_up {
-        emit(net::model(&cfg.provider, key.as_deref()));
+        let model = net::model(&cfg.provider, key.as_deref());
+        let works = model.verdict != Verdict::Fail;
+        emit(model);
+        if deep && works {
+            emit(net::tool_calls(&cfg.provider, &env));
+        }
     } else {
         emit(Check::new(
             Verdict::Warn,

@@ -1,21 +1,19 @@
 //! The network checks of `doctor`: reaching a host (DNS, TCP, TLS), the bot token
-//! (`getMe`) and the model (a models listing, or a one-token request).
+//! (`getMe`) and the model (a one-token request; with `--deep`, a tool call).
 //!
 //! Every text that reaches a check line names hosts, never URLs (a Bot API URL holds the
 //! token), and is scrubbed by `Check::new` as a last guard.
 //!
-//! The model check: OpenAI-compatible providers are asked `GET {base_url}/models` (free,
-//! no tokens used; OpenAI checks the key there; OpenRouter's list is public, so there the
-//! key is only checked for presence) and the body is scanned, as it streams in, for the
-//! model's quoted name; a server without that endpoint (404/405/501) gets a chat request
-//! with `max_tokens` 1 instead. Anthropic gets a `max_tokens` 1 Messages request (it
-//! checks key and model at once, for about ten tokens).
+//! The model check: one chat request with `max_tokens` 1 (OpenAI-compatible or Anthropic),
+//! which proves the key, the model's name and the server at once for a few tokens. A
+//! models listing proves little: llama-cpp-python serves any name with one model loaded,
+//! OpenRouter's list is public. `doctor --deep` also asks the model to call a harmless
+//! tool (never run) and says which `provider.tool_mode` fits it.
 //!
 //! # Bounds
 //! DNS, TCP and TLS each get `NET_TIMEOUT_SECS`; at most `MAX_ADDRS_TRIED` addresses are
-//! tried. The model check has `MODEL_TIMEOUT_SECS` and reads at most
-//! `MAX_MODEL_LIST_BYTES` of a models list (scanned, not kept); other answers are read up
-//! to `MAX_SMALL_REPLY_BYTES`. Error excerpts shown are cut to `MAX_EXCERPT_CHARS`.
+//! tried. The model check has `MODEL_TIMEOUT_SECS`; answers are read up to
+//! `MAX_SMALL_REPLY_BYTES`. Error excerpts shown are cut to `MAX_EXCERPT_CHARS`.
 //!
 //! # Blocking
 //! Everything here blocks the calling thread. A DNS lookup runs on a short-lived thread so
@@ -24,7 +22,6 @@
 use super::{Check, Verdict};
 use crate::config::{ProviderConfig, ProviderKind};
 use crate::provider::http::{self, HttpError, map_error};
-use std::io::Read;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
@@ -34,8 +31,6 @@ pub const NET_TIMEOUT_SECS: u64 = 5;
 pub const MODEL_TIMEOUT_SECS: u64 = 20;
 /// Addresses of one host tried before giving up.
 pub const MAX_ADDRS_TRIED: usize = 3;
-/// Most bytes of a models list scanned.
-pub const MAX_MODEL_LIST_BYTES: u64 = 8 * 1024 * 1024;
 /// Most bytes read of any other answer.
 pub const MAX_SMALL_REPLY_BYTES: u64 = 64 * 1024;
 /// Longest excerpt of a server's error shown.
@@ -276,74 +271,69 @@ pub fn bot_token(api_base: &str, token: &str, token_env: &str) -> Check {
     }
 }
 
-/// Is the configured model reachable with the configured key?
+/// Is the configured model reachable with the configured key? A one-token request: a
+/// models listing says nothing reliable (llama-cpp-python serves any name with one model
+/// loaded; OpenRouter's list is public), a request proves the key, the name and the
+/// server at the cost of one token.
 pub fn model(p: &ProviderConfig, key: Option<&str>) -> Check {
-    match p.kind {
-        ProviderKind::OpenAi => openai_models(p, key),
-        ProviderKind::Anthropic => tiny_request(p, key),
-    }
+    tiny_request(p, key)
 }
 
-fn openai_models(p: &ProviderConfig, key: Option<&str>) -> Check {
-    let agent = http::agent(MODEL_TIMEOUT_SECS);
-    let url = format!("{}/models", p.base_url);
-    let mut req = agent.get(&url);
-    if let Some(k) = key {
-        req = req.header("Authorization", format!("Bearer {k}"));
-    }
-    let mut resp = match req.call() {
-        Ok(r) => r,
-        Err(e) => return unreachable_check(map_error(e), &url),
+/// `doctor --deep`: asks the model to call a harmless tool (`get_time`, never run) and
+/// says whether native calls, calls written as text, or none work with it, and which
+/// `provider.tool_mode` to set.
+pub fn tool_calls(p: &ProviderConfig, env: &crate::config::Env) -> Check {
+    use crate::chat::{Message, Role, ToolSpec};
+    use crate::provider::{ChatRequest, Provider};
+    const GET_TIME: ToolSpec = ToolSpec {
+        name: "get_time",
+        description: "Get the current time. Call it whenever the user asks for the time.",
+        parameters: r#"{"type":"object","properties":{}}"#,
     };
-    http::note_date(&resp, &url);
-    let status = resp.status().as_u16();
-    match status {
-        200 => {
-            let needle = crate::json::quote(&p.model);
-            let scan = scan_body(
-                resp.body_mut().as_reader().take(MAX_MODEL_LIST_BYTES),
-                needle.as_bytes(),
-                b"\"id\"",
-            );
-            match scan {
-                Err(e) => Check::new(
-                    Verdict::Fail,
-                    "model",
-                    format!("reading the model list failed: {e}"),
-                ),
-                Ok((true, _)) => Check::new(
-                    Verdict::Ok,
-                    "model",
-                    format!("{} is listed by the provider", p.model),
-                ),
-                Ok((false, false)) => Check::new(
-                    Verdict::Ok,
-                    "model",
-                    format!(
-                        "the provider answers but lists no models, so {} is not confirmed",
-                        p.model
-                    ),
-                ),
-                Ok((false, true)) => Check::new(
-                    Verdict::Warn,
-                    "model",
-                    format!(
-                        "{} is not in the provider's model list: check provider.model",
-                        p.model
-                    ),
-                ),
-            }
+    const NAME: &str = "tool calls";
+    let mut cfg = p.clone();
+    cfg.stream = false;
+    cfg.max_tokens = cfg.max_tokens.min(256);
+    let provider = match Provider::new(&cfg, env) {
+        Ok(pr) => pr,
+        Err(e) => return Check::new(Verdict::Fail, NAME, e.to_string()),
+    };
+    let messages = [Message::new(
+        Role::User,
+        "What time is it? Call the get_time tool to find out.",
+    )];
+    let req = ChatRequest {
+        system: "You are a helpful assistant with tools.",
+        messages: &messages,
+        tools: &[GET_TIME],
+    };
+    let reply = provider
+        .build_body(&req)
+        .and_then(|body| provider.chat_blocking(&body));
+    let is_get_time = |n: &str| n == GET_TIME.name;
+    match reply {
+        Ok(r) if r.tool_calls.iter().any(|c| c.name == GET_TIME.name) => Check::new(
+            Verdict::Ok,
+            NAME,
+            "native tool calls work with this model: provider.tool_mode native (the default)",
+        ),
+        Ok(r)
+            if !crate::agent::toolcall::extract(&r.content, &is_get_time)
+                .calls
+                .is_empty() =>
+        {
+            Check::new(
+                Verdict::Warn,
+                NAME,
+                "the model writes tool calls as text (they work): set provider.tool_mode to text to describe the tools in the prompt instead",
+            )
         }
-        404 | 405 | 501 => tiny_request(p, key),
-        s => {
-            let body = resp
-                .body_mut()
-                .with_config()
-                .limit(MAX_SMALL_REPLY_BYTES)
-                .read_to_string()
-                .unwrap_or_default();
-            status_check(s, &body, p)
-        }
+        Ok(_) => Check::new(
+            Verdict::Warn,
+            NAME,
+            "the model called no tool when asked to: try provider.tool_mode text, or none to stop offering tools",
+        ),
+        Err(e) => Check::new(Verdict::Fail, NAME, e.to_string()),
     }
 }
 
@@ -424,35 +414,6 @@ fn unreachable_check(e: HttpError, url: &str) -> Check {
     )
 }
 
-/// Stream `r`, reporting whether `a` and `b` occur, holding only a small window.
-pub fn scan_body(mut r: impl Read, a: &[u8], b: &[u8]) -> std::io::Result<(bool, bool)> {
-    let keep = a.len().max(b.len()).saturating_sub(1);
-    let mut window: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let (mut found_a, mut found_b) = (a.is_empty(), b.is_empty());
-    loop {
-        let n = match r.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        window.extend_from_slice(chunk.get(..n).unwrap_or(&[]));
-        found_a = found_a || contains(&window, a);
-        found_b = found_b || contains(&window, b);
-        if found_a && found_b {
-            break;
-        }
-        let drop = window.len().saturating_sub(keep);
-        window.drain(..drop);
-    }
-    Ok((found_a, found_b))
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
-}
-
 /// `error.message` (or `description`, or the start of the body), short and scrubbed.
 fn error_excerpt(body: &str) -> String {
     let v = crate::json::parse_value(body).ok();
@@ -522,33 +483,6 @@ mod tests {
             }
             let _ = Endpoint::parse(&String::from_utf8_lossy(&s));
         }
-    }
-
-    #[test]
-    fn the_body_scan_finds_needles_across_chunk_borders() {
-        struct Trickle<'a>(&'a [u8]);
-        impl Read for Trickle<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-                // Three bytes at a time, to split every needle.
-                let n = self.0.len().min(3).min(buf.len());
-                buf[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
-        let body = br#"{"data":[{"id":"gpt-x"},{"id":"fake-model"}]}"#;
-        assert_eq!(
-            scan_body(Trickle(body), b"\"fake-model\"", b"\"id\"").unwrap(),
-            (true, true)
-        );
-        assert_eq!(
-            scan_body(Trickle(body), b"\"fake\"", b"\"id\"").unwrap(),
-            (false, true)
-        );
-        assert_eq!(
-            scan_body(Trickle(br#"{"data":[]}"#), b"\"m\"", b"\"id\"").unwrap(),
-            (false, false)
-        );
     }
 
     #[test]
