@@ -1,6 +1,6 @@
 //! `yoctoclaw status`: what is configured and how it is doing, in one screen: version and
-//! build date, home, provider and model, channels, the gateway (running or not, its RSS),
-//! sessions, memory entries by category, cron jobs and the next run, the last heartbeat,
+//! build date, home, provider and model, channels and the tools each is offered, the
+//! gateway (running or not, its RSS), sessions, memory entries by category, cron jobs and the next run, the last heartbeat,
 //! today's token usage, and the database size.
 //!
 //! It reads the database directly (plain `SELECT`s) so it works whether or not the gateway

@@ -11,6 +11,10 @@
 //! [`Tools::approval_summary`], which also validates the call (a malformed or refused
 //! call is an error at once, nobody is asked about it).
 //!
+//! Which tools a turn is offered depends on its channel (`config::tool_rules`):
+//! [`Tools::specs`] leaves denied ones out, and [`Tools::allowed`] refuses a call to one
+//! anyway, before approval (`agent::approval`) and again in [`Tools::call`].
+//!
 //! # Bounds
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
 //! Blocking work (files, commands, HTTP, `statvfs`) runs on `Workers`; file tools have a
