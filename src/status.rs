@@ -1,7 +1,7 @@
 //! `yoctoclaw status`: what is configured and how it is doing, in one screen: version and
 //! build date, home, provider and model, channels and the tools each is offered, the
-//! gateway (running or not, its RSS), sessions, memory entries by category, cron jobs and the next run, the last heartbeat,
-//! today's token usage, and the database size.
+//! gateway (running or not, its RSS), sessions, memory entries by category, cron jobs and
+//! the next run, the last heartbeat, today's token usage, and the database size.
 //!
 //! It reads the database directly (plain `SELECT`s) so it works whether or not the gateway
 //! runs, and learns about a running gateway from a status record the gateway writes, not
