@@ -33,7 +33,8 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "token_env": "TELEGRAM_BOT_TOKEN",
     "allow_from": [],
     "poll_timeout_secs": 50,
-    "group_mode": "mention"
+    "group_mode": "mention",
+    "deny_tools": []
   },
   "agent": {
     "//": "autonomy: read_only, supervised (asks before writes, exec and cron changes) or full",
@@ -54,7 +55,8 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "//": "deliver_to: telegram:<chat_id>, stdout, or empty (log only)",
     "enabled": true,
     "interval_mins": 30,
-    "deliver_to": ""
+    "deliver_to": "",
+    "deny_tools": []
   },
   "memory": {
     "//": "categories: core never expires; daily, conversation and custom are deleted after *_days. min_relevance_milli: bm25 score x 1000 a search match needs to enter the prompt",
@@ -67,10 +69,12 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "min_relevance_milli": 100
   },
   "tools": {
-    "exec": { "timeout_secs": 30, "max_output_bytes": 16384, "write_paths": [], "user": "" },
+    "//": "deny: tools no channel is offered; telegram, serial and heartbeat deny_tools add to it there (cron jobs get every list). Tool names or groups: fs_read, fs_write, exec, web, memory, cron, messaging, system, hardware",
+    "deny": [],
+    "exec": { "enabled": true, "timeout_secs": 30, "max_output_bytes": 16384, "write_paths": [], "user": "" },
     "web_fetch": { "allow_private": false, "max_bytes": 524288, "timeout_secs": 20 }
   },
-  "serial": { "device": "", "baud": 115200, "echo": false },
+  "serial": { "device": "", "baud": 115200, "echo": false, "deny_tools": [] },
   "hardware": {
     "//": "allow: \"DEVICE[:LINES] read|write\" entries, e.g. \"gpiochip0:17,27 write\", \"i2c-1:0x48 read\"; empty: no hardware tools (docs/hardware.md)",
     "allow": []

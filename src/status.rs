@@ -1,7 +1,7 @@
 //! `yoctoclaw status`: what is configured and how it is doing, in one screen: version and
-//! build date, home, provider and model, channels, the gateway (running or not, its RSS),
-//! sessions, memory entries by category, cron jobs and the next run, the last heartbeat,
-//! today's token usage, and the database size.
+//! build date, home, provider and model, channels and the tools each is offered, the
+//! gateway (running or not, its RSS), sessions, memory entries by category, cron jobs and
+//! the next run, the last heartbeat, today's token usage, and the database size.
 //!
 //! It reads the database directly (plain `SELECT`s) so it works whether or not the gateway
 //! runs, and learns about a running gateway from a status record the gateway writes, not
@@ -274,6 +274,7 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
         ));
     }
     let _ = writeln!(s, "channels:   {}", channels.join(", "));
+    tools_lines(cfg, &mut s);
 
     let db_path = home.db_file();
     if !db_path.exists() {
@@ -313,6 +314,34 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
         db.schema_version().unwrap_or(0)
     );
     s
+}
+
+/// One line per channel: how many tools its turns are offered, and those denied there.
+fn tools_lines(cfg: &Config, s: &mut String) {
+    use crate::config::tool_rules::{CHANNELS, HARDWARE_TOOLS, TOOL_NAMES};
+    let hw = !cfg.hardware.allow.is_empty();
+    let all: Vec<&str> = TOOL_NAMES
+        .into_iter()
+        .filter(|t| hw || !HARDWARE_TOOLS.contains(t))
+        .collect();
+    for ch in CHANNELS {
+        let denied: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|t| cfg.tool_denied_by(t, ch).is_some())
+            .collect();
+        let label = format!("tools on {}:", ch.as_str());
+        let _ = write!(
+            s,
+            "{label:<20}{} of {}",
+            all.len() - denied.len(),
+            all.len()
+        );
+        if !denied.is_empty() {
+            let _ = write!(s, ", not {}", denied.join(" "));
+        }
+        s.push('\n');
+    }
 }
 
 fn gateway_text(g: &Gateway, sys_now: i64, tz: &str) -> String {

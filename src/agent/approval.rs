@@ -361,6 +361,7 @@ impl Agent {
     /// those ask the user first, opaque ones even after `/always` (see the module
     /// documentation). Other tools always may.
     pub async fn authorize(&self, call: &ToolCall, ctx: &CallContext) -> Result<(), ToolError> {
+        self.tools.allowed(&call.name, ctx.channel)?;
         if !self.tools.call_needs_approval(&call.name, &call.arguments) {
             return Ok(());
         }

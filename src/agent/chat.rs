@@ -20,7 +20,7 @@
 
 use super::streaming::{MarkupFilter, StreamSink};
 use super::{Agent, AgentError};
-use crate::chat::{Message, Usage};
+use crate::chat::{Message, ToolSpec, Usage};
 use crate::limits::STREAM_QUEUE_LEN;
 use crate::provider::retry::Jitter;
 use crate::provider::{ChatReply, ChatRequest, Provider, ProviderError};
@@ -68,16 +68,15 @@ struct Attempt {
 }
 
 impl Agent {
-    /// One model request with retries and fallbacks. Returns the reply and the index of
-    /// the provider that gave it.
+    /// One model request offering `tools`, with retries and fallbacks. Returns the reply
+    /// and the index of the provider that gave it.
     pub(super) async fn chat(
         &self,
         system: &str,
         history: &[Message],
-        with_tools: bool,
+        tools: &[ToolSpec],
         sink: &mut dyn StreamSink,
     ) -> Result<(ChatReply, usize), AgentError> {
-        let tools = if with_tools { self.tools.specs() } else { &[] };
         let req = ChatRequest {
             system,
             messages: history,

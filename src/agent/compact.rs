@@ -84,10 +84,7 @@ pub async fn compact(agent: &Agent, session: &str) -> Result<Outcome, crate::sto
         format!("Summarise this conversation:\n\n{transcript}"),
     )];
     let mut quiet = crate::agent::streaming::NoSink;
-    match agent
-        .chat(SUMMARY_SYSTEM, &request, false, &mut quiet)
-        .await
-    {
+    match agent.chat(SUMMARY_SYSTEM, &request, &[], &mut quiet).await {
         // A thinking model's reasoning is no part of the summary.
         Ok((reply, index))
             if !crate::agent::toolcall::strip_thinking(&reply.content)

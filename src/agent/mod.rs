@@ -198,13 +198,14 @@ impl Agent {
             channel,
         };
         let max_rounds = self.cfg.agent.max_tool_iterations as usize;
+        let specs = self.tools.specs(channel);
         for round in 0..=max_rounds {
             let last = round == max_rounds;
             let (mut reply, answered_by) = if last {
                 let sys = format!("{system}{FORCE_FINAL_NOTE}");
-                self.chat(&sys, &history, false, sink).await?
+                self.chat(&sys, &history, &[], sink).await?
             } else {
-                self.chat(&system, &history, true, sink).await?
+                self.chat(&system, &history, &specs, sink).await?
             };
             think::clean_reply(&mut reply, &|n| self.tools.is_tool(n));
             let (calls, text_mode) = if last {

@@ -20,9 +20,11 @@
 
 mod env;
 mod fields;
+pub mod tool_rules;
 mod types;
 
 pub use env::{Env, load_secrets_file, parse_secrets, secret_line};
+pub use tool_rules::ToolSet;
 pub use types::*;
 
 use crate::limits::MAX_CONFIG_BYTES;

@@ -253,3 +253,140 @@ fn hardware_allow_is_parsed_and_a_bad_entry_is_named() {
     assert_eq!(e[0].which, vec![(17, 17), (27, 27)]);
     assert_eq!(e[1].device, "/dev/ttyUSB0");
 }
+
+#[test]
+fn deny_lists_expand_groups_and_apply_per_channel() {
+    use crate::chat::ChannelKind::*;
+    let c = parse_str(
+        r#"{"tools":{"deny":["web"],"exec":{"enabled":true}},
+            "telegram":{"deny_tools":["exec","fs_write"]},
+            "serial":{"deny_tools":["memory_forget"]},
+            "heartbeat":{"deny_tools":["messaging","cron"]}}"#,
+    )
+    .unwrap();
+    assert!(c.telegram.deny_tools.contains("write_file"));
+    assert!(c.telegram.deny_tools.contains("edit_file"));
+    assert!(!c.telegram.deny_tools.contains("read_file"));
+    let by = |t, ch| c.tool_denied_by(t, ch);
+    // The global list everywhere, the terminal nothing else.
+    for ch in tool_rules::CHANNELS {
+        assert_eq!(by("web_fetch", ch), Some("tools.deny"), "{ch:?}");
+        assert_eq!(by("read_file", ch), None, "{ch:?}");
+    }
+    assert_eq!(by("exec", Terminal), None);
+    assert_eq!(by("exec", Telegram), Some("telegram.deny_tools"));
+    assert_eq!(by("exec", Serial), None);
+    assert_eq!(by("exec", Heartbeat), None);
+    assert_eq!(by("memory_forget", Serial), Some("serial.deny_tools"));
+    assert_eq!(by("memory_forget", Telegram), None);
+    assert_eq!(by("cron_list", Heartbeat), Some("heartbeat.deny_tools"));
+    assert_eq!(by("send_message", Terminal), None);
+    // Cron jobs get every list: a job added on Telegram cannot run what Telegram cannot.
+    for t in [
+        "exec",
+        "edit_file",
+        "memory_forget",
+        "send_message",
+        "cron_add",
+    ] {
+        assert!(by(t, Cron).is_some(), "{t}");
+    }
+    assert_eq!(by("memory_store", Cron), None);
+    // The hardware tools are offered only with a hardware.allow, and can be denied.
+    assert!(!c.tool_offered("gpio", Terminal));
+    assert!(c.tool_offered("exec", Terminal) && !c.tool_offered("exec", Telegram));
+    let hw = parse_str(
+        r#"{"hardware":{"allow":["gpiochip0:17 write"]},"serial":{"deny_tools":["hardware"]}}"#,
+    )
+    .unwrap();
+    assert!(hw.tool_offered("gpio", Terminal) && hw.tool_offered("spi", Telegram));
+    assert!(!hw.tool_offered("gpio", Serial) && !hw.tool_offered("serial_port", Cron));
+}
+
+#[test]
+fn exec_enabled_false_takes_exec_away_everywhere() {
+    let c = parse_str(r#"{"tools":{"exec":{"enabled":false}}}"#).unwrap();
+    for ch in tool_rules::CHANNELS {
+        assert_eq!(c.tool_denied_by("exec", ch), Some("tools.exec.enabled"));
+        assert_eq!(c.tool_denied_by("read_file", ch), None);
+    }
+    let env = Env::isolated(&[("YOCTOCLAW_TOOLS_EXEC_ENABLED", "off")]);
+    let c = parse(Some("{}"), Path::new("c"), &env).unwrap();
+    assert!(!c.tools.exec.enabled);
+    assert_eq!(
+        Config::default().tool_denied_by("exec", crate::chat::ChannelKind::Cron),
+        None
+    );
+}
+
+#[test]
+fn an_unknown_tool_or_group_is_named_with_its_key() {
+    for (text, key, name) in [
+        (
+            r#"{"tools":{"deny":["exec","shell"]}}"#,
+            "tools.deny",
+            "shell",
+        ),
+        (
+            r#"{"telegram":{"deny_tools":["fs_writes"]}}"#,
+            "telegram.deny_tools",
+            "fs_writes",
+        ),
+        (r#"{"serial":{"deny_tools":[""]}}"#, "serial.deny_tools", ""),
+        (
+            r#"{"heartbeat":{"deny_tools":["Exec"]}}"#,
+            "heartbeat.deny_tools",
+            "Exec",
+        ),
+    ] {
+        let err = parse_str(text).unwrap_err().to_string();
+        assert!(err.contains(&format!("\"{key}\"")), "{err}");
+        assert!(err.contains(&format!("\"{name}\" is neither")), "{err}");
+        assert!(err.contains("fs_read, fs_write, exec, web"), "{err}");
+    }
+    let err = parse_str(r#"{"telegram":{"deny_tools":"exec"}}"#).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("\"telegram.deny_tools\" must be a list"),
+        "{err}"
+    );
+    let err = parse_str(r#"{"telegram":{"deny_tool":[]}}"#).unwrap_err();
+    assert!(matches!(err, ConfigError::UnknownKey(k) if k == "telegram.deny_tool"));
+    // From the environment, a comma-separated list, checked the same way.
+    let env = Env::isolated(&[
+        ("YOCTOCLAW_TOOLS_DENY", "web, system_info"),
+        ("YOCTOCLAW_TELEGRAM_DENY_TOOLS", "exec,fs_write"),
+    ]);
+    let c = parse(
+        Some(r#"{"tools":{"deny":["memory"]}}"#),
+        Path::new("c"),
+        &env,
+    )
+    .unwrap();
+    assert!(c.tools.deny.contains("web_fetch") && c.tools.deny.contains("system_info"));
+    assert!(
+        !c.tools.deny.contains("memory_store"),
+        "the environment replaces the list"
+    );
+    assert!(c.telegram.deny_tools.contains("edit_file"));
+    let bad = Env::isolated(&[("YOCTOCLAW_SERIAL_DENY_TOOLS", "exec,rm")]);
+    let err = parse(None, Path::new("c"), &bad).unwrap_err().to_string();
+    assert!(
+        err.contains("\"serial.deny_tools\"") && err.contains("\"rm\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_group_names_known_tools_once() {
+    let mut seen = std::collections::BTreeSet::new();
+    for (g, tools) in tool_rules::TOOL_GROUPS {
+        let set = ToolSet::parse(&[g.to_string()], "k").unwrap();
+        for t in tools {
+            assert!(tool_rules::TOOL_NAMES.contains(t), "{g}: {t}");
+            assert!(set.contains(t) && seen.insert(*t), "{g}: {t}");
+        }
+    }
+    // Every tool is in exactly one group, so the groups together deny everything.
+    assert_eq!(seen.len(), tool_rules::TOOL_NAMES.len());
+}

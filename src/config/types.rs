@@ -5,6 +5,7 @@
 
 use super::ConfigError;
 use super::fields::Fields;
+use super::tool_rules::ToolSet;
 
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,8 @@ pub struct TelegramConfig {
     /// 0..=120 s, defaults to 50.
     pub poll_timeout_secs: u64,
     pub group_mode: GroupMode,
+    /// `telegram.deny_tools`: tools not offered on Telegram (`tool_rules`).
+    pub deny_tools: ToolSet,
 }
 
 impl Default for TelegramConfig {
@@ -76,6 +79,7 @@ impl Default for TelegramConfig {
             allow_from: Vec::new(),
             poll_timeout_secs: 50,
             group_mode: GroupMode::Mention,
+            deny_tools: ToolSet::default(),
         }
     }
 }
@@ -139,6 +143,8 @@ pub struct HeartbeatConfig {
     pub interval_mins: u64,
     /// `telegram:<chat_id>`, `stdout`, or empty (log only).
     pub deliver_to: String,
+    /// `heartbeat.deny_tools`: tools not offered to the heartbeat (`tool_rules`).
+    pub deny_tools: ToolSet,
 }
 
 impl Default for HeartbeatConfig {
@@ -147,6 +153,7 @@ impl Default for HeartbeatConfig {
             enabled: true,
             interval_mins: 30,
             deliver_to: String::new(),
+            deny_tools: ToolSet::default(),
         }
     }
 }
@@ -184,6 +191,8 @@ impl Default for MemoryConfig {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ExecConfig {
+    /// `false` takes `exec` away on every channel. Defaults to true.
+    pub enabled: bool,
     /// 1..=600 s, defaults to 30.
     pub timeout_secs: u64,
     /// Output kept (head + tail), 1 KiB..=1 MiB, defaults to 16 KiB.
@@ -199,6 +208,7 @@ pub struct ExecConfig {
 impl Default for ExecConfig {
     fn default() -> Self {
         ExecConfig {
+            enabled: true,
             timeout_secs: 30,
             max_output_bytes: 16 * 1024,
             write_paths: Vec::new(),
@@ -229,6 +239,8 @@ impl Default for WebFetchConfig {
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ToolsConfig {
+    /// `tools.deny`: tools not offered on any channel (`tool_rules`).
+    pub deny: ToolSet,
     pub exec: ExecConfig,
     pub web_fetch: WebFetchConfig,
 }
@@ -239,6 +251,8 @@ pub struct SerialConfig {
     pub device: String,
     pub baud: u64,
     pub echo: bool,
+    /// `serial.deny_tools`: tools not offered on the serial console (`tool_rules`).
+    pub deny_tools: ToolSet,
 }
 
 impl Default for SerialConfig {
@@ -247,6 +261,7 @@ impl Default for SerialConfig {
             device: String::new(),
             baud: 115_200,
             echo: false,
+            deny_tools: ToolSet::default(),
         }
     }
 }
@@ -341,6 +356,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
             "all" => GroupMode::All,
             _ => GroupMode::Mention,
         },
+        deny_tools: deny_list(&mut s, "telegram.deny_tools")?,
     };
     check_url(&telegram.api_base, "telegram.api_base")?;
     s.finish()?;
@@ -407,6 +423,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         enabled: s.bool("enabled", dh.enabled)?,
         interval_mins: s.uint("interval_mins", dh.interval_mins, 5, 7 * 24 * 60)?,
         deliver_to: s.string("deliver_to", &dh.deliver_to)?,
+        deny_tools: deny_list(&mut s, "heartbeat.deny_tools")?,
     };
     check_target(&heartbeat.deliver_to, "heartbeat.deliver_to")?;
     s.finish()?;
@@ -425,9 +442,11 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     s.finish()?;
 
     let mut s = top.section("tools")?;
+    let deny = ToolSet::parse(&s.string_list("deny")?, "tools.deny")?;
     let mut e = s.section("exec")?;
     let de = ExecConfig::default();
     let exec = ExecConfig {
+        enabled: e.bool("enabled", de.enabled)?,
         timeout_secs: e.uint("timeout_secs", de.timeout_secs, 1, 600)?,
         max_output_bytes: e.uint("max_output_bytes", de.max_output_bytes, 1024, 1024 * 1024)?,
         write_paths: e.string_list("write_paths")?,
@@ -449,7 +468,11 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     w.finish()?;
     s.finish()?;
-    let tools = ToolsConfig { exec, web_fetch };
+    let tools = ToolsConfig {
+        deny,
+        exec,
+        web_fetch,
+    };
 
     let mut s = top.section("serial")?;
     let ds = SerialConfig::default();
@@ -457,6 +480,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         device: s.string("device", &ds.device)?,
         baud: s.uint("baud", ds.baud, 50, 4_000_000)?,
         echo: s.bool("echo", ds.echo)?,
+        deny_tools: deny_list(&mut s, "serial.deny_tools")?,
     };
     s.finish()?;
 
@@ -540,6 +564,11 @@ fn read_provider(s: &mut Fields<'_>, d: &ProviderConfig) -> Result<ProviderConfi
         });
     }
     Ok(p)
+}
+
+/// A section's `deny_tools` list (`tool_rules`); `key` names it in errors.
+fn deny_list(s: &mut Fields<'_>, key: &str) -> Result<ToolSet, ConfigError> {
+    ToolSet::parse(&s.string_list("deny_tools")?, key)
 }
 
 fn trim_slash(s: String) -> String {

@@ -11,6 +11,10 @@
 //! [`Tools::approval_summary`], which also validates the call (a malformed or refused
 //! call is an error at once, nobody is asked about it).
 //!
+//! Which tools a turn is offered depends on its channel (`config::tool_rules`):
+//! [`Tools::specs`] leaves denied ones out, and [`Tools::allowed`] refuses a call to one
+//! anyway, before approval (`agent::approval`) and again in [`Tools::call`].
+//!
 //! # Bounds
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
 //! Blocking work (files, commands, HTTP, `statvfs`) runs on `Workers`; file tools have a
@@ -31,7 +35,7 @@ pub mod write;
 
 pub use args::Args;
 
-use crate::chat::{Outbound, ToolSpec};
+use crate::chat::{ChannelKind, Outbound, ToolSpec};
 use crate::config::Config;
 use crate::runtime::Workers;
 use crate::store::Db;
@@ -154,17 +158,38 @@ impl Tools {
         }
     }
 
-    /// The tools offered to the model (the hardware tools only with a `hardware.allow`).
-    pub fn specs(&self) -> &'static [ToolSpec] {
-        if hardware::offered(&self.cfg) {
+    /// The tools offered to the model on `channel`: not denied there (the channel's
+    /// deny lists, `config::tool_rules`), the hardware tools only with a `hardware.allow`.
+    pub fn specs(&self, channel: ChannelKind) -> Vec<ToolSpec> {
+        ALL.iter()
+            .filter(|t| self.cfg.tool_offered(t.name, channel))
+            .copied()
+            .collect()
+    }
+
+    /// Whether `name` is a tool of this program (the hardware tools only with a
+    /// `hardware.allow`), on any channel: text tool calls are recognised by it, so a
+    /// call to a tool denied on the turn's channel is answered with [`Tools::allowed`]'s
+    /// refusal rather than shown to the user as text.
+    pub fn is_tool(&self, name: &str) -> bool {
+        let all = if hardware::offered(&self.cfg) {
             ALL
         } else {
             &ALL[..ALL.len() - hardware::SPECS.len()]
-        }
+        };
+        all.iter().any(|t| t.name == name)
     }
 
-    pub fn is_tool(&self, name: &str) -> bool {
-        self.specs().iter().any(|t| t.name == name)
+    /// Refuses a call to a tool denied on `channel` (naming the config key that denies
+    /// it); checked before approval and again before running.
+    pub fn allowed(&self, name: &str, channel: ChannelKind) -> Result<(), ToolError> {
+        match self.cfg.tool_denied_by(name, channel) {
+            None => Ok(()),
+            Some(key) => Err(ToolError::Denied(format!(
+                "{name} is not available on {} ({key})",
+                channel.as_str()
+            ))),
+        }
     }
 
     /// [`needs_approval`] for this call: by the tool's name, and for a hardware tool by
@@ -215,6 +240,7 @@ impl Tools {
         arguments: &str,
         ctx: &CallContext,
     ) -> Result<String, ToolError> {
+        self.allowed(name, ctx.channel)?;
         let args = Args::parse(arguments)?;
         let restrict = self.cfg.agent.restrict_to_workspace;
         type FileTool = fn(&std::path::Path, bool, &Args) -> Result<String, ToolError>;
@@ -476,6 +502,64 @@ mod tests {
             ["workspace"],
             "files written outside the workspace"
         );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_config_knows_every_tool_by_name() {
+        let names: Vec<&str> = ALL.iter().map(|t| t.name).collect();
+        assert_eq!(names, crate::config::tool_rules::TOOL_NAMES);
+    }
+
+    #[test]
+    fn a_denied_tool_is_not_offered_and_a_call_is_refused_with_the_key() {
+        use crate::chat::ChannelKind::*;
+        let mut cfg = Config::default();
+        let deny = |l: &[&str], k| {
+            let l: Vec<String> = l.iter().map(|s| s.to_string()).collect();
+            crate::config::ToolSet::parse(&l, k).unwrap()
+        };
+        cfg.telegram.deny_tools = deny(&["exec", "fs_write"], "telegram.deny_tools");
+        cfg.tools.deny = deny(&["system_info"], "tools.deny");
+        let (t, d) = test_tools("deny", cfg);
+        let names = |ch| -> Vec<&str> { t.specs(ch).iter().map(|s| s.name).collect() };
+        let term = names(Terminal);
+        assert!(term.contains(&"exec") && term.contains(&"write_file"));
+        assert!(!term.contains(&"system_info") && !term.contains(&"gpio"));
+        assert_eq!(term.len(), ALL.len() - hardware::SPECS.len() - 1);
+        let tg = names(Telegram);
+        assert_eq!(tg.len(), term.len() - 3);
+        assert!(
+            tg.iter()
+                .all(|n| !["exec", "write_file", "edit_file"].contains(n))
+        );
+        assert_eq!(names(Serial), term);
+        assert_eq!(names(Cron), tg);
+        // Still a tool (a text call to it is found and refused, not shown as text).
+        assert!(t.is_tool("exec"));
+        let ctx = |channel| CallContext {
+            session: "s".into(),
+            channel,
+        };
+        let marker = d.join("workspace/ran");
+        let cmd = format!(r#"{{"command":"touch {}"}}"#, marker.display());
+        let e = smol::block_on(t.call("exec", &cmd, &ctx(Telegram))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "refused: exec is not available on telegram (telegram.deny_tools)"
+        );
+        let e = smol::block_on(t.call("system_info", "{}", &ctx(Serial))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "refused: system_info is not available on serial (tools.deny)"
+        );
+        let e = smol::block_on(t.call("write_file", "{}", &ctx(Cron))).unwrap_err();
+        assert!(
+            e.to_string().ends_with("on cron (telegram.deny_tools)"),
+            "{e}"
+        );
+        assert!(!marker.exists(), "a refused exec ran");
+        assert_eq!(t.allowed("exec", Terminal), Ok(()));
         let _ = std::fs::remove_dir_all(&d);
     }
 

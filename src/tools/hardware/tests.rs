@@ -539,7 +539,12 @@ fn the_tool_set_offers_and_dispatches_the_hardware_tools_only_with_an_allowlist(
         db.clone(),
         std::rc::Rc::new(crate::chat::outbound::Nowhere),
     );
-    assert!(!plain.specs().iter().any(|s| is_tool(s.name)));
+    assert!(
+        !plain
+            .specs(crate::chat::ChannelKind::Terminal)
+            .iter()
+            .any(|s| is_tool(s.name))
+    );
     assert!(!plain.is_tool("gpio"));
     let ctx = crate::tools::CallContext {
         session: "stdio:hw".into(),
@@ -557,7 +562,13 @@ fn the_tool_set_offers_and_dispatches_the_hardware_tools_only_with_an_allowlist(
         db,
         std::rc::Rc::new(crate::chat::outbound::Nowhere),
     );
-    assert_eq!(t.specs().iter().filter(|s| is_tool(s.name)).count(), 4);
+    assert_eq!(
+        t.specs(crate::chat::ChannelKind::Terminal)
+            .iter()
+            .filter(|s| is_tool(s.name))
+            .count(),
+        4
+    );
     assert!(t.is_tool("serial_port"));
     assert!(t.call_needs_approval("serial_port", &w));
     assert!(!t.call_needs_approval(
