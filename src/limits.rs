@@ -39,8 +39,6 @@ pub const MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
 pub const MAX_USER_MESSAGE_BYTES: usize = 32 * 1024;
 /// Most history messages loaded into one request before compaction exists.
 pub const DEFAULT_HISTORY_MESSAGES: usize = 40;
-/// Messages queued behind a running turn in one session; overflow gets a "busy" reply.
-pub const MAX_QUEUED_PER_SESSION: usize = 4;
 /// Inbound queue from all channel threads to the executor.
 pub const INBOUND_QUEUE_LEN: usize = 64;
 /// Jobs queued for the blocking worker threads.

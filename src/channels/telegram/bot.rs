@@ -1,32 +1,45 @@
-//! The Telegram channel on the executor: updates in, turns through the router, replies
+//! The Telegram channel on the executor: updates in, turns through the agent, replies
 //! out through the sender thread.
 //!
-//! Why it exists: it ties the pure pieces together (`inbound` rules, the agent's
-//! `router`, the `outbox` to the sender thread) and owns the channel's state: the
-//! persisted offset, the refusal limiter and the running turns. Each update is handled (answered,
-//! queued, refused or ignored) before its offset is persisted, so a restart answers
-//! nothing twice; a message queued in RAM when the process dies is not re-read (its
-//! chat is told to resend it at a clean shutdown).
+//! Why it exists: it ties the pure pieces together (`inbound` rules, `recover`, the
+//! `outbox` to the sender thread) and owns the channel's state: the persisted offset,
+//! the refusal limiter and the chats with a running turn. Messages live in SQLite from
+//! the moment they are handled (`store::inbox`, docs/DECISIONS.md 73), so a crash loses
+//! none and a burst is collected, never refused:
+//! - An allowed message is stored in the same commit as the update offset: handled
+//!   exactly once. A chat that can start a turn starts it in that same commit.
+//! - A chat runs one turn at a time. Its next turn takes everything that waited for it
+//!   up to the first command (a command runs alone, in its place) as one user message
+//!   of at most `MAX_TURN_TEXT_BYTES` (the oldest cut; the chat is told in one line).
+//! - At most `agent.max_sessions` chats run turns at once; the others wait in the inbox
+//!   and start as turns end, the longest waiting first.
+//! - [`Bot::recover`], at start: undelivered answers go out again, unanswered turns are
+//!   answered, and what is too old is told in one line (`recover`).
+//! - A turn's answer is owed until the sender reports it delivered.
 //!
 //! # Bounds
-//! Sessions and queues: `Router` (capacity `agent.max_sessions`, `MAX_QUEUED_PER_SESSION`
-//! each); refusals: `RefusalLimiter`; running chats listed: at most `agent.max_sessions`.
-//! "typing…" is refreshed every `TYPING_REFRESH_SECS` while a turn runs.
+//! Waiting messages: `MAX_INBOX_ROWS` in all (beyond: the busy reply); running chats:
+//! `agent.max_sessions`; a turn's text: `MAX_TURN_TEXT_BYTES`; refusals:
+//! `RefusalLimiter`. "typing…" is refreshed every `TYPING_REFRESH_SECS` while a turn runs.
 //!
 //! # Blocking
 //! Nothing here blocks the executor: SQLite calls are short, HTTP runs on the sender
 //! thread and the worker pool.
 
 use super::api::{BotIdentity, Update};
-use super::inbound::{self, Action, AllowList, RefusalLimiter, Request, Rules};
+use super::inbound::{self, Action, AllowList, RefusalLimiter, Rules};
 use super::outbox::{Job, Outbox};
+use super::recover::{self, Told, chat_of};
 use super::stream::Streamer;
 use crate::agent::approval::{AskFuture, Asker};
-use crate::agent::router::{BUSY_REPLY, Offer, Router};
+use crate::agent::router::BUSY_REPLY;
+use crate::agent::streaming::NoSink;
 use crate::agent::{Agent, AgentError, commands};
 use crate::chat::ChannelKind;
 use crate::config::{Config, GroupMode};
-use crate::store::Db;
+use crate::store::inbox::{MAX_INBOX_ROWS, Next, Turn};
+use crate::store::{Db, StoreError};
+use crate::time::{build_epoch, now};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -35,8 +48,11 @@ use std::time::{Duration, Instant};
 pub const OFFSET_KEY: &str = "telegram.offset";
 /// How often "typing…" is sent while a turn runs (Telegram shows it for ~5 s).
 pub const TYPING_REFRESH_SECS: u64 = 4;
-/// Told to chats whose message was not answered at shutdown.
-pub const RESTART_NOTICE: &str = "I'm restarting and could not finish answering your last message. Please send it again in a minute.";
+/// Most text one turn takes from the messages that waited (the newest are kept).
+pub const MAX_TURN_TEXT_BYTES: usize = 16 * 1024;
+/// Told at a clean shutdown to chats whose message is being answered or waits.
+pub const RESTART_NOTICE: &str =
+    "I'm restarting; I will answer your last message as soon as I'm back.";
 
 /// The session of a chat.
 pub fn session_id(chat_id: i64) -> String {
@@ -63,11 +79,15 @@ pub struct Bot {
     allow: AllowList,
     group_mode: GroupMode,
     outbox: Outbox,
-    router: RefCell<Router<Request>>,
     refusals: RefCell<RefusalLimiter>,
     next_offset: Cell<i64>,
-    /// Chats with a running turn.
+    /// Chats with a running turn (at most `capacity`).
     running: RefCell<Vec<i64>>,
+    capacity: usize,
+    /// Turns `recover` found unanswered, taken before the chat's waiting messages.
+    resume: RefCell<Vec<(i64, Turn)>>,
+    /// `agent.timezone`, for the times in told lines.
+    timezone: String,
 }
 
 impl Bot {
@@ -80,8 +100,6 @@ impl Bot {
         allow: AllowList,
         outbox: Outbox,
     ) -> Bot {
-        let capacity = cfg.agent.max_sessions as usize;
-        let group_mode = cfg.telegram.group_mode;
         let next_offset = stored_offset(&db);
         agent.approvals().set_asker(
             ChannelKind::Telegram,
@@ -94,12 +112,14 @@ impl Bot {
             db,
             me,
             allow,
-            group_mode,
+            group_mode: cfg.telegram.group_mode,
             outbox,
-            router: RefCell::new(Router::new(capacity)),
             refusals: RefCell::new(RefusalLimiter::new()),
             next_offset: Cell::new(next_offset),
             running: RefCell::new(Vec::new()),
+            capacity: (cfg.agent.max_sessions as usize).max(1),
+            resume: RefCell::new(Vec::new()),
+            timezone: cfg.agent.timezone.clone(),
         }
     }
 
@@ -113,19 +133,42 @@ impl Bot {
         self.running.borrow().len()
     }
 
-    /// Sessions held in RAM by the router (running, queued or idle).
+    /// Sessions with a running turn (the status record's live sessions).
     pub fn live_sessions(&self) -> usize {
-        self.router.borrow().len()
+        self.running_turns()
     }
 
-    /// Handle updates until the poller's channel closes. Turns run as tasks on `ex`.
+    /// Handle updates until the poller's channel closes. Turns run as tasks on `ex`, and
+    /// so does the recording of delivered answers.
     pub async fn serve(
         self: &Rc<Self>,
         ex: &smol::LocalExecutor<'static>,
         updates: async_channel::Receiver<Update>,
     ) {
+        let me = self.clone();
+        ex.spawn(async move {
+            let rx = me.outbox.delivered().clone();
+            while let Ok(turn) = rx.recv().await {
+                me.record_delivered(Some(turn));
+            }
+        })
+        .detach();
         while let Ok(u) = updates.recv().await {
             self.handle(ex, u).await;
+        }
+    }
+
+    /// The turns the sender reported delivered (`first`, and any already waiting): they
+    /// are owed nothing more. Also called at shutdown, with `None`.
+    pub fn record_delivered(&self, first: Option<i64>) {
+        let rx = self.outbox.delivered();
+        let ids: Vec<i64> = first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())).collect();
+        if ids.is_empty() {
+            return;
+        }
+        let db = &self.db;
+        if let Err(e) = db.deferred_sync(|| db.replies_done(&ids)) {
+            log::warn!("telegram: cannot record {} delivered answer(s): {e}", ids.len());
         }
     }
 
@@ -134,6 +177,7 @@ impl Bot {
             log::debug!("telegram: ignored update {} (already handled)", u.update_id);
             return;
         }
+        let next = u.update_id.saturating_add(1);
         if let Some(m) = &u.message {
             log::debug!(
                 "telegram: update {} from chat {} (user {:?})",
@@ -165,14 +209,14 @@ impl Bot {
                         log::warn!(
                             "telegram: refused user {user_id}{name} in chat {chat_id}: not in telegram.allow_from"
                         );
-                        self.notice(chat_id, inbound::refusal_text(user_id), reply_to)
+                        self.send(Job::notice(chat_id, inbound::refusal_text(user_id), reply_to))
                             .await;
                     } else {
                         log::debug!("telegram: refused user {user_id} again (no reply)");
                     }
                 }
                 Action::TextOnly { chat_id, reply_to } => {
-                    self.notice(chat_id, inbound::TEXT_ONLY_REPLY.to_string(), reply_to)
+                    self.send(Job::notice(chat_id, inbound::TEXT_ONLY_REPLY, reply_to))
                         .await;
                 }
                 Action::Answer(req) => {
@@ -180,26 +224,62 @@ impl Bot {
                     // Approval answers go straight to the waiting turn, never behind it.
                     if let Some(reply) = commands::approval_reply(&self.agent, &session, &req.text)
                     {
-                        self.notice(req.chat_id, reply, req.reply_to).await;
-                        self.persist_offset(u.update_id.saturating_add(1));
+                        self.send(Job::notice(req.chat_id, reply, req.reply_to)).await;
+                    } else {
+                        self.take(ex, req, next).await;
                         return;
-                    }
-                    let offer = self.router.borrow_mut().offer(&session, req);
-                    match offer {
-                        Offer::Run(req) => {
-                            ex.spawn(self.clone().run_session(session, req)).detach();
-                        }
-                        Offer::Queued => log::debug!("telegram: queued a message in {session}"),
-                        Offer::Busy(req) => {
-                            log::info!("telegram: {session} is busy; told the user");
-                            self.notice(req.chat_id, BUSY_REPLY.to_string(), req.reply_to)
-                                .await;
-                        }
                     }
                 }
             }
         }
-        self.persist_offset(u.update_id.saturating_add(1));
+        self.persist_offset(next);
+    }
+
+    /// Store an allowed message with the offset `next` (one commit); start its chat's
+    /// turn in that commit when the chat can run one now.
+    async fn take(self: &Rc<Self>, ex: &smol::LocalExecutor<'static>, req: inbound::Request, next: i64) {
+        let chat_id = req.chat_id;
+        let start = {
+            let r = self.running.borrow();
+            !r.contains(&chat_id) && r.len() < self.capacity
+        };
+        let cmd = commands::parse(&req.text).is_some();
+        let db = &self.db;
+        let stored = db.deferred_sync(|| {
+            db.write_batch(|| {
+                let t = now();
+                if !db.inbox_push(chat_id, req.reply_to, cmd, &req.text, t)? {
+                    db.set_state(OFFSET_KEY, &next.to_string())?;
+                    return Ok::<_, StoreError>(None);
+                }
+                db.set_state(OFFSET_KEY, &next.to_string())?;
+                let first = if start {
+                    db.inbox_next(chat_id, &session_id(chat_id), MAX_TURN_TEXT_BYTES, t)?
+                } else {
+                    None
+                };
+                Ok(Some(first))
+            })
+        });
+        self.next_offset.set(next);
+        match stored {
+            Ok(Some(first)) if start => {
+                self.running.borrow_mut().push(chat_id);
+                ex.spawn(self.clone().work(chat_id, first)).detach();
+            }
+            Ok(Some(_)) => log::debug!("telegram: a message waits in chat {chat_id}"),
+            Ok(None) => {
+                log::warn!(
+                    "telegram: {MAX_INBOX_ROWS} messages wait already; told chat {chat_id} to send again later"
+                );
+                self.send(Job::notice(chat_id, BUSY_REPLY, req.reply_to)).await;
+            }
+            Err(e) => {
+                log::warn!("telegram: cannot store a message of chat {chat_id}: {e}");
+                self.persist_offset(next);
+                self.send(Job::notice(chat_id, BUSY_REPLY, req.reply_to)).await;
+            }
+        }
     }
 
     fn persist_offset(&self, next: i64) {
@@ -212,81 +292,147 @@ impl Bot {
         }
     }
 
-    async fn notice(&self, chat_id: i64, text: String, reply_to: Option<i64>) {
-        let job = Job::Notice {
-            chat_id,
-            text,
-            reply_to,
-        };
+    async fn send(&self, job: Job) {
         if !self.outbox.push(job).await {
-            log::error!("telegram: the sender thread is gone; a notice to chat {chat_id} was lost");
+            log::error!("telegram: the sender thread is gone; a message was not sent");
         }
     }
 
-    /// Run `first`, then whatever the session queued meanwhile.
-    async fn run_session(self: Rc<Self>, session: String, first: Request) {
-        let chat_id = first.chat_id;
-        let _guard = Running::enter(&self.running, chat_id);
-        let mut req = first;
+    /// Run the turns of `chat_id` (`first`, then whatever waits) until none is left, then
+    /// those of the chat waiting longest without a running turn, until none waits.
+    async fn work(self: Rc<Self>, mut chat_id: i64, mut first: Option<Next>) {
         loop {
-            self.process(&session, req).await;
-            let next = self.router.borrow_mut().next(&session);
-            match next {
-                Some(r) => req = r,
-                None => break,
+            let next = match first.take() {
+                Some(n) => Some(n),
+                None => self.next_of(chat_id),
+            };
+            if let Some(n) = next {
+                self.run(chat_id, n).await;
+                continue;
+            }
+            // No await from here to the switch: nothing can slip in between.
+            let mut running = self.running.borrow_mut();
+            running.retain(|c| *c != chat_id);
+            match self.waiting_chat(&running) {
+                Some(c) => {
+                    running.push(c);
+                    chat_id = c;
+                }
+                None => return,
             }
         }
     }
 
-    async fn process(&self, session: &str, req: Request) {
-        if let Some(answer) = commands::handle(&self.agent, session, &req.text) {
-            self.notice(req.chat_id, answer, req.reply_to).await;
-            return;
+    /// The next turn of `chat_id`: a recovered one first, then what waits in the inbox.
+    fn next_of(&self, chat_id: i64) -> Option<Next> {
+        let resumed = {
+            let mut r = self.resume.borrow_mut();
+            let i = r.iter().position(|(c, _)| *c == chat_id);
+            i.map(|i| r.swap_remove(i).1)
+        };
+        if let Some(t) = resumed {
+            return Some(Next::Turn(t));
+        }
+        let db = &self.db;
+        let session = session_id(chat_id);
+        db.deferred_sync(|| db.inbox_next(chat_id, &session, MAX_TURN_TEXT_BYTES, now()))
+            .unwrap_or_else(|e| {
+                log::warn!("telegram: cannot read the messages waiting in chat {chat_id}: {e}");
+                None
+            })
+    }
+
+    /// A chat with work and no running turn: recovered turns first, then the inbox.
+    fn waiting_chat(&self, running: &[i64]) -> Option<i64> {
+        let free = |c: &i64| !running.contains(c);
+        if let Some((c, _)) = self.resume.borrow().iter().find(|(c, _)| free(c)) {
+            return Some(*c);
+        }
+        match self.db.inbox_chats(running.len() + 1) {
+            Ok(chats) => chats.into_iter().find(free),
+            Err(e) => {
+                log::warn!("telegram: cannot read which chats wait: {e}");
+                None
+            }
+        }
+    }
+
+    /// Start turns for waiting chats while slots are free.
+    fn fill(self: &Rc<Self>, ex: &smol::LocalExecutor<'static>) {
+        loop {
+            let mut running = self.running.borrow_mut();
+            if running.len() >= self.capacity {
+                return;
+            }
+            let Some(c) = self.waiting_chat(&running) else {
+                return;
+            };
+            running.push(c);
+            ex.spawn(self.clone().work(c, None)).detach();
+        }
+    }
+
+    async fn run(&self, chat_id: i64, next: Next) {
+        let session = session_id(chat_id);
+        let t = match next {
+            Next::Command { text, reply_to } => {
+                let answer = commands::handle(&self.agent, &session, &text).unwrap_or_default();
+                self.send(Job::notice(chat_id, answer, reply_to)).await;
+                return;
+            }
+            Next::Turn(t) => t,
+        };
+        if t.cut > 0 {
+            log::info!("telegram: cut {} waiting message(s) in chat {chat_id}", t.cut);
+            let text = format!(
+                "I could not read your {} earliest messages (from {} on): too much at once. Please send again what still matters.",
+                t.cut,
+                self.local_time(t.cut_at)
+            );
+            self.send(Job::notice(chat_id, text, None)).await;
         }
         // "typing…" goes out before the turn starts: a turn can finish in its first poll
         // (its model call already answered), and the refresher would never have run.
-        self.outbox.try_push(Job::Typing {
-            chat_id: req.chat_id,
-        });
+        self.outbox.try_push(Job::Typing { chat_id });
         let job = if self.agent.streams() {
-            self.streamed_turn(session, &req).await
+            self.streamed_turn(&session, chat_id, &t).await
         } else {
+            let mut sink = NoSink;
             let turn = self
                 .agent
-                .run_turn(session, ChannelKind::Telegram, &req.text);
-            let result = smol::future::or(turn, self.typing(req.chat_id)).await;
+                .answer_pending(&session, ChannelKind::Telegram, &mut sink);
+            let result = smol::future::or(turn, self.typing(chat_id)).await;
             result.map(|text| Job::Reply {
-                chat_id: req.chat_id,
+                chat_id,
                 text,
-                reply_to: req.reply_to,
+                reply_to: t.reply_to,
+                markdown: true,
+                turn: t.id,
             })
         };
         let job = job.unwrap_or_else(|e| {
             log::warn!("telegram: the turn in {session} failed: {e}");
-            Job::Notice {
-                chat_id: req.chat_id,
+            Job::Reply {
+                chat_id,
                 text: format!("Sorry, I could not answer that: {e}"),
-                reply_to: req.reply_to,
+                reply_to: t.reply_to,
+                markdown: false,
+                turn: t.id,
             }
         });
-        if !self.outbox.push(job).await {
-            log::error!(
-                "telegram: the sender thread is gone; a reply to chat {} was lost",
-                req.chat_id
-            );
-        }
+        self.send(job).await;
     }
 
     /// A turn whose answer is shown while it is written (see `stream`); returns the job
     /// that makes the streamed reply final.
-    async fn streamed_turn(&self, session: &str, req: &Request) -> Result<Job, AgentError> {
-        let streamer = Streamer::new(req.chat_id, req.reply_to);
+    async fn streamed_turn(&self, session: &str, chat_id: i64, t: &Turn) -> Result<Job, AgentError> {
+        let streamer = Streamer::new(chat_id, t.reply_to);
         let mut sink = streamer.sink();
-        let turn =
-            self.agent
-                .run_turn_streamed(session, ChannelKind::Telegram, &req.text, &mut sink);
+        let turn = self
+            .agent
+            .answer_pending(session, ChannelKind::Telegram, &mut sink);
         let background = async {
-            smol::future::zip(streamer.pump(&self.outbox), self.typing(req.chat_id))
+            smol::future::zip(streamer.pump(&self.outbox), self.typing(chat_id))
                 .await
                 .1
         };
@@ -295,11 +441,12 @@ impl Bot {
         result.map(|text| Job::StreamEnd {
             live: streamer.live(),
             text,
+            turn: t.id,
         })
     }
 
     /// Keep "typing…" on while awaited (never completes); the first one is sent by
-    /// `process` before the turn starts.
+    /// `run` before the turn starts.
     async fn typing(&self, chat_id: i64) -> Result<String, AgentError> {
         loop {
             smol::Timer::after(Duration::from_secs(TYPING_REFRESH_SECS)).await;
@@ -307,31 +454,87 @@ impl Bot {
         }
     }
 
-    /// At shutdown: tell every chat whose message is running or queued to resend it.
-    /// Returns how many chats were told.
-    pub fn tell_unanswered_chats(&self) -> usize {
-        let mut chats: Vec<i64> = self.running.borrow().clone();
-        for (session, req) in self.router.borrow_mut().drain_queued() {
-            log::warn!("telegram: dropped a queued message in {session} at shutdown");
-            if !chats.contains(&req.chat_id) {
-                chats.push(req.chat_id);
+    /// `YYYY-MM-DD HH:MM` in `agent.timezone`.
+    fn local_time(&self, at: i64) -> String {
+        let full = crate::time::clock::format_at(at, &self.timezone);
+        full.get(..16).unwrap_or(&full).to_string()
+    }
+
+    /// At start, before polling: send undelivered answers again, queue unanswered turns
+    /// before the waiting messages, tell chats what is too old (`recover`), and start the
+    /// turns. Returns (answers sent again, turns resumed, chats told).
+    pub async fn recover(self: &Rc<Self>, ex: &smol::LocalExecutor<'static>) -> (usize, usize, usize) {
+        let (t, epoch) = (now(), build_epoch());
+        let owed = self.db.owed_replies().unwrap_or_else(|e| {
+            log::warn!("telegram: cannot read the answers owed: {e}");
+            Vec::new()
+        });
+        let mut plan = recover::plan(&owed, t, epoch);
+        if t >= epoch {
+            let before = t.saturating_sub(recover::RECOVER_MAX_AGE_SECS);
+            match self.db.inbox_drop_before(before, epoch) {
+                Ok(old) => old
+                    .into_iter()
+                    .for_each(|(chat, at)| recover::tell(&mut plan.tell, chat, at)),
+                Err(e) => log::warn!("telegram: cannot read the waiting messages: {e}"),
             }
         }
+        for r in &plan.resend {
+            let text = match self.db.message_text(r.answer) {
+                Ok(Some(text)) => text,
+                _ => continue,
+            };
+            log::info!("telegram: sending an undelivered answer to chat {} again", r.chat_id);
+            self.send(Job::Reply {
+                chat_id: r.chat_id,
+                text,
+                reply_to: r.reply_to,
+                markdown: true,
+                turn: r.turn,
+            })
+            .await;
+        }
+        for told in &plan.tell {
+            log::warn!(
+                "telegram: {} message(s) of chat {} not answered after the restart (too old or too many)",
+                told.count,
+                told.chat_id
+            );
+            let Told { chat_id, since, .. } = *told;
+            let text = recover::told_text(told, &self.local_time(since));
+            self.send(Job::notice(chat_id, text, None)).await;
+        }
+        let db = &self.db;
+        if let Err(e) = db.deferred_sync(|| db.replies_done(&plan.done)) {
+            log::warn!("telegram: cannot record the recovery: {e}");
+        }
+        let counts = (plan.resend.len(), plan.resume.len(), plan.tell.len());
+        *self.resume.borrow_mut() = plan.resume;
+        self.fill(ex);
+        counts
+    }
+
+    /// At shutdown: tell every chat whose message is being answered or waits that it will
+    /// be answered after the restart. Returns how many chats were told.
+    pub fn tell_unanswered_chats(&self) -> usize {
+        let mut chats: Vec<i64> = self.running.borrow().clone();
+        chats.extend(self.resume.borrow().iter().map(|(c, _)| *c));
+        chats.extend(self.db.inbox_chats(MAX_TOLD_AT_SHUTDOWN).unwrap_or_default());
+        chats.sort_unstable();
+        chats.dedup();
         let mut told = 0;
         for chat_id in chats {
-            log::warn!("telegram: abandoned the unanswered message in chat {chat_id} at shutdown");
-            let job = Job::Notice {
-                chat_id,
-                text: RESTART_NOTICE.to_string(),
-                reply_to: None,
-            };
-            if self.outbox.try_push(job) {
+            log::warn!("telegram: chat {chat_id} is answered after the restart");
+            if self.outbox.try_push(Job::notice(chat_id, RESTART_NOTICE, None)) {
                 told += 1;
             }
         }
         told
     }
 }
+
+/// Most chats with waiting messages told at shutdown (the sender's queue bounds it too).
+const MAX_TOLD_AT_SHUTDOWN: usize = 64;
 
 /// Puts approval questions to a Telegram chat (the session is `telegram:<chat_id>`).
 struct TelegramAsker {
@@ -340,43 +543,15 @@ struct TelegramAsker {
 
 impl Asker for TelegramAsker {
     fn ask(&self, session: &str, question: &str) -> AskFuture {
-        let chat_id = session
-            .strip_prefix("telegram:")
-            .and_then(|id| id.parse::<i64>().ok());
+        let chat_id = chat_of(session);
         let outbox = self.outbox.clone();
         let text = question.to_string();
         Box::pin(async move {
             let Some(chat_id) = chat_id else {
                 return false;
             };
-            let job = Job::Notice {
-                chat_id,
-                text,
-                reply_to: None,
-            };
-            outbox.push(job).await
+            outbox.push(Job::notice(chat_id, text, None)).await
         })
     }
 }
 
-/// Lists a chat as running for as long as it lives (also when its task is dropped).
-struct Running<'a> {
-    list: &'a RefCell<Vec<i64>>,
-    chat_id: i64,
-}
-
-impl<'a> Running<'a> {
-    fn enter(list: &'a RefCell<Vec<i64>>, chat_id: i64) -> Running<'a> {
-        list.borrow_mut().push(chat_id);
-        Running { list, chat_id }
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        let mut l = self.list.borrow_mut();
-        if let Some(i) = l.iter().position(|c| *c == self.chat_id) {
-            l.swap_remove(i);
-        }
-    }
-}

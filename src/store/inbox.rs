@@ -1,0 +1,364 @@
+//! Messages waiting for a turn (`inbox`) and turns owed a delivered answer (`replies`):
+//! what a channel that serves many chats keeps on disk so that a crash, a restart or a
+//! burst loses no message and no answer (docs/DECISIONS.md 73).
+//!
+//! - A message is stored in `inbox` when it arrives (with the update offset, one commit).
+//! - [`Db::inbox_next`] starts a chat's next turn in one commit: everything waiting up to
+//!   the first command becomes one user message in the session's history, its `inbox`
+//!   rows are deleted and a `replies` row says the turn is owed an answer. A command
+//!   waiting first is taken alone, so commands keep their place in order.
+//! - The final answer of a turn is linked to its row ([`Db::append_answer`], in the
+//!   answer's own commit); the row is deleted once the answer was delivered.
+//!
+//! # Bounds
+//! - `MAX_INBOX_ROWS` messages wait in all; [`Db::inbox_push`] refuses more.
+//! - A turn's text is at most the `max_bytes` its caller passes (newest messages kept):
+//!   reading holds at most that much plus one message; older ones are cut and counted.
+//! - `MAX_OWED_REPLIES` rows in `replies`: past it the oldest is dropped, with a log line.
+//!
+//! # Threads
+//! Executor thread (it owns the SQLite connection); each call is a few short statements.
+
+use super::{Db, StoreError};
+use crate::chat::{Message, Role};
+use rusqlite::params;
+use std::collections::VecDeque;
+
+/// Messages waiting for a turn, in all chats.
+pub const MAX_INBOX_ROWS: usize = 1024;
+/// Turns owed a delivered answer, in all sessions.
+pub const MAX_OWED_REPLIES: usize = 64;
+/// Between two collected messages in one user message.
+pub const JOIN: &str = "\n\n";
+
+/// What a chat's next turn is.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// A command that waited first, taken alone.
+    Command { text: String, reply_to: Option<i64> },
+    /// Collected texts, now one user message in history.
+    Turn(Turn),
+}
+
+/// A turn owed an answer (a `replies` row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// The row id: the id of the turn's user message.
+    pub id: i64,
+    /// Answer this message (groups).
+    pub reply_to: Option<i64>,
+    /// When its oldest message arrived.
+    pub at: i64,
+    /// Older messages cut to keep the text within the bound, and when the first arrived.
+    pub cut: usize,
+    pub cut_at: i64,
+}
+
+/// A `replies` row as recovery sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owed {
+    pub id: i64,
+    pub session: String,
+    pub reply_to: Option<i64>,
+    pub at: i64,
+    /// The final answer's message id, once written.
+    pub answer: Option<i64>,
+}
+
+impl Db {
+    /// Store a message for `chat_id`; `false` when `MAX_INBOX_ROWS` already wait.
+    pub fn inbox_push(
+        &self,
+        chat_id: i64,
+        reply_to: Option<i64>,
+        cmd: bool,
+        text: &str,
+        now: i64,
+    ) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO inbox(chat_id, reply_to, cmd, at, text)
+                 SELECT ?1, ?2, ?3, ?4, ?5 WHERE (SELECT count(*) FROM inbox) < ?6",
+            )?
+            .execute(params![chat_id, reply_to, cmd, now, text, MAX_INBOX_ROWS as i64])?;
+        Ok(n == 1)
+    }
+
+    /// Start the next turn of `chat_id` (see the module doc), in one transaction;
+    /// `None` when nothing waits.
+    pub fn inbox_next(
+        &self,
+        chat_id: i64,
+        session: &str,
+        max_bytes: usize,
+        now: i64,
+    ) -> Result<Option<Next>, StoreError> {
+        self.write_batch(|| {
+            let mut kept: VecDeque<(i64, String)> = VecDeque::new();
+            let (mut bytes, mut last, mut reply, mut cut, mut cut_at) = (0, 0, None, 0, 0);
+            let mut command = None;
+            {
+                let mut stmt = self.conn.prepare_cached(
+                    "SELECT id, cmd, reply_to, at, text FROM inbox WHERE chat_id = ?1 ORDER BY id",
+                )?;
+                let mut rows = stmt.query(params![chat_id])?;
+                while let Some(r) = rows.next()? {
+                    let (id, reply_to, at) = (r.get(0)?, r.get(2)?, r.get(3)?);
+                    if r.get::<_, bool>(1)? {
+                        if kept.is_empty() {
+                            command = Some(Next::Command {
+                                text: r.get(4)?,
+                                reply_to,
+                            });
+                            last = id;
+                        }
+                        break;
+                    }
+                    let text: String = r.get(4)?;
+                    bytes += text.len() + JOIN.len();
+                    kept.push_back((at, text));
+                    while bytes > max_bytes && kept.len() > 1 {
+                        if let Some((at, t)) = kept.pop_front() {
+                            bytes -= t.len() + JOIN.len();
+                            if cut == 0 {
+                                cut_at = at;
+                            }
+                            cut += 1;
+                        }
+                    }
+                    (last, reply) = (id, reply_to);
+                }
+            }
+            if last == 0 {
+                return Ok(None);
+            }
+            self.conn
+                .prepare_cached("DELETE FROM inbox WHERE chat_id = ?1 AND id <= ?2")?
+                .execute(params![chat_id, last])?;
+            if command.is_some() {
+                return Ok(command);
+            }
+            let at = kept.front().map_or(now, |k| k.0);
+            let mut text = String::with_capacity(bytes);
+            for (_, t) in &kept {
+                if !text.is_empty() {
+                    text.push_str(JOIN);
+                }
+                text.push_str(t);
+            }
+            self.append_message(session, &Message::new(Role::User, text), now)?;
+            let id = self.conn.last_insert_rowid();
+            self.conn
+                .prepare_cached(
+                    "INSERT INTO replies(id, session, reply_to, at) VALUES (?1, ?2, ?3, ?4)",
+                )?
+                .execute(params![id, session, reply, at])?;
+            let mut trim = self.conn.prepare_cached(
+                "DELETE FROM replies WHERE id IN
+                 (SELECT id FROM replies ORDER BY id DESC LIMIT -1 OFFSET ?1) RETURNING session",
+            )?;
+            let mut dropped = trim.query(params![MAX_OWED_REPLIES as i64])?;
+            while let Some(r) = dropped.next()? {
+                let s: String = r.get(0)?;
+                log::warn!(
+                    "dropped the oldest undelivered answer of {s}: more than {MAX_OWED_REPLIES} wait"
+                );
+            }
+            Ok(Some(Next::Turn(Turn {
+                id,
+                reply_to: reply,
+                at,
+                cut,
+                cut_at,
+            })))
+        })
+    }
+
+    /// Chats with messages waiting, the longest waiting first (at most `limit`).
+    pub fn inbox_chats(&self, limit: usize) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT chat_id FROM inbox GROUP BY chat_id ORDER BY min(id) LIMIT ?1",
+        )?;
+        let rows = stmt.query_map(params![limit as i64], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Delete the messages that arrived before `before` (those stored before `since`, by
+    /// a clock that was not set yet, are kept); returns each one's chat and time.
+    pub fn inbox_drop_before(
+        &self,
+        before: i64,
+        since: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "DELETE FROM inbox WHERE at < ?1 AND at >= ?2 RETURNING chat_id, at",
+        )?;
+        let rows = stmt.query_map(params![before, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Append a turn's final answer and link it to the newest turn the session owes an
+    /// answer (if any), in one transaction.
+    pub fn append_answer(&self, session: &str, msg: &Message, now: i64) -> Result<(), StoreError> {
+        self.write_batch(|| {
+            self.append_message(session, msg, now)?;
+            self.conn
+                .prepare_cached(
+                    "UPDATE replies SET answer = last_insert_rowid() WHERE answer IS NULL
+                     AND id = (SELECT max(id) FROM replies WHERE session = ?1)",
+                )?
+                .execute(params![session])?;
+            Ok(())
+        })
+    }
+
+    /// Every turn owed an answer, oldest first (at most `MAX_OWED_REPLIES`).
+    pub fn owed_replies(&self) -> Result<Vec<Owed>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, session, reply_to, at, answer FROM replies ORDER BY id LIMIT ?1",
+        )?;
+        let rows = stmt.query_map(params![MAX_OWED_REPLIES as i64], |r| {
+            Ok(Owed {
+                id: r.get(0)?,
+                session: r.get(1)?,
+                reply_to: r.get(2)?,
+                at: r.get(3)?,
+                answer: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The stored text of message `id` (an answer to send again).
+    pub fn message_text(&self, id: i64) -> Result<Option<String>, StoreError> {
+        use rusqlite::OptionalExtension;
+        Ok(self
+            .conn
+            .prepare_cached("SELECT content FROM messages WHERE id = ?1")?
+            .query_row(params![id], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// The turns in `ids` need no more delivery (answered, or their answer cannot be).
+    pub fn replies_done(&self, ids: &[i64]) -> Result<(), StoreError> {
+        self.write_batch(|| {
+            let mut stmt = self
+                .conn
+                .prepare_cached("DELETE FROM replies WHERE id = ?1")?;
+            for id in ids {
+                stmt.execute(params![id])?;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(n: Option<Next>) -> Turn {
+        match n {
+            Some(Next::Turn(t)) => t,
+            other => panic!("not a turn: {other:?}"),
+        }
+    }
+
+    fn last_user(db: &Db, session: &str) -> String {
+        let h = db.recent_messages(session, 1).unwrap();
+        h.last().map(|m| m.content.clone()).unwrap_or_default()
+    }
+
+    #[test]
+    fn waiting_texts_become_one_turn_and_commands_keep_their_place() {
+        let db = Db::open_in_memory().unwrap();
+        for (t, cmd) in [("a", false), ("b", false), ("/new", true), ("c", false)] {
+            assert!(db.inbox_push(7, Some(1), cmd, t, 100).unwrap());
+        }
+        assert!(db.inbox_push(8, None, false, "other chat", 101).unwrap());
+        assert_eq!(db.inbox_chats(10).unwrap(), vec![7, 8]);
+        let t = turn(db.inbox_next(7, "telegram:7", 1000, 200).unwrap());
+        assert_eq!((t.cut, t.at, t.reply_to), (0, 100, Some(1)));
+        assert_eq!(last_user(&db, "telegram:7"), "a\n\nb");
+        assert_eq!(
+            db.inbox_next(7, "telegram:7", 1000, 200).unwrap(),
+            Some(Next::Command {
+                text: "/new".into(),
+                reply_to: Some(1)
+            })
+        );
+        let t2 = turn(db.inbox_next(7, "telegram:7", 1000, 200).unwrap());
+        assert!(t2.id > t.id);
+        assert_eq!(last_user(&db, "telegram:7"), "c");
+        assert_eq!(db.inbox_next(7, "telegram:7", 1000, 200).unwrap(), None);
+        assert_eq!(db.inbox_chats(10).unwrap(), vec![8]);
+        let owed = db.owed_replies().unwrap();
+        assert_eq!(owed.len(), 2);
+        assert_eq!((owed[0].id, owed[0].answer), (t.id, None));
+    }
+
+    #[test]
+    fn a_turn_keeps_the_newest_texts_within_the_bound_and_counts_the_rest() {
+        let db = Db::open_in_memory().unwrap();
+        for i in 0..100 {
+            let text = format!("{i:03}{}", "x".repeat(397));
+            assert!(db.inbox_push(5, None, false, &text, 1000 + i).unwrap());
+        }
+        let t = turn(db.inbox_next(5, "s", 16 * 1024, 2000).unwrap());
+        let text = last_user(&db, "s");
+        assert!(text.len() <= 16 * 1024, "{}", text.len());
+        let kept = text.split(JOIN).count();
+        assert_eq!(kept + t.cut, 100);
+        assert_eq!(t.cut_at, 1000, "the oldest was cut");
+        assert!(text.ends_with(&format!("099{}", "x".repeat(397))));
+        assert_eq!(t.at, 1000 + t.cut as i64);
+        assert!(db.inbox_chats(10).unwrap().is_empty(), "cut ones are gone too");
+        // One message longer than the bound is still taken whole.
+        db.inbox_push(5, None, false, &"y".repeat(500), 1).unwrap();
+        let t = turn(db.inbox_next(5, "s", 100, 2).unwrap());
+        assert_eq!((t.cut, last_user(&db, "s").len()), (0, 500));
+    }
+
+    #[test]
+    fn the_inbox_and_the_owed_replies_are_bounded() {
+        let db = Db::open_in_memory().unwrap();
+        for i in 0..MAX_INBOX_ROWS {
+            assert!(db.inbox_push(i as i64 % 3, None, false, "m", 1).unwrap());
+        }
+        assert!(!db.inbox_push(9, None, false, "one too many", 1).unwrap());
+        assert_eq!(db.inbox_drop_before(2, 1).unwrap().len(), MAX_INBOX_ROWS);
+        let mut first = 0;
+        for i in 0..MAX_OWED_REPLIES + 5 {
+            db.inbox_push(1, None, false, "q", 1).unwrap();
+            let t = turn(db.inbox_next(1, "telegram:1", 100, i as i64).unwrap());
+            if i == 0 {
+                first = t.id;
+            }
+        }
+        let owed = db.owed_replies().unwrap();
+        assert_eq!(owed.len(), MAX_OWED_REPLIES);
+        assert!(owed.iter().all(|o| o.id != first), "the oldest went first");
+    }
+
+    #[test]
+    fn an_answer_is_linked_to_the_newest_owed_turn_of_its_session_only() {
+        let db = Db::open_in_memory().unwrap();
+        db.inbox_push(1, None, false, "q1", 1).unwrap();
+        let t1 = turn(db.inbox_next(1, "telegram:1", 100, 1).unwrap());
+        db.inbox_push(1, None, false, "q2", 2).unwrap();
+        let t2 = turn(db.inbox_next(1, "telegram:1", 100, 2).unwrap());
+        db.append_answer("other", &Message::new(Role::Assistant, "x"), 3)
+            .unwrap();
+        db.append_answer("telegram:1", &Message::new(Role::Assistant, "a2"), 3)
+            .unwrap();
+        let owed = db.owed_replies().unwrap();
+        assert_eq!(owed[0].id, t1.id);
+        assert_eq!(owed[0].answer, None, "the older turn is covered, not linked");
+        let a = owed[1].answer.unwrap();
+        assert_eq!(owed[1].id, t2.id);
+        assert_eq!(db.message_text(a).unwrap().as_deref(), Some("a2"));
+        db.replies_done(&[t1.id, t2.id]).unwrap();
+        assert!(db.owed_replies().unwrap().is_empty());
+    }
+}
