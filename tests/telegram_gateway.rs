@@ -380,10 +380,16 @@ fn past_the_inbox_bound_a_message_gets_the_polite_busy_reply() {
     let home = TempHome::onboarded("tg-busy", &config(&llm, &tg, ""));
     let mut g = start(&home, "info");
     g.wait_for("the busy reply", || {
-        tg.sent_to(ALICE).iter().any(|s| s.text.contains("still working"))
+        tg.sent_to(ALICE)
+            .iter()
+            .any(|s| s.text.contains("still working"))
     });
     g.wait_for("two answers", || {
-        tg.sent_to(ALICE).iter().filter(|s| s.text == "done").count() == 2
+        tg.sent_to(ALICE)
+            .iter()
+            .filter(|s| s.text == "done")
+            .count()
+            == 2
     });
     g.stop_cleanly();
     let sent = tg.sent_to(ALICE);
@@ -409,11 +415,16 @@ fn sigterm_during_a_turn_exits_quickly_and_tells_the_chat() {
     assert_eq!(sent.len(), 1, "{sent:?}\n{out}");
     // The turn is still owed in SQLite: it is answered after the restart.
     assert!(
-        sent[0].text.contains("restarting; I will answer your last message"),
+        sent[0]
+            .text
+            .contains("restarting; I will answer your last message"),
         "{}",
         sent[0].text
     );
-    assert!(out.contains("chat 42 is answered after the restart"), "{out}");
+    assert!(
+        out.contains("chat 42 is answered after the restart"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -436,7 +447,11 @@ fn more_chats_than_session_slots_wait_their_turn() {
     g.stop_cleanly();
     let sent = tg.sent();
     let done = sent.iter().filter(|s| s.text == "done").count();
-    assert_eq!((sent.len(), done), (4, 4), "two at a time, none refused: {sent:?}");
+    assert_eq!(
+        (sent.len(), done),
+        (4, 4),
+        "two at a time, none refused: {sent:?}"
+    );
     let chats: Vec<i64> = sent.iter().map(|s| s.chat_id).collect();
     assert!((101..=104).all(|c| chats.contains(&c)), "{chats:?}");
 }

@@ -164,7 +164,11 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
         "{}",
         sent[0]
     );
-    assert_eq!(llm.requests_to("/chat/completions").len(), 1, "not answered");
+    assert_eq!(
+        llm.requests_to("/chat/completions").len(),
+        1,
+        "not answered"
+    );
     assert!(db(&home).owed_replies().unwrap().is_empty());
     assert_eq!(waiting(&home), 0);
 
@@ -209,7 +213,10 @@ fn a_reply_is_retried_through_a_telegram_outage_and_survives_a_restart() {
         "sent again, not asked again: {log}"
     );
     assert!(log.contains("1 answer(s) sent again"), "{log}");
-    assert_eq!(tg.sent().last().map(|s| s.text.as_str()), Some("the answer"));
+    assert_eq!(
+        tg.sent().last().map(|s| s.text.as_str()),
+        Some("the answer")
+    );
     assert!(db(&home).owed_replies().unwrap().is_empty());
 }
 
@@ -244,7 +251,10 @@ fn a_stream_cut_in_its_first_second_is_retried_like_any_other_failure() {
         Some("A whole answer."),
         "{shown:?}\n{log}"
     );
-    assert!(shown.iter().all(|t| !t.contains("could not answer")), "{shown:?}");
+    assert!(
+        shown.iter().all(|t| !t.contains("could not answer")),
+        "{shown:?}"
+    );
     assert_eq!(llm.requests_to("/chat/completions").len(), 2);
     assert!(log.contains("retrying"), "{log}");
 }
@@ -289,7 +299,11 @@ fn fifty_messages_sent_during_a_turn_all_reach_the_model_and_none_is_refused() {
         "no busy reply: {sent:?}"
     );
     let turns = llm.requests();
-    assert!(turns.len() <= 5, "collected, not one turn each: {}\n{log}", turns.len());
+    assert!(
+        turns.len() <= 5,
+        "collected, not one turn each: {}\n{log}",
+        turns.len()
+    );
     let asked: Vec<String> = turns.iter().map(|t| last_message(&t.body)).collect();
     assert!(
         asked
@@ -297,9 +311,15 @@ fn fifty_messages_sent_during_a_turn_all_reach_the_model_and_none_is_refused() {
             .all(|m| !(m.contains(&note(25)) && m.contains(&note(26)))),
         "the command split the collection: {asked:?}"
     );
-    let status = sent.iter().position(|t| t.starts_with("yoctoclaw ")).unwrap();
+    let status = sent
+        .iter()
+        .position(|t| t.starts_with("yoctoclaw "))
+        .unwrap();
     assert_eq!(sent.len(), turns.len() + 1, "{sent:?}");
-    assert!(status >= 2 && status < sent.len() - 1, "in its place: {sent:?}");
+    assert!(
+        status >= 2 && status < sent.len() - 1,
+        "in its place: {sent:?}"
+    );
     assert_eq!(waiting(&home), 0);
 }
 
@@ -338,5 +358,8 @@ fn a_burst_past_16_kib_is_read_from_the_newest_and_the_rest_is_named_in_one_line
         .iter()
         .find(|t| t.starts_with("I could not read your"))
         .unwrap_or_else(|| panic!("{sent:?}"));
-    assert!(told.contains(&format!("your {cut} earliest messages")), "{told}");
+    assert!(
+        told.contains(&format!("your {cut} earliest messages")),
+        "{told}"
+    );
 }

@@ -16,8 +16,10 @@
 //! overrides such as `YOCTOCLAW_MEMORY_CACHE_KIB=64`, for experiments).
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
-//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]`
-//! (`--plain`: every turn a plain answer, for the cost of the simplest message).
+//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--keep-home]`
+//! (`--plain`: every turn a plain answer, for the cost of the simplest message;
+//! `--burst`: all N messages arrive at once, as after a reboot or a Wi-Fi outage, and
+//! each chat's waiting messages are answered as collected turns).
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
@@ -54,11 +56,12 @@ struct Opts {
     alloc: bool,
     keep_home: bool,
     plain: bool,
+    burst: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--keep-home]"
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--keep-home]"
     );
     std::process::exit(2)
 }
@@ -75,6 +78,7 @@ fn opts() -> Opts {
         alloc: false,
         keep_home: false,
         plain: false,
+        burst: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -93,6 +97,7 @@ fn opts() -> Opts {
             "--alloc" => o.alloc = true,
             "--keep-home" => o.keep_home = true,
             "--plain" => o.plain = true,
+            "--burst" => o.burst = true,
             "--bin" => o.bin = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             _ => usage(),
         }
@@ -341,7 +346,7 @@ struct Report {
 
 fn run(o: &Opts) -> Result<i32, String> {
     let model = FakeModel::start(o.plain);
-    let bot = FakeBot::start(o.chats, o.n);
+    let bot = FakeBot::start(o.chats, o.n, o.burst);
     let home = temp_home();
     prepare_home(o, &home, &model, &bot)?;
     let log = home.join("gateway.log");
@@ -688,7 +693,11 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
     let mut line = format!(
         "BENCH n={} mix={} chats={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_ro_kib={} smaps_exe_rw_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
         r.n,
-        if o.plain { "plain" } else { "mixed" },
+        match (o.burst, o.plain) {
+            (true, _) => "burst",
+            (_, true) => "plain",
+            _ => "mixed",
+        },
         r.chats,
         r.idle.rss_kib,
         r.after100.rss_kib,

@@ -1,9 +1,12 @@
 //! The agent: one turn = user message in, tool rounds, final answer out, with every
-//! message appended to SQLite as it happens.
+//! message appended to SQLite as it happens (a tool round, the call with its results,
+//! in one commit once its tools ran, so history never holds a call without its result).
+//! [`Agent::answer_pending`] answers a session whose history already ends with what is
+//! to be answered (a channel stored the message itself, or a crash cut a turn short).
 //!
 //! Runs on the executor thread; provider calls go to the worker threads. Many sessions
 //! may run turns concurrently (interleaved at await points); each session runs one turn
-//! at a time (the router guarantees it).
+//! at a time (each channel guarantees it, see `router`).
 //!
 //! # Bounds
 //! At most `agent.max_tool_iterations` tool rounds per turn, then one last request without

@@ -64,6 +64,8 @@ pub const STATUS_RECORD_SECS: u64 = crate::status::GATEWAY_RECORD_INTERVAL_SECS;
 pub const STATUS_KEY: &str = crate::status::GATEWAY_STATUS_KEY;
 /// How often shutdown checks whether turns and sends are done.
 const SHUTDOWN_TICK_MS: u64 = 20;
+/// Yields at the end of shutdown, so woken turns record their delivered answers.
+const SHUTDOWN_YIELDS: usize = 8;
 
 /// The Telegram bot once it is serving (for the status record).
 type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
@@ -486,8 +488,13 @@ async fn shutdown(bot: &Bot, outbox: &Outbox) {
     while !outbox.is_idle() && start.elapsed() < Duration::from_millis(SHUTDOWN_LIMIT_MS) {
         smol::Timer::after(tick).await;
     }
-    bot.record_delivered(None);
+    // Let the chats' turns record what the sender just delivered.
+    for _ in 0..SHUTDOWN_YIELDS {
+        smol::future::yield_now().await;
+    }
     if !outbox.is_idle() {
-        log::warn!("gateway: exiting with Telegram messages still unsent (owed answers go out after the restart)");
+        log::warn!(
+            "gateway: exiting with Telegram messages still unsent (owed answers go out after the restart)"
+        );
     }
 }

@@ -21,8 +21,7 @@
 
 use super::{Db, StoreError};
 use crate::chat::{Message, Role};
-use rusqlite::params;
-use std::collections::VecDeque;
+use rusqlite::{OptionalExtension, params};
 
 /// Messages waiting for a turn, in all chats.
 pub const MAX_INBOX_ROWS: usize = 1024;
@@ -52,6 +51,8 @@ pub struct Turn {
     /// Older messages cut to keep the text within the bound, and when the first arrived.
     pub cut: usize,
     pub cut_at: i64,
+    /// The final answer's message id, when it was written but not delivered.
+    pub answer: Option<i64>,
 }
 
 /// A `replies` row as recovery sees it.
@@ -81,7 +82,14 @@ impl Db {
                 "INSERT INTO inbox(chat_id, reply_to, cmd, at, text)
                  SELECT ?1, ?2, ?3, ?4, ?5 WHERE (SELECT count(*) FROM inbox) < ?6",
             )?
-            .execute(params![chat_id, reply_to, cmd, now, text, MAX_INBOX_ROWS as i64])?;
+            .execute(params![
+                chat_id,
+                reply_to,
+                cmd,
+                now,
+                text,
+                MAX_INBOX_ROWS as i64
+            ])?;
         Ok(n == 1)
     }
 
@@ -95,8 +103,9 @@ impl Db {
         now: i64,
     ) -> Result<Option<Next>, StoreError> {
         self.write_batch(|| {
-            let mut kept: VecDeque<(i64, String)> = VecDeque::new();
-            let (mut bytes, mut last, mut reply, mut cut, mut cut_at) = (0, 0, None, 0, 0);
+            // The texts read so far from `first` on (older ones were cut and freed).
+            let mut kept: Vec<(i64, String)> = Vec::new();
+            let (mut first, mut bytes, mut last, mut reply) = (0, 0, 0, None);
             let mut command = None;
             {
                 let mut stmt = self.conn.prepare_cached(
@@ -104,28 +113,19 @@ impl Db {
                 )?;
                 let mut rows = stmt.query(params![chat_id])?;
                 while let Some(r) = rows.next()? {
-                    let (id, reply_to, at) = (r.get(0)?, r.get(2)?, r.get(3)?);
+                    let (id, reply_to, text) = (r.get(0)?, r.get(2)?, r.get::<_, String>(4)?);
                     if r.get::<_, bool>(1)? {
                         if kept.is_empty() {
-                            command = Some(Next::Command {
-                                text: r.get(4)?,
-                                reply_to,
-                            });
+                            command = Some(Next::Command { text, reply_to });
                             last = id;
                         }
                         break;
                     }
-                    let text: String = r.get(4)?;
                     bytes += text.len() + JOIN.len();
-                    kept.push_back((at, text));
-                    while bytes > max_bytes && kept.len() > 1 {
-                        if let Some((at, t)) = kept.pop_front() {
-                            bytes -= t.len() + JOIN.len();
-                            if cut == 0 {
-                                cut_at = at;
-                            }
-                            cut += 1;
-                        }
+                    kept.push((r.get(3)?, text));
+                    while bytes > max_bytes && first + 1 < kept.len() {
+                        bytes -= std::mem::take(&mut kept[first].1).len() + JOIN.len();
+                        first += 1;
                     }
                     (last, reply) = (id, reply_to);
                 }
@@ -139,49 +139,45 @@ impl Db {
             if command.is_some() {
                 return Ok(command);
             }
-            let at = kept.front().map_or(now, |k| k.0);
-            let mut text = String::with_capacity(bytes);
-            for (_, t) in &kept {
-                if !text.is_empty() {
-                    text.push_str(JOIN);
-                }
-                text.push_str(t);
-            }
-            self.append_message(session, &Message::new(Role::User, text), now)?;
+            let (cut_at, at) = (kept[0].0, kept[first].0);
+            let texts: Vec<&str> = kept[first..].iter().map(|k| k.1.as_str()).collect();
+            self.append_message(session, &Message::new(Role::User, texts.join(JOIN)), now)?;
             let id = self.conn.last_insert_rowid();
             self.conn
                 .prepare_cached(
                     "INSERT INTO replies(id, session, reply_to, at) VALUES (?1, ?2, ?3, ?4)",
                 )?
                 .execute(params![id, session, reply, at])?;
-            let mut trim = self.conn.prepare_cached(
-                "DELETE FROM replies WHERE id IN
-                 (SELECT id FROM replies ORDER BY id DESC LIMIT -1 OFFSET ?1) RETURNING session",
-            )?;
-            let mut dropped = trim.query(params![MAX_OWED_REPLIES as i64])?;
-            while let Some(r) = dropped.next()? {
-                let s: String = r.get(0)?;
+            // One row in, at most one out: the oldest, past the bound.
+            let dropped: Option<String> = self
+                .conn
+                .prepare_cached(
+                    "DELETE FROM replies WHERE id = (SELECT min(id) FROM replies)
+                     AND (SELECT count(*) FROM replies) > ?1 RETURNING session",
+                )?
+                .query_row(params![MAX_OWED_REPLIES as i64], |r| r.get(0))
+                .optional()?;
+            if let Some(s) = dropped {
                 log::warn!(
-                    "dropped the oldest undelivered answer of {s}: more than {MAX_OWED_REPLIES} wait"
+                    "dropped the oldest undelivered answer, of {s}: more than {MAX_OWED_REPLIES} wait"
                 );
             }
             Ok(Some(Next::Turn(Turn {
                 id,
                 reply_to: reply,
                 at,
-                cut,
-                cut_at,
+                cut: first,
+                cut_at: if first > 0 { cut_at } else { 0 },
+                answer: None,
             })))
         })
     }
 
     /// Chats with messages waiting, the longest waiting first (at most `limit`).
     pub fn inbox_chats(&self, limit: usize) -> Result<Vec<i64>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT chat_id FROM inbox GROUP BY chat_id ORDER BY min(id) LIMIT ?1",
-        )?;
-        let rows = stmt.query_map(params![limit as i64], |r| r.get(0))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let sql = "SELECT chat_id, min(id) FROM inbox GROUP BY chat_id ORDER BY 2 LIMIT ?1 - ?2";
+        let pairs = self.pairs(sql, limit as i64, 0)?;
+        Ok(pairs.into_iter().map(|p| p.0).collect())
     }
 
     /// Delete the messages that arrived before `before` (those stored before `since`, by
@@ -191,10 +187,14 @@ impl Db {
         before: i64,
         since: i64,
     ) -> Result<Vec<(i64, i64)>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "DELETE FROM inbox WHERE at < ?1 AND at >= ?2 RETURNING chat_id, at",
-        )?;
-        let rows = stmt.query_map(params![before, since], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let sql = "DELETE FROM inbox WHERE at < ?1 AND at >= ?2 RETURNING chat_id, at";
+        self.pairs(sql, before, since)
+    }
+
+    /// The rows of `sql` (two parameters, two integer columns).
+    fn pairs(&self, sql: &str, a: i64, b: i64) -> Result<Vec<(i64, i64)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(sql)?;
+        let rows = stmt.query_map(params![a, b], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -218,21 +218,22 @@ impl Db {
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, session, reply_to, at, answer FROM replies ORDER BY id LIMIT ?1",
         )?;
-        let rows = stmt.query_map(params![MAX_OWED_REPLIES as i64], |r| {
-            Ok(Owed {
+        let mut rows = stmt.query(params![MAX_OWED_REPLIES as i64])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push(Owed {
                 id: r.get(0)?,
                 session: r.get(1)?,
                 reply_to: r.get(2)?,
                 at: r.get(3)?,
                 answer: r.get(4)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            });
+        }
+        Ok(out)
     }
 
     /// The stored text of message `id` (an answer to send again).
     pub fn message_text(&self, id: i64) -> Result<Option<String>, StoreError> {
-        use rusqlite::OptionalExtension;
         Ok(self
             .conn
             .prepare_cached("SELECT content FROM messages WHERE id = ?1")?
@@ -313,7 +314,10 @@ mod tests {
         assert_eq!(t.cut_at, 1000, "the oldest was cut");
         assert!(text.ends_with(&format!("099{}", "x".repeat(397))));
         assert_eq!(t.at, 1000 + t.cut as i64);
-        assert!(db.inbox_chats(10).unwrap().is_empty(), "cut ones are gone too");
+        assert!(
+            db.inbox_chats(10).unwrap().is_empty(),
+            "cut ones are gone too"
+        );
         // One message longer than the bound is still taken whole.
         db.inbox_push(5, None, false, &"y".repeat(500), 1).unwrap();
         let t = turn(db.inbox_next(5, "s", 100, 2).unwrap());
@@ -354,7 +358,10 @@ mod tests {
             .unwrap();
         let owed = db.owed_replies().unwrap();
         assert_eq!(owed[0].id, t1.id);
-        assert_eq!(owed[0].answer, None, "the older turn is covered, not linked");
+        assert_eq!(
+            owed[0].answer, None,
+            "the older turn is covered, not linked"
+        );
         let a = owed[1].answer.unwrap();
         assert_eq!(owed[1].id, t2.id);
         assert_eq!(db.message_text(a).unwrap().as_deref(), Some("a2"));

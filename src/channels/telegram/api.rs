@@ -309,10 +309,10 @@ impl Api {
             .header("Content-Type", "application/json")
             .send(body)
             .map_err(|e| transport(http::map_error(e)))
-            .and_then(|resp| {
-                http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)
-            });
-        let down = r.as_ref().map_or(true, |(status, ..)| *status >= 500 || *status == 429);
+            .and_then(|resp| http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport));
+        let down = r
+            .as_ref()
+            .map_or(true, |(status, ..)| *status >= 500 || *status == 429);
         self.down.store(down, Ordering::Relaxed);
         r
     }

@@ -26,10 +26,11 @@
 //! Nothing here blocks the executor: SQLite calls are short, HTTP runs on the sender
 //! thread and the worker pool.
 
-use super::api::{BotIdentity, Update};
+use super::api::{BotIdentity, Incoming, Update};
 use super::inbound::{self, Action, AllowList, RefusalLimiter, Rules};
 use super::outbox::{Job, Outbox};
 use super::recover::{self, Told, chat_of};
+use super::reply::SendError;
 use super::stream::Streamer;
 use crate::agent::approval::{AskFuture, Asker};
 use crate::agent::router::BUSY_REPLY;
@@ -138,37 +139,14 @@ impl Bot {
         self.running_turns()
     }
 
-    /// Handle updates until the poller's channel closes. Turns run as tasks on `ex`, and
-    /// so does the recording of delivered answers.
+    /// Handle updates until the poller's channel closes. Turns run as tasks on `ex`.
     pub async fn serve(
         self: &Rc<Self>,
         ex: &smol::LocalExecutor<'static>,
         updates: async_channel::Receiver<Update>,
     ) {
-        let me = self.clone();
-        ex.spawn(async move {
-            let rx = me.outbox.delivered().clone();
-            while let Ok(turn) = rx.recv().await {
-                me.record_delivered(Some(turn));
-            }
-        })
-        .detach();
         while let Ok(u) = updates.recv().await {
             self.handle(ex, u).await;
-        }
-    }
-
-    /// The turns the sender reported delivered (`first`, and any already waiting): they
-    /// are owed nothing more. Also called at shutdown, with `None`.
-    pub fn record_delivered(&self, first: Option<i64>) {
-        let rx = self.outbox.delivered();
-        let ids: Vec<i64> = first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())).collect();
-        if ids.is_empty() {
-            return;
-        }
-        let db = &self.db;
-        if let Err(e) = db.deferred_sync(|| db.replies_done(&ids)) {
-            log::warn!("telegram: cannot record {} delivered answer(s): {e}", ids.len());
         }
     }
 
@@ -178,67 +156,75 @@ impl Bot {
             return;
         }
         let next = u.update_id.saturating_add(1);
-        if let Some(m) = &u.message {
-            log::debug!(
-                "telegram: update {} from chat {} (user {:?})",
-                u.update_id,
-                m.chat_id,
-                m.from_id
-            );
-            let rules = Rules {
-                bot: &self.me,
-                allow: &self.allow,
-                group_mode: self.group_mode,
-            };
-            match inbound::classify(m, &rules) {
-                Action::Ignore(why) => {
-                    log::debug!("telegram: ignored a message in chat {}: {why}", m.chat_id)
-                }
-                Action::Refuse {
-                    chat_id,
-                    user_id,
-                    username,
-                    reply_to,
-                } => {
-                    if self
-                        .refusals
-                        .borrow_mut()
-                        .should_refuse(user_id, Instant::now())
-                    {
-                        let name = username.map(|u| format!(" (@{u})")).unwrap_or_default();
-                        log::warn!(
-                            "telegram: refused user {user_id}{name} in chat {chat_id}: not in telegram.allow_from"
-                        );
-                        self.send(Job::notice(chat_id, inbound::refusal_text(user_id), reply_to))
-                            .await;
-                    } else {
-                        log::debug!("telegram: refused user {user_id} again (no reply)");
-                    }
-                }
-                Action::TextOnly { chat_id, reply_to } => {
-                    self.send(Job::notice(chat_id, inbound::TEXT_ONLY_REPLY, reply_to))
-                        .await;
-                }
-                Action::Answer(req) => {
-                    let session = session_id(req.chat_id);
-                    // Approval answers go straight to the waiting turn, never behind it.
-                    if let Some(reply) = commands::approval_reply(&self.agent, &session, &req.text)
-                    {
-                        self.send(Job::notice(req.chat_id, reply, req.reply_to)).await;
-                    } else {
-                        self.take(ex, req, next).await;
-                        return;
-                    }
-                }
-            }
+        let job = match &u.message {
+            Some(m) => self.decide(ex, m, next),
+            None => None,
+        };
+        if self.next_offset.get() != next {
+            self.persist_offset(next);
         }
-        self.persist_offset(next);
+        // The one await: a notice waits for room in the sender's queue.
+        if let Some(job) = job {
+            self.send(job).await;
+        }
     }
 
-    /// Store an allowed message with the offset `next` (one commit); start its chat's
-    /// turn in that commit when the chat can run one now.
-    async fn take(self: &Rc<Self>, ex: &smol::LocalExecutor<'static>, req: inbound::Request, next: i64) {
+    /// What to do with a message: nothing, a notice to send, or (an allowed message)
+    /// store it with the offset `next` in one commit, starting its chat's turn in that
+    /// commit when the chat can run one now.
+    fn decide(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+        m: &Incoming,
+        next: i64,
+    ) -> Option<Job> {
+        log::debug!(
+            "telegram: message from chat {} (user {:?})",
+            m.chat_id,
+            m.from_id
+        );
+        let rules = Rules {
+            bot: &self.me,
+            allow: &self.allow,
+            group_mode: self.group_mode,
+        };
+        let req = match inbound::classify(m, &rules) {
+            Action::Ignore(why) => {
+                log::debug!("telegram: ignored a message in chat {}: {why}", m.chat_id);
+                return None;
+            }
+            Action::Refuse {
+                chat_id,
+                user_id,
+                username,
+                reply_to,
+            } => {
+                let now = Instant::now();
+                if !self.refusals.borrow_mut().should_refuse(user_id, now) {
+                    log::debug!("telegram: refused user {user_id} again (no reply)");
+                    return None;
+                }
+                let name = username.map(|u| format!(" (@{u})")).unwrap_or_default();
+                log::warn!(
+                    "telegram: refused user {user_id}{name} in chat {chat_id}: not in telegram.allow_from"
+                );
+                return Some(Job::notice(
+                    chat_id,
+                    inbound::refusal_text(user_id),
+                    reply_to,
+                ));
+            }
+            Action::TextOnly { chat_id, reply_to } => {
+                return Some(Job::notice(chat_id, inbound::TEXT_ONLY_REPLY, reply_to));
+            }
+            Action::Answer(req) => req,
+        };
         let chat_id = req.chat_id;
+        // Approval answers go straight to the waiting turn, never behind it.
+        if let Some(reply) = commands::approval_reply(&self.agent, &session_id(chat_id), &req.text)
+        {
+            return Some(Job::notice(chat_id, reply, req.reply_to));
+        }
         let start = {
             let r = self.running.borrow();
             !r.contains(&chat_id) && r.len() < self.capacity
@@ -248,38 +234,36 @@ impl Bot {
         let stored = db.deferred_sync(|| {
             db.write_batch(|| {
                 let t = now();
-                if !db.inbox_push(chat_id, req.reply_to, cmd, &req.text, t)? {
-                    db.set_state(OFFSET_KEY, &next.to_string())?;
-                    return Ok::<_, StoreError>(None);
-                }
+                let kept = db.inbox_push(chat_id, req.reply_to, cmd, &req.text, t)?;
                 db.set_state(OFFSET_KEY, &next.to_string())?;
-                let first = if start {
-                    db.inbox_next(chat_id, &session_id(chat_id), MAX_TURN_TEXT_BYTES, t)?
-                } else {
-                    None
-                };
-                Ok(Some(first))
+                Ok::<_, StoreError>(match (kept, start) {
+                    (false, _) => None,
+                    (true, false) => Some(None),
+                    (true, true) => Some(db.inbox_next(
+                        chat_id,
+                        &session_id(chat_id),
+                        MAX_TURN_TEXT_BYTES,
+                        t,
+                    )?),
+                })
             })
         });
-        self.next_offset.set(next);
-        match stored {
-            Ok(Some(first)) if start => {
-                self.running.borrow_mut().push(chat_id);
-                ex.spawn(self.clone().work(chat_id, first)).detach();
-            }
-            Ok(Some(_)) => log::debug!("telegram: a message waits in chat {chat_id}"),
-            Ok(None) => {
-                log::warn!(
-                    "telegram: {MAX_INBOX_ROWS} messages wait already; told chat {chat_id} to send again later"
-                );
-                self.send(Job::notice(chat_id, BUSY_REPLY, req.reply_to)).await;
-            }
-            Err(e) => {
-                log::warn!("telegram: cannot store a message of chat {chat_id}: {e}");
-                self.persist_offset(next);
-                self.send(Job::notice(chat_id, BUSY_REPLY, req.reply_to)).await;
-            }
+        if stored.is_ok() {
+            self.next_offset.set(next);
         }
+        match stored {
+            Ok(Some(first)) => {
+                if start {
+                    self.start(ex, chat_id, first);
+                }
+                return None;
+            }
+            Ok(None) => log::warn!(
+                "telegram: {MAX_INBOX_ROWS} messages wait already; chat {chat_id} was told to send again later"
+            ),
+            Err(e) => log::warn!("telegram: cannot store a message of chat {chat_id}: {e}"),
+        }
+        Some(Job::notice(chat_id, BUSY_REPLY, req.reply_to))
     }
 
     fn persist_offset(&self, next: i64) {
@@ -303,16 +287,20 @@ impl Bot {
     async fn work(self: Rc<Self>, mut chat_id: i64, mut first: Option<Next>) {
         loop {
             let next = match first.take() {
-                Some(n) => Some(n),
+                Some(n) => Ok(Some(n)),
                 None => self.next_of(chat_id),
             };
-            if let Some(n) = next {
+            if let Ok(Some(n)) = next {
                 self.run(chat_id, n).await;
                 continue;
             }
             // No await from here to the switch: nothing can slip in between.
             let mut running = self.running.borrow_mut();
             running.retain(|c| *c != chat_id);
+            if next.is_err() {
+                // The store failed: what waits is taken with the next message or restart.
+                return;
+            }
             match self.waiting_chat(&running) {
                 Some(c) => {
                     running.push(c);
@@ -324,21 +312,20 @@ impl Bot {
     }
 
     /// The next turn of `chat_id`: a recovered one first, then what waits in the inbox.
-    fn next_of(&self, chat_id: i64) -> Option<Next> {
+    fn next_of(&self, chat_id: i64) -> Result<Option<Next>, StoreError> {
         let resumed = {
             let mut r = self.resume.borrow_mut();
             let i = r.iter().position(|(c, _)| *c == chat_id);
             i.map(|i| r.swap_remove(i).1)
         };
         if let Some(t) = resumed {
-            return Some(Next::Turn(t));
+            return Ok(Some(Next::Turn(t)));
         }
         let db = &self.db;
         let session = session_id(chat_id);
         db.deferred_sync(|| db.inbox_next(chat_id, &session, MAX_TURN_TEXT_BYTES, now()))
-            .unwrap_or_else(|e| {
-                log::warn!("telegram: cannot read the messages waiting in chat {chat_id}: {e}");
-                None
+            .inspect_err(|e| {
+                log::warn!("telegram: cannot read the messages waiting in chat {chat_id}: {e}")
             })
     }
 
@@ -367,9 +354,20 @@ impl Bot {
             let Some(c) = self.waiting_chat(&running) else {
                 return;
             };
-            running.push(c);
-            ex.spawn(self.clone().work(c, None)).detach();
+            drop(running);
+            self.start(ex, c, None);
         }
+    }
+
+    /// Run the turns of `chat_id` (it had no running turn and a slot is free).
+    fn start(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+        chat_id: i64,
+        first: Option<Next>,
+    ) {
+        self.running.borrow_mut().push(chat_id);
+        ex.spawn(self.clone().work(chat_id, first)).detach();
     }
 
     async fn run(&self, chat_id: i64, next: Next) {
@@ -383,7 +381,10 @@ impl Bot {
             Next::Turn(t) => t,
         };
         if t.cut > 0 {
-            log::info!("telegram: cut {} waiting message(s) in chat {chat_id}", t.cut);
+            log::info!(
+                "telegram: cut {} waiting message(s) in chat {chat_id}",
+                t.cut
+            );
             let text = format!(
                 "I could not read your {} earliest messages (from {} on): too much at once. Please send again what still matters.",
                 t.cut,
@@ -391,41 +392,73 @@ impl Bot {
             );
             self.send(Job::notice(chat_id, text, None)).await;
         }
-        // "typing…" goes out before the turn starts: a turn can finish in its first poll
-        // (its model call already answered), and the refresher would never have run.
-        self.outbox.try_push(Job::Typing { chat_id });
-        let job = if self.agent.streams() {
-            self.streamed_turn(&session, chat_id, &t).await
-        } else {
-            let mut sink = NoSink;
-            let turn = self
-                .agent
-                .answer_pending(&session, ChannelKind::Telegram, &mut sink);
-            let result = smol::future::or(turn, self.typing(chat_id)).await;
-            result.map(|text| Job::Reply {
+        let job = if let Some(answer) = t.answer {
+            // Written before a restart, not delivered: sent again as it was.
+            let text = self
+                .db
+                .message_text(answer)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            Ok(Job::Reply {
                 chat_id,
                 text,
                 reply_to: t.reply_to,
                 markdown: true,
-                turn: t.id,
+                done: None,
             })
+        } else {
+            // "typing…" goes out before the turn starts: a turn can finish in its first
+            // poll (its model call already answered), and the refresher would never run.
+            self.outbox.try_push(Job::Typing { chat_id });
+            if self.agent.streams() {
+                self.streamed_turn(&session, chat_id, &t).await
+            } else {
+                let mut sink = NoSink;
+                let turn = self
+                    .agent
+                    .answer_pending(&session, ChannelKind::Telegram, &mut sink);
+                let result = smol::future::or(turn, self.typing(chat_id)).await;
+                result.map(|text| Job::Reply {
+                    chat_id,
+                    text,
+                    reply_to: t.reply_to,
+                    markdown: true,
+                    done: None,
+                })
+            }
         };
         let job = job.unwrap_or_else(|e| {
             log::warn!("telegram: the turn in {session} failed: {e}");
-            Job::Reply {
+            Job::notice(
                 chat_id,
-                text: format!("Sorry, I could not answer that: {e}"),
-                reply_to: t.reply_to,
-                markdown: false,
-                turn: t.id,
-            }
+                format!("Sorry, I could not answer that: {e}"),
+                t.reply_to,
+            )
         });
-        self.send(job).await;
+        let delivered = match self.outbox.wait(job).await {
+            Ok(_) => true,
+            // Refused for good (403: the user blocked the bot): never deliverable.
+            Err(u) => matches!(&u.error, SendError::Api(e) if !e.is_transient()),
+        };
+        // An answer (or a failed turn's notice) given up after the retry window, or cut by
+        // shutdown, stays owed: it is sent again (answered again) after a restart.
+        if delivered {
+            let db = &self.db;
+            if let Err(e) = db.deferred_sync(|| db.replies_done(&[t.id])) {
+                log::warn!("telegram: cannot record a delivered answer in chat {chat_id}: {e}");
+            }
+        }
     }
 
     /// A turn whose answer is shown while it is written (see `stream`); returns the job
     /// that makes the streamed reply final.
-    async fn streamed_turn(&self, session: &str, chat_id: i64, t: &Turn) -> Result<Job, AgentError> {
+    async fn streamed_turn(
+        &self,
+        session: &str,
+        chat_id: i64,
+        t: &Turn,
+    ) -> Result<Job, AgentError> {
         let streamer = Streamer::new(chat_id, t.reply_to);
         let mut sink = streamer.sink();
         let turn = self
@@ -441,7 +474,7 @@ impl Bot {
         result.map(|text| Job::StreamEnd {
             live: streamer.live(),
             text,
-            turn: t.id,
+            done: None,
         })
     }
 
@@ -463,7 +496,10 @@ impl Bot {
     /// At start, before polling: send undelivered answers again, queue unanswered turns
     /// before the waiting messages, tell chats what is too old (`recover`), and start the
     /// turns. Returns (answers sent again, turns resumed, chats told).
-    pub async fn recover(self: &Rc<Self>, ex: &smol::LocalExecutor<'static>) -> (usize, usize, usize) {
+    pub async fn recover(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+    ) -> (usize, usize, usize) {
         let (t, epoch) = (now(), build_epoch());
         let owed = self.db.owed_replies().unwrap_or_else(|e| {
             log::warn!("telegram: cannot read the answers owed: {e}");
@@ -479,21 +515,6 @@ impl Bot {
                 Err(e) => log::warn!("telegram: cannot read the waiting messages: {e}"),
             }
         }
-        for r in &plan.resend {
-            let text = match self.db.message_text(r.answer) {
-                Ok(Some(text)) => text,
-                _ => continue,
-            };
-            log::info!("telegram: sending an undelivered answer to chat {} again", r.chat_id);
-            self.send(Job::Reply {
-                chat_id: r.chat_id,
-                text,
-                reply_to: r.reply_to,
-                markdown: true,
-                turn: r.turn,
-            })
-            .await;
-        }
         for told in &plan.tell {
             log::warn!(
                 "telegram: {} message(s) of chat {} not answered after the restart (too old or too many)",
@@ -508,7 +529,12 @@ impl Bot {
         if let Err(e) = db.deferred_sync(|| db.replies_done(&plan.done)) {
             log::warn!("telegram: cannot record the recovery: {e}");
         }
-        let counts = (plan.resend.len(), plan.resume.len(), plan.tell.len());
+        let resent = plan
+            .resume
+            .iter()
+            .filter(|(_, t)| t.answer.is_some())
+            .count();
+        let counts = (resent, plan.resume.len() - resent, plan.tell.len());
         *self.resume.borrow_mut() = plan.resume;
         self.fill(ex);
         counts
@@ -519,13 +545,21 @@ impl Bot {
     pub fn tell_unanswered_chats(&self) -> usize {
         let mut chats: Vec<i64> = self.running.borrow().clone();
         chats.extend(self.resume.borrow().iter().map(|(c, _)| *c));
-        chats.extend(self.db.inbox_chats(MAX_TOLD_AT_SHUTDOWN).unwrap_or_default());
-        chats.sort_unstable();
-        chats.dedup();
+        chats.extend(
+            self.db
+                .inbox_chats(MAX_TOLD_AT_SHUTDOWN)
+                .unwrap_or_default(),
+        );
         let mut told = 0;
-        for chat_id in chats {
+        for (i, &chat_id) in chats.iter().enumerate() {
+            if chats[..i].contains(&chat_id) {
+                continue;
+            }
             log::warn!("telegram: chat {chat_id} is answered after the restart");
-            if self.outbox.try_push(Job::notice(chat_id, RESTART_NOTICE, None)) {
+            if self
+                .outbox
+                .try_push(Job::notice(chat_id, RESTART_NOTICE, None))
+            {
                 told += 1;
             }
         }
@@ -554,4 +588,3 @@ impl Asker for TelegramAsker {
         })
     }
 }
-

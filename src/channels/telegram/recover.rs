@@ -6,7 +6,8 @@
 //! now, or the chat is told in one line that it was not, never both and never twice
 //! (docs/DECISIONS.md 73). This file decides; `bot` does it (before polling starts).
 //! - An undelivered answer is sent again; an unanswered turn is answered (the newest of
-//!   its session only: an older one is part of the history the newer one answers).
+//!   its session only: an older one is part of the history the newer one answers). Both
+//!   go to the chat's worker, in order, before the messages that wait for it.
 //! - Only what is younger than `RECOVER_MAX_AGE_SECS`, at most `RECOVER_PER_CHAT` per
 //!   chat, oldest first; the rest is told in one line per chat and forgotten. With the
 //!   clock unset (a board without an RTC, before NTP) ages are unknown: all is fresh.
@@ -33,24 +34,13 @@ pub struct Told {
     pub since: i64,
 }
 
-/// An answer to send again.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resend {
-    pub chat_id: i64,
-    /// The `replies` row (the turn).
-    pub turn: i64,
-    /// The answer's message id.
-    pub answer: i64,
-    pub reply_to: Option<i64>,
-}
-
 /// What to do with the owed turns found at start.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     /// Rows that need nothing more once the plan is carried out.
     pub done: Vec<i64>,
-    pub resend: Vec<Resend>,
-    /// Turns to answer, with their chat.
+    /// Turns to answer, or whose written answer (`Turn::answer`) to send again, with
+    /// their chat, oldest first.
     pub resume: Vec<(i64, Turn)>,
     pub tell: Vec<Told>,
 }
@@ -115,24 +105,15 @@ pub fn plan(owed: &[Owed], now: i64, epoch: i64) -> Plan {
             p.done.push(o.id);
             continue;
         }
-        match o.answer {
-            Some(answer) => p.resend.push(Resend {
-                chat_id,
-                turn: o.id,
-                answer,
-                reply_to: o.reply_to,
-            }),
-            None => p.resume.push((
-                chat_id,
-                Turn {
-                    id: o.id,
-                    reply_to: o.reply_to,
-                    at: o.at,
-                    cut: 0,
-                    cut_at: 0,
-                },
-            )),
-        }
+        let turn = Turn {
+            id: o.id,
+            reply_to: o.reply_to,
+            at: o.at,
+            cut: 0,
+            cut_at: 0,
+            answer: o.answer,
+        };
+        p.resume.push((chat_id, turn));
     }
     p
 }
@@ -182,17 +163,9 @@ mod tests {
         rows[5].session = "stdio:x".into();
         let p = plan(&rows, NOW, EPOCH);
         assert_eq!(p.done, vec![1, 3, 11]);
-        assert_eq!(
-            p.resend,
-            vec![Resend {
-                chat_id: 5,
-                turn: 5,
-                answer: 6,
-                reply_to: None
-            }]
-        );
-        let resumed: Vec<(i64, i64)> = p.resume.iter().map(|(c, t)| (*c, t.id)).collect();
-        assert_eq!(resumed, vec![(5, 7), (-8, 9)]);
+        let resumed: Vec<(i64, i64, Option<i64>)> =
+            p.resume.iter().map(|(c, t)| (*c, t.id, t.answer)).collect();
+        assert_eq!(resumed, vec![(5, 5, Some(6)), (5, 7, None), (-8, 9, None)]);
         assert_eq!(
             p.tell,
             vec![Told {
@@ -205,15 +178,17 @@ mod tests {
 
     #[test]
     fn at_most_eight_per_chat_oldest_first_and_an_unset_clock_keeps_everything() {
-        let rows: Vec<Owed> = (0..12).map(|i| owed(i + 1, 4, NOW - 100 + i, Some(100 + i))).collect();
+        let rows: Vec<Owed> = (0..12)
+            .map(|i| owed(i + 1, 4, NOW - 100 + i, Some(100 + i)))
+            .collect();
         let p = plan(&rows, NOW, EPOCH);
-        assert_eq!(p.resend.len(), RECOVER_PER_CHAT);
-        assert_eq!(p.resend[0].turn, 1, "oldest first");
+        assert_eq!(p.resume.len(), RECOVER_PER_CHAT);
+        assert_eq!(p.resume[0].1.id, 1, "oldest first");
         assert_eq!(p.tell[0].count, 12 - RECOVER_PER_CHAT);
         assert_eq!(p.done.len(), 12 - RECOVER_PER_CHAT);
         // Every row is either acted on or done, never both.
         for r in &rows {
-            let acted = p.resend.iter().any(|s| s.turn == r.id);
+            let acted = p.resume.iter().any(|(_, t)| t.id == r.id);
             assert!(acted != p.done.contains(&r.id), "row {}", r.id);
         }
         // A 1970 clock (no RTC yet), or a message stored under one: age unknown, fresh.
@@ -233,7 +208,10 @@ mod tests {
         assert_eq!(l.len(), 2);
         assert_eq!((l[0].count, l[0].since), (2, 40));
         let t = told_text(&l[0], "2026-01-01 09:30");
-        assert!(t.starts_with("Your 2 messages from 2026-01-01 09:30 on"), "{t}");
+        assert!(
+            t.starts_with("Your 2 messages from 2026-01-01 09:30 on"),
+            "{t}"
+        );
         assert!(told_text(&l[1], "x").contains("device restarted"));
     }
 }

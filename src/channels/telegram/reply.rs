@@ -358,7 +358,11 @@ mod tests {
         );
         // Transient failures are retried for the whole window, then given up.
         let mut f = Fake::new(vec![Err(ApiError::Server { status: 500 }); 8]);
-        assert_eq!(run(&mut f, "x", false), Ok(1), "8 quick failures: still sent");
+        assert_eq!(
+            run(&mut f, "x", false),
+            Ok(1),
+            "8 quick failures: still sent"
+        );
         let b = Backoff {
             reply_window: std::time::Duration::from_millis(30),
             ..Backoff::scaled(0.001)

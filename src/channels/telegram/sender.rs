@@ -9,10 +9,8 @@
 //!
 //! While Telegram is failing (the last call met the network, a 5xx or a 429), queued
 //! "typing…" and previews are skipped: they are stale once it works again, and each
-//! failing call could cost a timeout. A reply or streamed answer that carries a turn is
-//! reported back to the executor once it needs no more sending (sent, or refused for
-//! good, like a 403 from a user who blocked the bot); one given up after the retry
-//! window or cut by shutdown is not, so its turn stays owed and a restart sends it.
+//! failing call could cost a timeout. A reply or streamed answer with a `Done` reports
+//! its outcome there (the bot records a chat's answer as delivered, or leaves it owed).
 //!
 //! # Bounds
 //! One job at a time; each is bounded by `reply`'s retries (`Backoff::reply_window` per
@@ -28,7 +26,7 @@ use super::api::Api;
 use super::backoff::{Backoff, Stop};
 use super::outbox::{Job, OutboxReceiver};
 use super::preview::{self, DraftSupport};
-use super::reply::{SendError, deliver_blocking};
+use super::reply::deliver_blocking;
 use std::sync::atomic::Ordering;
 
 /// The sender thread: run jobs in order until every `Outbox` is dropped.
@@ -37,15 +35,11 @@ pub fn sender_loop(api: Api, rx: OutboxReceiver, backoff: Backoff, stop: Stop) {
     let down = api.down_flag();
     while let Ok(job) = rx.rx.recv_blocking() {
         let failing = down.load(Ordering::Relaxed);
-        let turn = run_job(&api, job, &backoff, &stop, &mut drafts, failing);
-        if turn != 0 && rx.delivered.try_send(turn).is_err() {
-            log::debug!("telegram: turn {turn} delivered, not recorded (queue full)");
-        }
+        run_job(&api, job, &backoff, &stop, &mut drafts, failing);
         rx.pending.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-/// Run one job; returns its turn when that needs no more sending (else 0).
 fn run_job(
     api: &Api,
     job: Job,
@@ -53,13 +47,13 @@ fn run_job(
     stop: &Stop,
     drafts: &mut DraftSupport,
     failing: bool,
-) -> i64 {
-    let (chat_id, turn, result) = match job {
+) {
+    let (chat_id, done, result) = match job {
         Job::Typing { chat_id } => {
             if !failing && let Err(e) = api.send_chat_action(chat_id) {
                 log::debug!("telegram: typing action for chat {chat_id} failed: {e}");
             }
-            return 0;
+            return;
         }
         Job::Preview(live) => {
             if failing {
@@ -68,55 +62,35 @@ fn run_job(
             } else {
                 preview::preview(api, &live, backoff, drafts);
             }
-            return 0;
+            return;
         }
         Job::Reply {
             chat_id,
             text,
             reply_to,
             markdown,
-            turn,
+            done,
         } => (
             chat_id,
-            turn,
+            done,
             deliver_blocking(api, chat_id, &text, markdown, reply_to, backoff, stop),
         ),
-        Job::Delivery {
-            chat_id,
-            text,
-            done,
-        } => {
-            let r = deliver_blocking(api, chat_id, &text, true, None, backoff, stop);
-            // The waiting side may be gone (shutdown): then the log line below is all.
-            let _ = done.try_send(r.clone());
-            (chat_id, 0, r)
-        }
-        Job::StreamEnd { live, text, turn } => (
+        Job::StreamEnd { live, text, done } => (
             live.chat_id,
-            turn,
+            done,
             preview::finish(api, &live, &text, backoff, stop),
         ),
     };
-    match result {
-        Ok(parts) => {
-            log::debug!("telegram: sent {parts} part(s) to chat {chat_id}");
-            turn
-        }
-        Err(u) => {
-            // Given up after the retry window, or cut by shutdown: the turn stays owed.
-            let again = matches!(&u.error, SendError::Stopped)
-                || matches!(&u.error, SendError::Api(e) if e.is_transient());
-            log::error!(
-                "telegram: a reply to chat {chat_id} was not delivered ({} part(s) sent before the failure): {}{}",
-                u.sent,
-                u.error,
-                if again && turn != 0 {
-                    "; it is sent again after a restart"
-                } else {
-                    ""
-                }
-            );
-            if again { 0 } else { turn }
-        }
+    match &result {
+        Ok(parts) => log::debug!("telegram: sent {parts} part(s) to chat {chat_id}"),
+        Err(u) => log::error!(
+            "telegram: a reply to chat {chat_id} was not delivered ({} part(s) sent before the failure): {}",
+            u.sent,
+            u.error
+        ),
+    }
+    // The waiting side may be gone (shutdown): then the log line above is all.
+    if let Some(done) = done {
+        let _ = done.try_send(result);
     }
 }
