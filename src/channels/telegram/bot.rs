@@ -347,14 +347,14 @@ impl Bot {
     /// Start turns for waiting chats while slots are free.
     fn fill(self: &Rc<Self>, ex: &smol::LocalExecutor<'static>) {
         loop {
-            let mut running = self.running.borrow_mut();
-            if running.len() >= self.capacity {
-                return;
-            }
-            let Some(c) = self.waiting_chat(&running) else {
-                return;
+            let c = {
+                let running = self.running.borrow();
+                if running.len() >= self.capacity {
+                    return;
+                }
+                self.waiting_chat(&running)
             };
-            drop(running);
+            let Some(c) = c else { return };
             self.start(ex, c, None);
         }
     }
