@@ -194,8 +194,12 @@ impl Db {
     /// The rows of `sql` (two parameters, two integer columns).
     fn pairs(&self, sql: &str, a: i64, b: i64) -> Result<Vec<(i64, i64)>, StoreError> {
         let mut stmt = self.conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params![a, b], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let mut rows = stmt.query(params![a, b])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push((r.get(0)?, r.get(1)?));
+        }
+        Ok(out)
     }
 
     /// Append a turn's final answer and link it to the newest turn the session owes an

@@ -370,72 +370,16 @@ impl Bot {
         ex.spawn(self.clone().work(chat_id, first)).detach();
     }
 
+    /// Run a command or a turn and send its answer; a turn's is owed until delivered.
     async fn run(&self, chat_id: i64, next: Next) {
         let session = session_id(chat_id);
-        let t = match next {
+        let (job, turn) = match next {
             Next::Command { text, reply_to } => {
                 let answer = commands::handle(&self.agent, &session, &text).unwrap_or_default();
-                self.send(Job::notice(chat_id, answer, reply_to)).await;
-                return;
+                (Job::notice(chat_id, answer, reply_to), 0)
             }
-            Next::Turn(t) => t,
+            Next::Turn(t) => (self.answer(chat_id, &session, &t).await, t.id),
         };
-        if t.cut > 0 {
-            log::info!(
-                "telegram: cut {} waiting message(s) in chat {chat_id}",
-                t.cut
-            );
-            let text = format!(
-                "I could not read your {} earliest messages (from {} on): too much at once. Please send again what still matters.",
-                t.cut,
-                self.local_time(t.cut_at)
-            );
-            self.send(Job::notice(chat_id, text, None)).await;
-        }
-        let job = if let Some(answer) = t.answer {
-            // Written before a restart, not delivered: sent again as it was.
-            let text = self
-                .db
-                .message_text(answer)
-                .ok()
-                .flatten()
-                .unwrap_or_default();
-            Ok(Job::Reply {
-                chat_id,
-                text,
-                reply_to: t.reply_to,
-                markdown: true,
-                done: None,
-            })
-        } else {
-            // "typing…" goes out before the turn starts: a turn can finish in its first
-            // poll (its model call already answered), and the refresher would never run.
-            self.outbox.try_push(Job::Typing { chat_id });
-            if self.agent.streams() {
-                self.streamed_turn(&session, chat_id, &t).await
-            } else {
-                let mut sink = NoSink;
-                let turn = self
-                    .agent
-                    .answer_pending(&session, ChannelKind::Telegram, &mut sink);
-                let result = smol::future::or(turn, self.typing(chat_id)).await;
-                result.map(|text| Job::Reply {
-                    chat_id,
-                    text,
-                    reply_to: t.reply_to,
-                    markdown: true,
-                    done: None,
-                })
-            }
-        };
-        let job = job.unwrap_or_else(|e| {
-            log::warn!("telegram: the turn in {session} failed: {e}");
-            Job::notice(
-                chat_id,
-                format!("Sorry, I could not answer that: {e}"),
-                t.reply_to,
-            )
-        });
         let delivered = match self.outbox.wait(job).await {
             Ok(_) => true,
             // Refused for good (403: the user blocked the bot): never deliverable.
@@ -443,11 +387,54 @@ impl Bot {
         };
         // An answer (or a failed turn's notice) given up after the retry window, or cut by
         // shutdown, stays owed: it is sent again (answered again) after a restart.
-        if delivered {
+        if delivered && turn != 0 {
             let db = &self.db;
-            if let Err(e) = db.deferred_sync(|| db.replies_done(&[t.id])) {
+            if let Err(e) = db.deferred_sync(|| db.replies_done(&[turn])) {
                 log::warn!("telegram: cannot record a delivered answer in chat {chat_id}: {e}");
             }
+        }
+    }
+
+    /// The job that answers `t`: its written answer again, or the agent's answer (the
+    /// sorry notice when the turn fails).
+    async fn answer(&self, chat_id: i64, session: &str, t: &Turn) -> Job {
+        if t.cut > 0 {
+            let text = format!(
+                "I could not read your {} earliest messages (from {} on): too much at once. Please send again what still matters.",
+                t.cut,
+                self.local_time(t.cut_at)
+            );
+            self.send(Job::notice(chat_id, text, None)).await;
+        }
+        let result = if let Some(answer) = t.answer {
+            // Written before a restart, not delivered: sent again as it was.
+            let text = self.db.message_text(answer).ok().flatten();
+            Ok(text.unwrap_or_default())
+        } else {
+            // "typing…" goes out before the turn starts: a turn can finish in its first
+            // poll (its model call already answered), and the refresher would never run.
+            self.outbox.try_push(Job::Typing { chat_id });
+            if self.agent.streams() {
+                return self
+                    .streamed_turn(session, chat_id, t)
+                    .await
+                    .unwrap_or_else(|e| sorry(session, chat_id, t, &e));
+            }
+            let mut sink = NoSink;
+            let turn = self
+                .agent
+                .answer_pending(session, ChannelKind::Telegram, &mut sink);
+            smol::future::or(turn, self.typing(chat_id)).await
+        };
+        match result {
+            Ok(text) => Job::Reply {
+                chat_id,
+                text,
+                reply_to: t.reply_to,
+                markdown: true,
+                done: None,
+            },
+            Err(e) => sorry(session, chat_id, t, &e),
         }
     }
 
@@ -506,14 +493,24 @@ impl Bot {
             Vec::new()
         });
         let mut plan = recover::plan(&owed, t, epoch);
-        if t >= epoch {
-            let before = t.saturating_sub(recover::RECOVER_MAX_AGE_SECS);
-            match self.db.inbox_drop_before(before, epoch) {
-                Ok(old) => old
-                    .into_iter()
-                    .for_each(|(chat, at)| recover::tell(&mut plan.tell, chat, at)),
-                Err(e) => log::warn!("telegram: cannot read the waiting messages: {e}"),
+        // Marked handled first (one commit): nothing is answered or told twice, even by
+        // a crash. Waiting messages too old to answer go too (none while the clock is
+        // unset: their age is unknown).
+        let db = &self.db;
+        let before = t.saturating_sub(recover::RECOVER_MAX_AGE_SECS);
+        let old = db.deferred_sync(|| {
+            db.write_batch(|| {
+                db.replies_done(&plan.done)?;
+                db.inbox_drop_before(if t >= epoch { before } else { 0 }, epoch)
+            })
+        });
+        match old {
+            Ok(old) => {
+                for (chat, at) in old {
+                    recover::tell(&mut plan.tell, chat, at);
+                }
             }
+            Err(e) => log::warn!("telegram: cannot record the recovery: {e}"),
         }
         for told in &plan.tell {
             log::warn!(
@@ -524,10 +521,6 @@ impl Bot {
             let Told { chat_id, since, .. } = *told;
             let text = recover::told_text(told, &self.local_time(since));
             self.send(Job::notice(chat_id, text, None)).await;
-        }
-        let db = &self.db;
-        if let Err(e) = db.deferred_sync(|| db.replies_done(&plan.done)) {
-            log::warn!("telegram: cannot record the recovery: {e}");
         }
         let resent = plan
             .resume
@@ -565,6 +558,16 @@ impl Bot {
         }
         told
     }
+}
+
+/// The notice for a turn that failed.
+fn sorry(session: &str, chat_id: i64, t: &Turn, e: &AgentError) -> Job {
+    log::warn!("telegram: the turn in {session} failed: {e}");
+    Job::notice(
+        chat_id,
+        format!("Sorry, I could not answer that: {e}"),
+        t.reply_to,
+    )
 }
 
 /// Most chats with waiting messages told at shutdown (the sender's queue bounds it too).
