@@ -131,7 +131,7 @@ fn status_line(bot: &FakeBot) -> String {
 fn main() {
     let o = opts();
     let model = FakeModel::start(false);
-    let bot = Arc::new(FakeBot::start(o.chats, o.n));
+    let bot = Arc::new(FakeBot::start(o.chats, o.n, false));
     let stop = Arc::new(AtomicBool::new(false));
     let ctl = {
         let bot = bot.clone();
