@@ -9,7 +9,9 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-use support::fake_http::{FakeServer, Response, chat_bodies, openai_sse, openai_text};
+use support::fake_http::{
+    FakeServer, Response, chat_bodies, openai_sse, openai_text, openai_tool_call,
+};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway};
 use support::{TempHome, config_for};
@@ -133,6 +135,41 @@ fn a_turn_killed_mid_way_is_answered_after_the_restart_and_so_is_what_waited_beh
     settle_and_stop(g, &tg);
     assert_eq!(texts(&tg).len(), 2);
     assert_eq!(llm.requests_to("/chat/completions").len(), 3);
+}
+
+#[test]
+fn a_turn_killed_after_a_tool_round_is_resumed_from_that_round() {
+    let n = Arc::new(AtomicUsize::new(0));
+    let llm = FakeServer::start(move |_| {
+        match n.fetch_add(1, Ordering::SeqCst) {
+            0 => Response::json(200, &openai_tool_call("c1", "list_dir", r#""{}""#)),
+            // The request after the tool round never answers in time: the kill comes.
+            1 => Response::Delay(
+                Duration::from_secs(60),
+                Box::new(Response::json(200, &openai_text("too late"))),
+            ),
+            _ => Response::json(200, &openai_text("the folder holds your notes")),
+        }
+    });
+    let tg = FakeTelegram::start();
+    tg.push_private(ALICE, "alice", "what is in my folder?");
+    let home = TempHome::onboarded("tg-kill-tool", &config(&llm, &tg));
+    let mut g = start(&home, &[]);
+    g.wait_for("the request after the tool round", || {
+        llm.requests().len() == 2
+    });
+    g.kill();
+    let mut g = start(&home, &[]);
+    g.wait_for("the answer", || !texts(&tg).is_empty());
+    let log = settle_and_stop(g, &tg);
+    assert_eq!(texts(&tg), vec!["the folder holds your notes"], "{log}");
+    let turns = llm.requests();
+    assert_eq!(turns.len(), 3, "{log}");
+    // The stored round (the call and its result) is sent again, the tool not run again.
+    let resumed = &turns[2].body;
+    assert!(resumed.contains(r#""tool_call_id":"c1""#), "{resumed}");
+    assert_eq!(resumed.matches(r#""role":"tool""#).count(), 1, "{resumed}");
+    assert!(log.contains("1 turn(s) resumed"), "{log}");
 }
 
 #[test]

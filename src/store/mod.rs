@@ -1,6 +1,6 @@
 //! The one SQLite file: schema and migrations, pragmas for SD cards and small RAM, and the
-//! typed stores on top (session history, key/value state; memory, cron and usage tables
-//! are created here too and used by their modules).
+//! typed stores on top (session history, key/value state, the Telegram inbox and owed
+//! answers; memory, cron and usage tables are created here too and used by their modules).
 //!
 //! # Bounds
 //! Page cache `memory.cache_kib` (default `DB_CACHE_KIB`), no lookaside allocator, no
