@@ -51,8 +51,9 @@ pub const THREAD_STACK_BYTES: usize = 256 * 1024;
 pub const DB_CACHE_KIB: i64 = 256;
 /// SQLite busy timeout.
 pub const DB_BUSY_TIMEOUT_MS: u64 = 5_000;
-/// Prepared statements cached per connection.
-pub const DB_STATEMENT_CACHE: usize = 16;
+/// Prepared statements cached per connection (24 since the Telegram inbox: with 16 its
+/// statements pushed others out and ~90 more allocations per message re-prepared them).
+pub const DB_STATEMENT_CACHE: usize = 24;
 /// Largest skills index put into the system prompt.
 pub const MAX_SKILLS_INDEX_BYTES: usize = 4 * 1024;
 /// Most skills listed in the prompt.

@@ -76,21 +76,17 @@ impl Db {
         text: &str,
         now: i64,
     ) -> Result<bool, StoreError> {
-        let n = self
-            .conn
+        // Counted apart: an INSERT … SELECT reading its own table, or a RETURNING, goes
+        // through a temporary table, which costs SQLite a fresh page cache each time.
+        if self.count("SELECT count(*) FROM inbox")? >= MAX_INBOX_ROWS {
+            return Ok(false);
+        }
+        self.conn
             .prepare_cached(
-                "INSERT INTO inbox(chat_id, reply_to, cmd, at, text)
-                 SELECT ?1, ?2, ?3, ?4, ?5 WHERE (SELECT count(*) FROM inbox) < ?6",
+                "INSERT INTO inbox(chat_id, reply_to, cmd, at, text) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?
-            .execute(params![
-                chat_id,
-                reply_to,
-                cmd,
-                now,
-                text,
-                MAX_INBOX_ROWS as i64
-            ])?;
-        Ok(n == 1)
+            .execute(params![chat_id, reply_to, cmd, now, text])?;
+        Ok(true)
     }
 
     /// Start the next turn of `chat_id` (see the module doc), in one transaction;
@@ -149,15 +145,12 @@ impl Db {
                 )?
                 .execute(params![id, session, reply, at])?;
             // One row in, at most one out: the oldest, past the bound.
-            let dropped: Option<String> = self
-                .conn
-                .prepare_cached(
-                    "DELETE FROM replies WHERE id = (SELECT min(id) FROM replies)
-                     AND (SELECT count(*) FROM replies) > ?1 RETURNING session",
-                )?
-                .query_row(params![MAX_OWED_REPLIES as i64], |r| r.get(0))
-                .optional()?;
-            if let Some(s) = dropped {
+            if self.count("SELECT count(*) FROM replies")? > MAX_OWED_REPLIES {
+                let (old, s): (i64, String) = self
+                    .conn
+                    .prepare_cached("SELECT id, session FROM replies ORDER BY id LIMIT 1")?
+                    .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                self.replies_done(&[old])?;
                 log::warn!(
                     "dropped the oldest undelivered answer, of {s}: more than {MAX_OWED_REPLIES} wait"
                 );
@@ -173,11 +166,24 @@ impl Db {
         })
     }
 
-    /// Chats with messages waiting, the longest waiting first (at most `limit`).
-    pub fn inbox_chats(&self, limit: usize) -> Result<Vec<i64>, StoreError> {
-        let sql = "SELECT chat_id, min(id) FROM inbox GROUP BY chat_id ORDER BY 2 LIMIT ?1 - ?2";
-        let pairs = self.pairs(sql, limit as i64, 0)?;
-        Ok(pairs.into_iter().map(|p| p.0).collect())
+    /// Chats with messages waiting, the longest waiting first, but those in `skip` (at
+    /// most `limit`). Steps through the rows in id order: no sort (a sort would allocate
+    /// SQLite's sorter buffer on every call).
+    pub fn inbox_chats(&self, skip: &[i64], limit: usize) -> Result<Vec<i64>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT chat_id FROM inbox ORDER BY id")?;
+        let mut rows = stmt.query([])?;
+        let mut out = Vec::new();
+        while out.len() < limit
+            && let Some(r) = rows.next()?
+        {
+            let c: i64 = r.get(0)?;
+            if !skip.contains(&c) && !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        Ok(out)
     }
 
     /// Delete the messages that arrived before `before` (those stored before `since`, by
@@ -189,6 +195,12 @@ impl Db {
     ) -> Result<Vec<(i64, i64)>, StoreError> {
         let sql = "DELETE FROM inbox WHERE at < ?1 AND at >= ?2 RETURNING chat_id, at";
         self.pairs(sql, before, since)
+    }
+
+    /// The one number `sql` (no parameters) counts.
+    fn count(&self, sql: &str) -> Result<usize, StoreError> {
+        let n: i64 = self.conn.prepare_cached(sql)?.query_row([], |r| r.get(0))?;
+        Ok(n.max(0) as usize)
     }
 
     /// The rows of `sql` (two parameters, two integer columns).
@@ -282,7 +294,8 @@ mod tests {
             assert!(db.inbox_push(7, Some(1), cmd, t, 100).unwrap());
         }
         assert!(db.inbox_push(8, None, false, "other chat", 101).unwrap());
-        assert_eq!(db.inbox_chats(10).unwrap(), vec![7, 8]);
+        assert_eq!(db.inbox_chats(&[], 10).unwrap(), vec![7, 8]);
+        assert_eq!(db.inbox_chats(&[7], 10).unwrap(), vec![8]);
         let t = turn(db.inbox_next(7, "telegram:7", 1000, 200).unwrap());
         assert_eq!((t.cut, t.at, t.reply_to), (0, 100, Some(1)));
         assert_eq!(last_user(&db, "telegram:7"), "a\n\nb");
@@ -297,7 +310,7 @@ mod tests {
         assert!(t2.id > t.id);
         assert_eq!(last_user(&db, "telegram:7"), "c");
         assert_eq!(db.inbox_next(7, "telegram:7", 1000, 200).unwrap(), None);
-        assert_eq!(db.inbox_chats(10).unwrap(), vec![8]);
+        assert_eq!(db.inbox_chats(&[], 10).unwrap(), vec![8]);
         let owed = db.owed_replies().unwrap();
         assert_eq!(owed.len(), 2);
         assert_eq!((owed[0].id, owed[0].answer), (t.id, None));
@@ -319,7 +332,7 @@ mod tests {
         assert!(text.ends_with(&format!("099{}", "x".repeat(397))));
         assert_eq!(t.at, 1000 + t.cut as i64);
         assert!(
-            db.inbox_chats(10).unwrap().is_empty(),
+            db.inbox_chats(&[], 10).unwrap().is_empty(),
             "cut ones are gone too"
         );
         // One message longer than the bound is still taken whole.

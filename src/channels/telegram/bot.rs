@@ -335,8 +335,8 @@ impl Bot {
         if let Some((c, _)) = self.resume.borrow().iter().find(|(c, _)| free(c)) {
             return Some(*c);
         }
-        match self.db.inbox_chats(running.len() + 1) {
-            Ok(chats) => chats.into_iter().find(free),
+        match self.db.inbox_chats(running, 1) {
+            Ok(chats) => chats.first().copied(),
             Err(e) => {
                 log::warn!("telegram: cannot read which chats wait: {e}");
                 None
@@ -540,7 +540,7 @@ impl Bot {
         chats.extend(self.resume.borrow().iter().map(|(c, _)| *c));
         chats.extend(
             self.db
-                .inbox_chats(MAX_TOLD_AT_SHUTDOWN)
+                .inbox_chats(&[], MAX_TOLD_AT_SHUTDOWN)
                 .unwrap_or_default(),
         );
         let mut told = 0;
