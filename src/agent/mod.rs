@@ -308,7 +308,7 @@ impl Agent {
         } else {
             scrub(&cleaned).into_owned()
         };
-        self.db.append_answer(
+        self.db.append_message(
             session,
             &Message::new(Role::Assistant, answer.as_str()),
             now_secs(),

@@ -7,8 +7,8 @@
 //!   the first command becomes one user message in the session's history, its `inbox`
 //!   rows are deleted and a `replies` row says the turn is owed an answer. A command
 //!   waiting first is taken alone, so commands keep their place in order.
-//! - The final answer of a turn is linked to its row ([`Db::append_answer`], in the
-//!   answer's own commit); the row is deleted once the answer was delivered.
+//! - The row is deleted once the turn's answer was delivered. Until then
+//!   [`Db::owed_replies`] finds the answer, if one was written, in the session's history.
 //!
 //! # Bounds
 //! - `MAX_INBOX_ROWS` messages wait in all; [`Db::inbox_push`] refuses more.
@@ -29,6 +29,9 @@ pub const MAX_INBOX_ROWS: usize = 1024;
 pub const MAX_OWED_REPLIES: usize = 64;
 /// Between two collected messages in one user message.
 pub const JOIN: &str = "\n\n";
+/// Most messages of one turn read to find its answer (a turn has at most
+/// `agent.max_tool_iterations` rounds of a call and 8 results).
+pub const MAX_TURN_MESSAGES: i64 = 1024;
 
 /// What a chat's next turn is.
 #[derive(Debug, PartialEq, Eq)]
@@ -137,32 +140,47 @@ impl Db {
             }
             let (cut_at, at) = (kept[0].0, kept[first].0);
             let texts: Vec<&str> = kept[first..].iter().map(|k| k.1.as_str()).collect();
-            self.append_message(session, &Message::new(Role::User, texts.join(JOIN)), now)?;
-            let id = self.conn.last_insert_rowid();
-            self.conn
-                .prepare_cached(
-                    "INSERT INTO replies(id, session, reply_to, at) VALUES (?1, ?2, ?3, ?4)",
-                )?
-                .execute(params![id, session, reply, at])?;
-            // One row in, at most one out: the oldest, past the bound.
-            if self.count("SELECT count(*) FROM replies")? > MAX_OWED_REPLIES {
-                let (old, s): (i64, String) = self
-                    .conn
-                    .prepare_cached("SELECT id, session FROM replies ORDER BY id LIMIT 1")?
-                    .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-                self.replies_done(&[old])?;
-                log::warn!(
-                    "dropped the oldest undelivered answer, of {s}: more than {MAX_OWED_REPLIES} wait"
-                );
-            }
-            Ok(Some(Next::Turn(Turn {
-                id,
-                reply_to: reply,
-                at,
-                cut: first,
-                cut_at: if first > 0 { cut_at } else { 0 },
-                answer: None,
-            })))
+            let mut t = self.start_turn(session, &texts.join(JOIN), reply, at, now)?;
+            (t.cut, t.cut_at) = (first, if first > 0 { cut_at } else { 0 });
+            Ok(Some(Next::Turn(t)))
+        })
+    }
+
+    /// Append `text` (a message that arrived at `at`) to the session's history as the
+    /// user's and owe it an answer: the turn's `replies` row, in the caller's transaction.
+    pub fn start_turn(
+        &self,
+        session: &str,
+        text: &str,
+        reply_to: Option<i64>,
+        at: i64,
+        now: i64,
+    ) -> Result<Turn, StoreError> {
+        self.append_message(session, &Message::new(Role::User, text), now)?;
+        let id = self.conn.last_insert_rowid();
+        self.conn
+            .prepare_cached(
+                "INSERT INTO replies(id, session, reply_to, at) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![id, session, reply_to, at])?;
+        // One row in, at most one out: the oldest, past the bound.
+        if self.count("SELECT count(*) FROM replies")? > MAX_OWED_REPLIES {
+            let (old, s): (i64, String) = self
+                .conn
+                .prepare_cached("SELECT id, session FROM replies ORDER BY id LIMIT 1")?
+                .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            self.replies_done(&[old])?;
+            log::warn!(
+                "dropped the oldest undelivered answer, of {s}: more than {MAX_OWED_REPLIES} wait"
+            );
+        }
+        Ok(Turn {
+            id,
+            reply_to,
+            at,
+            cut: 0,
+            cut_at: 0,
+            answer: None,
         })
     }
 
@@ -214,38 +232,51 @@ impl Db {
         Ok(out)
     }
 
-    /// Append a turn's final answer and link it to the newest turn the session owes an
-    /// answer (if any), in one transaction.
-    pub fn append_answer(&self, session: &str, msg: &Message, now: i64) -> Result<(), StoreError> {
-        self.write_batch(|| {
-            self.append_message(session, msg, now)?;
-            self.conn
-                .prepare_cached(
-                    "UPDATE replies SET answer = last_insert_rowid() WHERE answer IS NULL
-                     AND id = (SELECT max(id) FROM replies WHERE session = ?1)",
-                )?
-                .execute(params![session])?;
-            Ok(())
-        })
-    }
-
-    /// Every turn owed an answer, oldest first (at most `MAX_OWED_REPLIES`).
+    /// Every turn owed an answer, oldest first (at most `MAX_OWED_REPLIES`), with its
+    /// final answer when one was written.
     pub fn owed_replies(&self) -> Result<Vec<Owed>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, session, reply_to, at, answer FROM replies ORDER BY id LIMIT ?1",
-        )?;
-        let mut rows = stmt.query(params![MAX_OWED_REPLIES as i64])?;
         let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            out.push(Owed {
-                id: r.get(0)?,
-                session: r.get(1)?,
-                reply_to: r.get(2)?,
-                at: r.get(3)?,
-                answer: r.get(4)?,
-            });
+        {
+            let mut stmt = self.conn.prepare_cached(
+                "SELECT id, session, reply_to, at FROM replies ORDER BY id LIMIT ?1",
+            )?;
+            let mut rows = stmt.query(params![MAX_OWED_REPLIES as i64])?;
+            while let Some(r) = rows.next()? {
+                out.push(Owed {
+                    id: r.get(0)?,
+                    session: r.get(1)?,
+                    reply_to: r.get(2)?,
+                    at: r.get(3)?,
+                    answer: None,
+                });
+            }
+        }
+        for o in &mut out {
+            o.answer = self.answer_of(&o.session, o.id)?;
         }
         Ok(out)
+    }
+
+    /// The final answer of the turn that starts with message `turn`: the last assistant
+    /// message without tool calls that no tool result follows, before the next message
+    /// the user typed. (A round, call and results, is stored in one commit, so a call
+    /// written as text is never the last message of an interrupted turn.)
+    fn answer_of(&self, session: &str, turn: i64) -> Result<Option<i64>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, role, tool_calls IS NULL, substr(content, 1, 12) = '<tool_result'
+             FROM messages WHERE session = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+        )?;
+        let mut rows = stmt.query(params![session, turn, MAX_TURN_MESSAGES])?;
+        let mut answer = None;
+        while let Some(r) = rows.next()? {
+            let (id, role): (i64, String) = (r.get(0)?, r.get(1)?);
+            answer = match (role.as_str(), r.get::<_, bool>(3)?) {
+                ("assistant", _) if r.get::<_, bool>(2)? => Some(id),
+                ("user", false) => break,
+                _ => None,
+            };
+        }
+        Ok(answer)
     }
 
     /// The stored text of message `id` (an answer to send again).
@@ -363,25 +394,37 @@ mod tests {
     }
 
     #[test]
-    fn an_answer_is_linked_to_the_newest_owed_turn_of_its_session_only() {
+    fn an_owed_turn_finds_its_own_answer_and_no_later_one() {
         let db = Db::open_in_memory().unwrap();
+        let say = |role, text: &str| {
+            db.append_message("telegram:1", &Message::new(role, text), 1)
+                .unwrap()
+        };
         db.inbox_push(1, None, false, "q1", 1).unwrap();
         let t1 = turn(db.inbox_next(1, "telegram:1", 100, 1).unwrap());
+        // A text-mode tool round, then the answer.
+        say(Role::Assistant, "<tool_call>{\"name\":\"x\"}</tool_call>");
+        say(Role::User, "<tool_result name=\"x\">\nok\n</tool_result>");
+        assert_eq!(
+            db.owed_replies().unwrap()[0].answer,
+            None,
+            "a call is no answer"
+        );
+        say(Role::Assistant, "a1");
         db.inbox_push(1, None, false, "q2", 2).unwrap();
         let t2 = turn(db.inbox_next(1, "telegram:1", 100, 2).unwrap());
-        db.append_answer("other", &Message::new(Role::Assistant, "x"), 3)
-            .unwrap();
-        db.append_answer("telegram:1", &Message::new(Role::Assistant, "a2"), 3)
-            .unwrap();
+        let mut call = Message::new(Role::Assistant, "");
+        call.tool_calls.push(crate::chat::ToolCall {
+            id: "c".into(),
+            name: "list_dir".into(),
+            arguments: "{}".into(),
+        });
+        db.append_message("telegram:1", &call, 3).unwrap();
         let owed = db.owed_replies().unwrap();
-        assert_eq!(owed[0].id, t1.id);
-        assert_eq!(
-            owed[0].answer, None,
-            "the older turn is covered, not linked"
-        );
-        let a = owed[1].answer.unwrap();
-        assert_eq!(owed[1].id, t2.id);
-        assert_eq!(db.message_text(a).unwrap().as_deref(), Some("a2"));
+        assert_eq!((owed[0].id, owed[1].id), (t1.id, t2.id));
+        let a1 = owed[0].answer.unwrap();
+        assert_eq!(db.message_text(a1).unwrap().as_deref(), Some("a1"));
+        assert_eq!(owed[1].answer, None, "cut after its tool call");
         db.replies_done(&[t1.id, t2.id]).unwrap();
         assert!(db.owed_replies().unwrap().is_empty());
     }

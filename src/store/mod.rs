@@ -179,9 +179,7 @@ CREATE TABLE replies (
     id       INTEGER PRIMARY KEY,
     session  TEXT NOT NULL,
     reply_to INTEGER,
-    at       INTEGER NOT NULL,
-    -- the id of the final answer once it is written
-    answer   INTEGER
+    at       INTEGER NOT NULL
 );
 "#,
 ];

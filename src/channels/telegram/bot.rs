@@ -231,36 +231,46 @@ impl Bot {
         };
         let cmd = commands::parse(&req.text).is_some();
         let db = &self.db;
+        let session = session_id(chat_id);
         let stored = db.deferred_sync(|| {
             db.write_batch(|| {
                 let t = now();
-                let kept = db.inbox_push(chat_id, req.reply_to, cmd, &req.text, t)?;
                 db.set_state(OFFSET_KEY, &next.to_string())?;
-                Ok::<_, StoreError>(match (kept, start) {
-                    (false, _) => None,
-                    (true, false) => Some(None),
-                    (true, true) => Some(db.inbox_next(
-                        chat_id,
-                        &session_id(chat_id),
-                        MAX_TURN_TEXT_BYTES,
-                        t,
-                    )?),
-                })
+                let first = if start {
+                    db.inbox_next(chat_id, &session, MAX_TURN_TEXT_BYTES, t)?
+                } else {
+                    None
+                };
+                if start && first.is_none() {
+                    // Nothing waited: this message starts the turn and is never stored
+                    // in the inbox (a page less to write).
+                    let n = if cmd {
+                        Next::Command {
+                            text: req.text.clone(),
+                            reply_to: req.reply_to,
+                        }
+                    } else {
+                        Next::Turn(db.start_turn(&session, &req.text, req.reply_to, t, t)?)
+                    };
+                    return Ok::<_, StoreError>((Some(n), true));
+                }
+                let kept = db.inbox_push(chat_id, req.reply_to, cmd, &req.text, t)?;
+                Ok((first, kept))
             })
         });
-        if stored.is_ok() {
-            self.next_offset.set(next);
-        }
         match stored {
-            Ok(Some(first)) => {
-                if start {
+            Ok((first, kept)) => {
+                self.next_offset.set(next);
+                if first.is_some() {
                     self.start(ex, chat_id, first);
                 }
-                return None;
+                if kept {
+                    return None;
+                }
+                log::warn!(
+                    "telegram: {MAX_INBOX_ROWS} messages wait already; chat {chat_id} was told to send again later"
+                );
             }
-            Ok(None) => log::warn!(
-                "telegram: {MAX_INBOX_ROWS} messages wait already; chat {chat_id} was told to send again later"
-            ),
             Err(e) => log::warn!("telegram: cannot store a message of chat {chat_id}: {e}"),
         }
         Some(Job::notice(chat_id, BUSY_REPLY, req.reply_to))
