@@ -141,7 +141,7 @@ fn main() {
         ca.write_pem(&ca_path);
     }
     let model = FakeModel::start(false, ca.as_ref());
-    let bot = Arc::new(FakeBot::start(o.chats, o.n, ca.as_ref()));
+    let bot = Arc::new(FakeBot::start(o.chats, o.n, false, ca.as_ref()));
     let stop = Arc::new(AtomicBool::new(false));
     let ctl = {
         let bot = bot.clone();

@@ -18,11 +18,12 @@
 # the table's smaps line shows it as "libs"). BENCH_TARGET=host forces the host build,
 # BENCH_TARGET=rustup the rustup musl build.
 #
-# Three runs: the mixed soak (35 % tool turns, 5 % long replies, 5 % provider 500s;
+# Four runs: the mixed soak (35 % tool turns, 5 % long replies, 5 % provider 500s;
 # RSS, CPU, speed, --version time, binary size), a plain-answer soak (the cheapest
-# message), and the mixed soak on a `bench-alloc` host build (heap allocations and bytes
-# per message; set BENCH_ALLOC=0 to skip its extra release build). Each prints a table
-# and one `BENCH key=value ...` line.
+# message), a burst (all N messages arrive at once, as after a reboot or a Wi-Fi outage,
+# and are answered as collected turns: peak RSS), and the mixed soak on a `bench-alloc`
+# host build (heap allocations and bytes per message; set BENCH_ALLOC=0 to skip its extra
+# release build). Each prints a table and one `BENCH key=value ...` line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TLS_FLAG=()
@@ -56,6 +57,8 @@ echo
 "$SOAK" --bin "$BIN" -n "$N" "${TLS_FLAG[@]}"
 echo
 "$SOAK" --bin "$BIN" -n "$N" --plain --version-runs 0 "${TLS_FLAG[@]}"
+echo
+"$SOAK" --bin "$BIN" -n "$N" --burst --version-runs 0 "${TLS_FLAG[@]}"
 
 if [ "${BENCH_ALLOC:-1}" != 0 ]; then
   # A separate target dir, so the normal release binary is not rebuilt afterwards.

@@ -39,8 +39,6 @@ pub const MAX_TOOL_CALLS_PER_ANSWER: usize = 8;
 pub const MAX_USER_MESSAGE_BYTES: usize = 32 * 1024;
 /// Most history messages loaded into one request before compaction exists.
 pub const DEFAULT_HISTORY_MESSAGES: usize = 40;
-/// Messages queued behind a running turn in one session; overflow gets a "busy" reply.
-pub const MAX_QUEUED_PER_SESSION: usize = 4;
 /// Inbound queue from all channel threads to the executor.
 pub const INBOUND_QUEUE_LEN: usize = 64;
 /// Jobs queued for the blocking worker threads.
@@ -53,8 +51,9 @@ pub const THREAD_STACK_BYTES: usize = 256 * 1024;
 pub const DB_CACHE_KIB: i64 = 256;
 /// SQLite busy timeout.
 pub const DB_BUSY_TIMEOUT_MS: u64 = 5_000;
-/// Prepared statements cached per connection.
-pub const DB_STATEMENT_CACHE: usize = 16;
+/// Prepared statements cached per connection (24 since the Telegram inbox: with 16 its
+/// statements pushed others out and ~90 more allocations per message re-prepared them).
+pub const DB_STATEMENT_CACHE: usize = 24;
 /// Largest skills index put into the system prompt.
 pub const MAX_SKILLS_INDEX_BYTES: usize = 4 * 1024;
 /// Most skills listed in the prompt.

@@ -112,7 +112,10 @@ fn everything_ok_against_healthy_fakes() {
         "{stdout}"
     );
     assert!(
-        line(&stdout, "database").contains("integrity ok, schema 1"),
+        line(&stdout, "database").contains(&format!(
+            "integrity ok, schema {}",
+            yoctoclaw::store::SCHEMA_VERSION
+        )),
         "{stdout}"
     );
     assert!(line(&stdout, "fts5").starts_with("OK"), "{stdout}");

@@ -99,7 +99,11 @@ fn status_reports_every_field() {
     assert!(field(&r, "tokens").contains("(10 in, 5 out)"), "{r}");
     let db = field(&r, "database");
     assert!(
-        db.contains("yoctoclaw.db (") && db.ends_with("KiB with its WAL, schema 1)"),
+        db.contains("yoctoclaw.db (")
+            && db.ends_with(&format!(
+                "KiB with its WAL, schema {})",
+                yoctoclaw::store::SCHEMA_VERSION
+            )),
         "{r}"
     );
 }

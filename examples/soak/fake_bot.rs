@@ -1,6 +1,9 @@
 //! A fake Telegram Bot API that drives the soak: private messages from `chats` users,
 //! one turn in flight per chat, the next message of a chat sent as soon as the bot's
 //! reply to the previous one (its `done #N` marker) arrives, until `total` are answered.
+//! In a burst, every message is there at once (a board back from a reboot or a Wi-Fi
+//! outage): the gateway collects what waits for a chat into one turn, whose reply's
+//! `done #N` (the newest message it read) answers every message of that chat up to N.
 //!
 //! `getUpdates` behaves like Telegram's: updates from the requested offset at once, or
 //! the request is held until one arrives (or the poll timeout, capped at
@@ -36,6 +39,9 @@ pub struct State {
     pub done: u64,
     /// Per chat: the message in flight and when it was sent.
     chats: Vec<Option<(u64, Instant)>>,
+    /// Burst: every message queued at once; per chat, the messages answered so far.
+    burst: bool,
+    answered: Vec<u64>,
     queue: VecDeque<(i64, String)>,
     next_update_id: i64,
     traffic: bool,
@@ -56,12 +62,15 @@ pub struct FakeBot {
 }
 
 impl FakeBot {
-    /// `tls`: serve HTTPS with a certificate from that CA.
-    pub fn start(chats: usize, total: u64, tls: Option<&TestCa>) -> FakeBot {
+    /// `burst`: every message arrives at once; `tls`: serve HTTPS with a certificate from
+    /// that CA.
+    pub fn start(chats: usize, total: u64, burst: bool, tls: Option<&TestCa>) -> FakeBot {
         let shared = Arc::new((
             Mutex::new(State {
                 total,
                 chats: vec![None; chats],
+                burst,
+                answered: vec![0; chats],
                 next_update_id: 1,
                 ..State::default()
             }),
@@ -94,8 +103,13 @@ impl FakeBot {
     pub fn start_traffic(&self) {
         self.with(|s| {
             s.traffic = true;
-            for c in 0..s.chats.len() {
-                issue(s, c);
+            let n = if s.burst {
+                s.total
+            } else {
+                s.chats.len() as u64
+            };
+            for i in 0..n {
+                issue(s, i as usize % s.chats.len().max(1));
             }
         });
         self.shared.1.notify_all();
@@ -192,6 +206,25 @@ fn handle(shared: &(Mutex<State>, Condvar), req: &Request) -> Response {
             s.send_bytes += text.len() as u64;
             let chat = int("chat_id").unwrap_or(0);
             let c = (chat - FIRST_CHAT_ID).max(0) as usize;
+            if s.burst {
+                // Chat c's messages are c, c + chats, …: those up to `done #n` are answered.
+                let chats = s.chats.len() as u64;
+                if let (Some(n), Some(prev)) = (parse_done(&text), s.answered.get(c).copied()) {
+                    let upto = if n % chats == c as u64 {
+                        n / chats + 1
+                    } else {
+                        prev
+                    };
+                    if upto > prev {
+                        s.done += upto - prev;
+                        s.answered[c] = upto;
+                        return ok(&format!(
+                            r#"{{"message_id":{},"chat":{{"id":{chat},"type":"private"}},"date":1700000000,"text":"ok"}}"#,
+                            s.sends
+                        ));
+                    }
+                }
+            }
             let finished = match (parse_done(&text), s.chats.get(c).copied().flatten()) {
                 (Some(n), Some((want, at))) if n == want => Some(at),
                 _ => None,

@@ -16,11 +16,13 @@
 //! overrides such as `YOCTOCLAW_MEMORY_CACHE_KIB=64`, for experiments).
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
-//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--tls] [--keep-home]`
-//! (`--plain`: every turn a plain answer, for the cost of the simplest message; `--tls`:
-//! both fakes serve HTTPS with a CA made for the run, which the gateway trusts through
-//! `tls.ca_file`). The report counts the connections each fake accepted (over TLS: the
-//! handshakes), during the traffic and in all: kept-alive connections make them few.
+//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--keep-home]`
+//! (`--plain`: every turn a plain answer, for the cost of the simplest message;
+//! `--burst`: all N messages arrive at once, as after a reboot or a Wi-Fi outage, and
+//! each chat's waiting messages are answered as collected turns; `--tls`: both fakes serve
+//! HTTPS with a CA made for the run, which the gateway trusts through `tls.ca_file`). The
+//! report counts the connections each fake accepted (over TLS: the handshakes), during the
+//! traffic and in all: kept-alive connections make them few.
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
@@ -64,11 +66,12 @@ struct Opts {
     keep_home: bool,
     plain: bool,
     tls: bool,
+    burst: bool,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--tls] [--keep-home]"
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--keep-home]"
     );
     std::process::exit(2)
 }
@@ -86,6 +89,7 @@ fn opts() -> Opts {
         keep_home: false,
         plain: false,
         tls: false,
+        burst: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -105,6 +109,7 @@ fn opts() -> Opts {
             "--keep-home" => o.keep_home = true,
             "--plain" => o.plain = true,
             "--tls" => o.tls = true,
+            "--burst" => o.burst = true,
             "--bin" => o.bin = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             _ => usage(),
         }
@@ -372,7 +377,7 @@ struct Report {
 fn run(o: &Opts) -> Result<i32, String> {
     let ca = o.tls.then(|| tls::TestCa::new("yoctoclaw soak CA"));
     let model = FakeModel::start(o.plain, ca.as_ref());
-    let bot = FakeBot::start(o.chats, o.n, ca.as_ref());
+    let bot = FakeBot::start(o.chats, o.n, o.burst, ca.as_ref());
     let home = temp_home();
     prepare_home(o, &home, &model, &bot, ca.as_ref())?;
     let log = home.join("gateway.log");
@@ -745,7 +750,11 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
     let mut line = format!(
         "BENCH n={} mix={} tls={} chats={} handshakes={during} handshakes_before={} idle_rss_kib={} rss100_kib={} peak_kib={} end_rss_kib={} growth_pct={growth_pct:.1} threads={} cpu_ms_per_msg={cpu_ms:.3} msgs_per_s={rate:.0} t200_s={} lat_p50_ms={:.1} lat_p99_ms={:.1} bin_bytes={} smaps_exe_text_kib={} smaps_exe_ro_kib={} smaps_exe_rw_kib={} smaps_libs_kib={} smaps_heap_kib={} smaps_anon_kib={} smaps_stack_kib={}",
         r.n,
-        if o.plain { "plain" } else { "mixed" },
+        match (o.burst, o.plain) {
+            (true, _) => "burst",
+            (_, true) => "plain",
+            _ => "mixed",
+        },
         u8::from(o.tls),
         r.chats,
         b0 + m0,

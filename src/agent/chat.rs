@@ -7,9 +7,11 @@
 //! When every provider fails, the turn fails with [`AgentError::Providers`]: one short,
 //! secret-free sentence per provider that says what failed and what to do.
 //!
-//! A streamed attempt that already showed text and then fails is not retried or handed
-//! to a fallback: the user has seen part of an answer that cannot be taken back, so the
-//! turn ends with the error (the answer is incomplete and the message says so).
+//! A streamed attempt that already gave the sink text and then fails (a `StreamCut`, a
+//! stall) is retried like any other failure when the sink can take that text back
+//! (`StreamSink::retract`: Telegram shows it in a draft or a message the next attempt
+//! overwrites). Otherwise it is not retried or handed to a fallback: the user has seen
+//! part of an answer that cannot be taken back, so the turn ends with the error.
 //!
 //! # Bounds
 //! At most `PROVIDER_ATTEMPTS` attempts per provider within `RETRY_BUDGET_SECS`; text
@@ -125,7 +127,7 @@ impl Agent {
                     }
                     Err(e) => e,
                 };
-                if a.shown {
+                if a.shown && !sink.retract() {
                     log::warn!("provider {} failed mid-answer: {error}", p.label());
                     failures.push(Failure {
                         provider: p.label(),

@@ -1,9 +1,12 @@
 //! The agent: one turn = user message in, tool rounds, final answer out, with every
-//! message appended to SQLite as it happens.
+//! message appended to SQLite as it happens (a tool round, the call with its results,
+//! in one commit once its tools ran, so history never holds a call without its result).
+//! [`Agent::answer_pending`] answers a session whose history already ends with what is
+//! to be answered (a channel stored the message itself, or a crash cut a turn short).
 //!
 //! Runs on the executor thread; provider calls go to the worker threads. Many sessions
 //! may run turns concurrently (interleaved at await points); each session runs one turn
-//! at a time (the router guarantees it).
+//! at a time (each channel guarantees it, see `router`).
 //!
 //! # Bounds
 //! At most `agent.max_tool_iterations` tool rounds per turn, then one last request without
@@ -173,10 +176,7 @@ impl Agent {
         text: &str,
         sink: &mut dyn StreamSink,
     ) -> Result<String, AgentError> {
-        let sink = &mut scrub_sink::ScrubSink::new(sink);
-        if let Err(b) = budget::check(&self.db, &self.cfg.budget, now_secs())? {
-            return Err(AgentError::Budget(b));
-        }
+        self.check_budget()?;
         let text = cap_text(text, MAX_USER_MESSAGE_BYTES);
         // Everything up to the final answer is committed without a disk sync; the
         // answer's own commit syncs it all (Db::deferred_sync).
@@ -187,11 +187,50 @@ impl Agent {
                 now_secs(),
             )
         })?;
+        self.answer(session, channel, Some(&text), sink).await
+    }
+
+    /// Answer a session whose history already ends with what is to be answered: the
+    /// user's message (a channel stored it, e.g. Telegram's collected messages), or the
+    /// complete tool rounds of a turn interrupted by a crash. Otherwise like
+    /// [`Agent::run_turn_streamed`].
+    pub async fn answer_pending(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        sink: &mut dyn StreamSink,
+    ) -> Result<String, AgentError> {
+        self.check_budget()?;
+        self.answer(session, channel, None, sink).await
+    }
+
+    fn check_budget(&self) -> Result<(), AgentError> {
+        match budget::check(&self.db, &self.cfg.budget, now_secs())? {
+            Ok(()) => Ok(()),
+            Err(b) => Err(AgentError::Budget(b)),
+        }
+    }
+
+    /// The turn from the stored history on; `text` is the user's message when known
+    /// (else the newest one the user typed is read from history).
+    async fn answer(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        text: Option<&str>,
+        sink: &mut dyn StreamSink,
+    ) -> Result<String, AgentError> {
+        let sink = &mut scrub_sink::ScrubSink::new(sink);
         compact::maybe_compact(self, session).await;
         let (system, mut history) = self.db.read_batch(|| -> Result<_, AgentError> {
-            let system = self.system_prompt(session, channel, &text);
             let limit = self.cfg.agent.history_messages as usize;
-            Ok((system, self.db.recent_messages(session, limit)?))
+            let history = self.db.recent_messages(session, limit)?;
+            let typed = history
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User && !m.content.starts_with("<tool_result"));
+            let text = text.or(typed.map(|m| m.content.as_str())).unwrap_or("");
+            Ok((self.system_prompt(session, channel, text), history))
         })?;
         let ctx = CallContext {
             session: session.to_string(),
@@ -230,12 +269,15 @@ impl Agent {
                 .into_iter()
                 .take(crate::limits::MAX_TOOL_CALLS_PER_ANSWER)
                 .collect();
-            // What the model said and the arguments it gave are stored (and sent back on
-            // every later request) scrubbed; the calls run with their own arguments.
+            // A round is stored whole once its tools ran (one commit): a crash never
+            // leaves a call without its result in history. What the model said and the
+            // arguments it gave are stored (and sent back on every later request)
+            // scrubbed; the calls run with their own arguments.
             let content = scrub(&reply.content);
+            let mut said = Message::new(Role::Assistant, content.as_ref());
+            let mut round_msgs = Vec::with_capacity(calls.len() + 1);
             if text_mode {
-                let said = Message::new(Role::Assistant, content.as_ref());
-                self.push(session, &mut history, said)?;
+                round_msgs.push(said);
                 let mut results = String::new();
                 for call in &calls {
                     let r = self.run_tool(call, &ctx).await;
@@ -244,9 +286,8 @@ impl Agent {
                         call.name, r
                     ));
                 }
-                self.push(session, &mut history, Message::new(Role::User, results))?;
+                round_msgs.push(Message::new(Role::User, results));
             } else {
-                let mut said = Message::new(Role::Assistant, content.as_ref());
                 said.tool_calls = calls
                     .iter()
                     .map(|c| ToolCall {
@@ -254,14 +295,22 @@ impl Agent {
                         ..c.clone()
                     })
                     .collect();
-                self.push(session, &mut history, said)?;
+                round_msgs.push(said);
                 for call in &calls {
                     let r = self.run_tool(call, &ctx).await;
                     let mut m = Message::new(Role::Tool, r);
                     m.tool_call_id = Some(call.id.clone());
-                    self.push(session, &mut history, m)?;
+                    round_msgs.push(m);
                 }
             }
+            self.db.deferred_sync(|| {
+                self.db.write_batch(|| {
+                    round_msgs
+                        .iter()
+                        .try_for_each(|m| self.db.append_message(session, m, now_secs()))
+                })
+            })?;
+            history.append(&mut round_msgs);
         }
         // The last round never returns tool calls, so this is not reached; answer anyway.
         self.finish(session, "")
@@ -280,18 +329,6 @@ impl Agent {
             now_secs(),
         )?;
         Ok(answer)
-    }
-
-    fn push(
-        &self,
-        session: &str,
-        history: &mut Vec<Message>,
-        m: Message,
-    ) -> Result<(), AgentError> {
-        self.db
-            .deferred_sync(|| self.db.append_message(session, &m, now_secs()))?;
-        history.push(m);
-        Ok(())
     }
 
     async fn run_tool(&self, call: &ToolCall, ctx: &CallContext) -> String {

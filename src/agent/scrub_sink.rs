@@ -265,6 +265,12 @@ impl StreamSink for ScrubSink<'_> {
         self.flush();
         self.inner.round_end(more);
     }
+
+    fn retract(&mut self) -> bool {
+        self.held.clear();
+        self.in_pem = false;
+        self.inner.retract()
+    }
 }
 
 impl Drop for ScrubSink<'_> {

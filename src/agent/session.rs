@@ -1,8 +1,8 @@
 //! The fixed-capacity table of sessions held in RAM, least recently used first out.
 //!
 //! A session's history lives in SQLite; the table only holds per-session runtime state
-//! (busy flag, queued messages, approvals). An evicted session is rebuilt from SQLite the
-//! next time it speaks.
+//! (the approvals' `/always` flags). An evicted session is rebuilt from SQLite the next
+//! time it speaks.
 //!
 //! # Bounds
 //! At most `capacity` entries (`agent.max_sessions`). Only entries the caller says are

@@ -48,6 +48,13 @@ pub trait StreamSink {
     fn round_end(&mut self, more: bool) {
         let _ = more;
     }
+    /// The request's attempt failed after some of its text reached the sink, and will be
+    /// tried again: forget that text. `true` when the channel can take it back (it shows
+    /// the text where the next attempt's text replaces it, or has not shown it yet);
+    /// `false` (the default) ends the turn with the error instead.
+    fn retract(&mut self) -> bool {
+        false
+    }
 }
 
 impl<F: FnMut(&str)> StreamSink for F {

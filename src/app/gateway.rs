@@ -15,9 +15,10 @@
 //! # Bounds
 //! - Shutdown: the scheduler stops at once (a heartbeat or cron turn in flight is
 //!   dropped; its run was claimed, so it does not run twice); running turns get
-//!   `TURN_GRACE_MS` to finish; then chats left unanswered are told to resend, and
-//!   pending replies get until `SHUTDOWN_LIMIT_MS` after the signal; the process then
-//!   exits with status 0 whatever is still in flight.
+//!   `TURN_GRACE_MS` to finish; then chats left unanswered are told they are answered
+//!   after the restart, and pending replies get until `SHUTDOWN_LIMIT_MS` after the
+//!   signal; the process then exits with status 0 whatever is still in flight (turns
+//!   and answers still owed are in SQLite: `Bot::recover` picks them up at start).
 //! - Start-up: `getMe` is retried with backoff on network errors (a board that boots
 //!   before its network); a refused token (401/404) is fatal at once. The scheduler and
 //!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
@@ -63,6 +64,8 @@ pub const STATUS_RECORD_SECS: u64 = crate::status::GATEWAY_RECORD_INTERVAL_SECS;
 pub const STATUS_KEY: &str = crate::status::GATEWAY_STATUS_KEY;
 /// How often shutdown checks whether turns and sends are done.
 const SHUTDOWN_TICK_MS: u64 = 20;
+/// Yields at the end of shutdown, so woken turns record their delivered answers.
+const SHUTDOWN_YIELDS: usize = 8;
 
 /// The Telegram bot once it is serving (for the status record).
 type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
@@ -76,11 +79,12 @@ type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
 ///    deliveries go through the sender) and the status record timer, both stopped
 ///    as soon as a signal arrives.
 /// 4. Telegram: ask `getMe` who we are (retrying network errors; a refused token is a
-///    clear fatal error naming its variable), start the poller thread (from the
-///    persisted offset), then handle updates until a signal arrives. Without Telegram:
+///    clear fatal error naming its variable), recover what the last run left
+///    unanswered, start the poller thread (from the persisted offset), then handle
+///    updates until a signal arrives. Without Telegram:
 ///    wait for the signal (the gateway is then a cron and heartbeat daemon).
-/// 5. Stop polling, give running turns a moment, tell unanswered chats to resend,
-///    flush what can be sent, and return.
+/// 5. Stop polling, give running turns a moment, tell unanswered chats they are
+///    answered after the restart, flush what can be sent, and return.
 pub fn run(l: &Loaded) -> Result<(), AppError> {
     let db = open_db(l)?;
     let providers = providers(l)?;
@@ -257,7 +261,7 @@ fn start_sender(
     stop: &Stop,
 ) -> Result<(Api, Outbox), AppError> {
     let api = Api::new(&tg.api_base, token, SEND_TIMEOUT_SECS);
-    let (outbox, out_rx) = Outbox::new();
+    let (outbox, out_rx) = Outbox::new(api.down_flag());
     let (a, stop) = (api.clone(), stop.clone());
     spawn_thread("yc-tg-send", move || sender_loop(a, out_rx, backoff, stop))
         .map_err(|e| runtime(format!("cannot start the Telegram sender: {e}")))?;
@@ -339,6 +343,13 @@ async fn serve_telegram(
         t.outbox.clone(),
     ));
     *slot.borrow_mut() = Some(bot.clone());
+    // What the last run left unanswered or undelivered goes first (docs/DECISIONS.md 88).
+    let (resent, resumed, told) = bot.recover(ex).await;
+    if resent + resumed + told > 0 {
+        log::info!(
+            "gateway: after the restart: {resent} answer(s) sent again, {resumed} turn(s) resumed, {told} chat(s) told"
+        );
+    }
     let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
     {
         let poll_timeout = tg.poll_timeout_secs;
@@ -464,7 +475,9 @@ async fn identify(
     }
 }
 
-/// Let running turns finish briefly, tell the rest to resend, flush the sender.
+/// Let running turns finish briefly, tell the chats still waiting that they are answered
+/// after the restart, flush the sender and record what it delivered (what it did not
+/// stays owed in SQLite and goes out after the restart).
 async fn shutdown(bot: &Bot, outbox: &Outbox) {
     let start = Instant::now();
     let tick = Duration::from_millis(SHUTDOWN_TICK_MS);
@@ -475,7 +488,13 @@ async fn shutdown(bot: &Bot, outbox: &Outbox) {
     while !outbox.is_idle() && start.elapsed() < Duration::from_millis(SHUTDOWN_LIMIT_MS) {
         smol::Timer::after(tick).await;
     }
+    // Let the chats' turns record what the sender just delivered.
+    for _ in 0..SHUTDOWN_YIELDS {
+        smol::future::yield_now().await;
+    }
     if !outbox.is_idle() {
-        log::warn!("gateway: exiting with Telegram messages still unsent");
+        log::warn!(
+            "gateway: exiting with Telegram messages still unsent (owed answers go out after the restart)"
+        );
     }
 }

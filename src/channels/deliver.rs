@@ -12,8 +12,8 @@
 //! # Bounds
 //! A text goes out in at most `reply::MAX_REPLY_PARTS` Telegram messages of at most
 //! `TELEGRAM_MAX_MESSAGE_UTF16` UTF-16 units (the rest is cut with a marker); each is
-//! tried at most `reply::MAX_SEND_ATTEMPTS` times. Each request has an overall timeout of
-//! `TELEGRAM_SEND_TIMEOUT_SECS`.
+//! retried for `Backoff::reply_window` (10 minutes) on transient failures. Each request
+//! has an overall timeout of `TELEGRAM_SEND_TIMEOUT_SECS`.
 //!
 //! # Blocking
 //! `deliver` is async; HTTP runs on the sender thread or the `Workers` pool. Stdout and
@@ -206,7 +206,7 @@ mod tests {
 
     #[test]
     fn inside_the_gateway_the_outbox_carries_the_delivery_and_its_outcome() {
-        let (outbox, rx) = Outbox::new();
+        let (outbox, rx) = Outbox::new(Default::default());
         let mut c = ctx(None);
         c.outbox = Some(outbox);
         // No sender thread: the receiver is dropped, so the delivery fails as stopped

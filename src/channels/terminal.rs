@@ -101,6 +101,11 @@ impl StreamSink for TerminalSink {
         self.held_space.push_str(&delta[body.len()..]);
     }
 
+    fn retract(&mut self) -> bool {
+        // Nothing of this request printed yet: the retried one's text simply follows.
+        !self.printed_this_round
+    }
+
     fn round_end(&mut self, more: bool) {
         if more && self.printed_this_round {
             // What comes next starts on a line of its own.

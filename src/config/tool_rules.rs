@@ -1,6 +1,6 @@
 //! Which tools each channel offers: the deny lists `tools.deny`, `telegram.deny_tools`,
 //! `serial.deny_tools` and `heartbeat.deny_tools`, the groups they may name, and the
-//! `tools.exec.enabled` switch (docs/DECISIONS.md 86).
+//! `tools.exec.enabled` switch (docs/DECISIONS.md 87).
 //!
 //! A list holds tool names and group names; anything else is a config error naming it.
 //! The terminal gets `tools.deny` alone; Telegram, serial and the heartbeat add their own

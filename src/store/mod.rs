@@ -1,6 +1,6 @@
 //! The one SQLite file: schema and migrations, pragmas for SD cards and small RAM, and the
-//! typed stores on top (session history, key/value state; memory, cron and usage tables
-//! are created here too and used by their modules).
+//! typed stores on top (session history, key/value state, the Telegram inbox and owed
+//! answers; memory, cron and usage tables are created here too and used by their modules).
 //!
 //! # Bounds
 //! Page cache `memory.cache_kib` (default `DB_CACHE_KIB`), no lookaside allocator, no
@@ -15,6 +15,7 @@
 pub mod cron;
 pub mod fts_query;
 pub mod history;
+pub mod inbox;
 pub mod lease;
 pub mod memory;
 pub mod snippet;
@@ -31,7 +32,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Current schema version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 #[derive(Debug)]
 pub enum StoreError {
@@ -161,6 +162,25 @@ CREATE TABLE usage (
     completion_tokens INTEGER NOT NULL
 );
 CREATE INDEX usage_by_day ON usage(day);
+"#,
+    // 2: Telegram messages waiting for a turn, and turns owed a delivered answer
+    // (`inbox`; docs/DECISIONS.md 88). No index: both tables stay small.
+    r#"
+CREATE TABLE inbox (
+    id       INTEGER PRIMARY KEY,
+    chat_id  INTEGER NOT NULL,
+    reply_to INTEGER,
+    cmd      INTEGER NOT NULL,
+    at       INTEGER NOT NULL,
+    text     TEXT NOT NULL
+);
+CREATE TABLE replies (
+    -- the id of the turn's user message
+    id       INTEGER PRIMARY KEY,
+    session  TEXT NOT NULL,
+    reply_to INTEGER,
+    at       INTEGER NOT NULL
+);
 "#,
 ];
 

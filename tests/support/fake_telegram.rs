@@ -97,6 +97,11 @@ impl FakeTelegram {
         self.with(|s| s.send_script.extend(responses));
     }
 
+    /// Forget the scripted `sendMessage` answers not used yet (sends work again).
+    pub fn clear_send_script(&self) {
+        self.with(|s| s.send_script.clear());
+    }
+
     /// Answers for the next `editMessageText` calls, in order.
     pub fn script_edits(&self, responses: Vec<Response>) {
         self.with(|s| s.edit_script.extend(responses));

@@ -1,6 +1,6 @@
 //! The gateway as a child process for the end-to-end tests: started with a test bot
 //! token, its stdout and stderr collected on threads, waited on with a hang guard, and
-//! stopped with SIGTERM (checking the shutdown contract when asked).
+//! stopped with SIGTERM (checking the shutdown contract when asked) or killed with SIGKILL.
 #![allow(dead_code)]
 
 use std::io::Read;
@@ -119,6 +119,21 @@ impl Gateway {
         std::thread::sleep(Duration::from_millis(50));
         let all = format!("{}{}", self.stdout.lock().unwrap(), self.log());
         (status, took, all)
+    }
+
+    /// SIGKILL (a power cut, the OOM killer, a watchdog): no shutdown code runs. Returns
+    /// all output.
+    pub fn kill(mut self) -> String {
+        let pid = self.child.id().to_string();
+        let killed = std::process::Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .expect("run kill");
+        assert!(killed.success());
+        let _ = self.child.wait();
+        std::thread::sleep(Duration::from_millis(50));
+        let all = format!("{}{}", self.stdout.lock().unwrap(), self.log());
+        all
     }
 
     /// Stop and check the shutdown contract: status 0, well within the 2 s the spec

@@ -25,6 +25,8 @@ use crate::provider::http::{self, HttpError};
 use crate::security::scrub::scrub;
 use miniserde::json::{Number, Value};
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Largest Bot API answer read into memory.
 pub const MAX_BOT_API_RESPONSE_BYTES: u64 = 1024 * 1024;
@@ -201,6 +203,8 @@ pub struct Api {
     prefix: String,
     host: String,
     agent: ureq::Agent,
+    /// The last call failed on the network, with a 5xx or a 429 (shared by clones).
+    down: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for Api {
@@ -217,7 +221,14 @@ impl Api {
             prefix: format!("{base}/bot{token}/"),
             host: http::host_of(base),
             agent: http::agent(timeout_secs),
+            down: Arc::default(),
         }
+    }
+
+    /// Set while the last call failed on the network, with a 5xx or a 429; cleared by
+    /// the next call that gets another answer (the sender holds back "typing…" then).
+    pub fn down_flag(&self) -> Arc<AtomicBool> {
+        self.down.clone()
     }
 
     /// `host:port` of the Bot API server (safe to log).
@@ -294,14 +305,21 @@ impl Api {
         };
         // The URL carries the token: it is built here, used once, and never formatted.
         let url = format!("{}{method}", self.prefix);
-        let resp = self
+        let r = self
             .agent
             .post(&url)
             .header("Content-Type", "application/json")
             .send(body)
-            .map_err(|e| transport(http::map_error(e)))?;
-        http::note_date(&resp, &url);
-        http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)
+            .map_err(|e| transport(http::map_error(e)))
+            .and_then(|resp| {
+                http::note_date(&resp, &url);
+                http::read_reply(resp, MAX_BOT_API_RESPONSE_BYTES).map_err(transport)
+            });
+        let down = r
+            .as_ref()
+            .map_or(true, |(status, ..)| *status >= 500 || *status == 429);
+        self.down.store(down, Ordering::Relaxed);
+        r
     }
 }
 

@@ -14,6 +14,7 @@
 //! - A `retry_after` from Telegram is honoured up to `MAX_RETRY_AFTER_SECS`; a larger
 //!   value waits that long (a bogus hour-long value must not freeze the bot).
 //! - [`ErrorDelay`] doubles from `error_min` and stops at `error_max`.
+//! - A reply is retried for `reply_window` (`REPLY_RETRY_SECS`), then given up.
 //!
 //! # Blocking
 //! [`Stop::sleep`] blocks the calling thread (the poller and the sender are dedicated
@@ -31,6 +32,9 @@ pub const ERROR_MAX_WAIT_SECS: u64 = 60;
 /// Least time between two `getUpdates` calls that brought nothing new (servers that
 /// answer a long poll at once must not become a tight loop).
 pub const MIN_POLL_INTERVAL_MS: u64 = 1_000;
+/// How long a reply whose sends keep failing transiently (network, 5xx, 429) is
+/// retried before it is given up (its turn stays owed: a restart sends it again).
+pub const REPLY_RETRY_SECS: u64 = 600;
 /// Longest `retry_after` honoured as is.
 pub const MAX_RETRY_AFTER_SECS: u64 = 600;
 /// Smallest accepted test scale.
@@ -49,6 +53,8 @@ pub struct Backoff {
     pub error_max: Duration,
     /// Least time between polls that brought nothing new. Defaults to 1 s.
     pub min_poll_interval: Duration,
+    /// How long a reply is retried. Defaults to `REPLY_RETRY_SECS`.
+    pub reply_window: Duration,
     /// Factor applied to Telegram's `retry_after`. Defaults to 1.
     pub scale: f64,
 }
@@ -67,6 +73,7 @@ impl Backoff {
             error_min: Duration::from_secs(ERROR_MIN_WAIT_SECS),
             error_max: Duration::from_secs(ERROR_MAX_WAIT_SECS),
             min_poll_interval: Duration::from_millis(MIN_POLL_INTERVAL_MS),
+            reply_window: Duration::from_secs(REPLY_RETRY_SECS),
             scale: 1.0,
         }
     }
@@ -84,6 +91,7 @@ impl Backoff {
             error_min: s.error_min.mul_f64(f),
             error_max: s.error_max.mul_f64(f),
             min_poll_interval: s.min_poll_interval.mul_f64(f),
+            reply_window: s.reply_window.mul_f64(f),
             scale: f,
         }
     }
@@ -212,6 +220,7 @@ mod tests {
         assert_eq!(b.error_min, Duration::from_secs(1));
         assert_eq!(b.error_max, Duration::from_secs(60));
         assert_eq!(b.min_poll_interval, Duration::from_secs(1));
+        assert_eq!(b.reply_window, Duration::from_secs(600));
         assert_eq!(b.retry_after(7), Duration::from_secs(7));
         assert_eq!(b.retry_after(0), Duration::from_secs(1));
         assert_eq!(b.retry_after(u64::MAX), Duration::from_secs(600));

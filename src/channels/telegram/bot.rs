@@ -1,32 +1,46 @@
-//! The Telegram channel on the executor: updates in, turns through the router, replies
+//! The Telegram channel on the executor: updates in, turns through the agent, replies
 //! out through the sender thread.
 //!
-//! Why it exists: it ties the pure pieces together (`inbound` rules, the agent's
-//! `router`, the `outbox` to the sender thread) and owns the channel's state: the
-//! persisted offset, the refusal limiter and the running turns. Each update is handled (answered,
-//! queued, refused or ignored) before its offset is persisted, so a restart answers
-//! nothing twice; a message queued in RAM when the process dies is not re-read (its
-//! chat is told to resend it at a clean shutdown).
+//! Why it exists: it ties the pure pieces together (`inbound` rules, `recover`, the
+//! `outbox` to the sender thread) and owns the channel's state: the persisted offset,
+//! the refusal limiter and the chats with a running turn. Messages live in SQLite from
+//! the moment they are handled (`store::inbox`, docs/DECISIONS.md 88), so a crash loses
+//! none and a burst is collected, never refused:
+//! - An allowed message is stored in the same commit as the update offset: handled
+//!   exactly once. A chat that can start a turn starts it in that same commit.
+//! - A chat runs one turn at a time. Its next turn takes everything that waited for it
+//!   up to the first command (a command runs alone, in its place) as one user message
+//!   of at most `MAX_TURN_TEXT_BYTES` (the oldest cut; the chat is told in one line).
+//! - At most `agent.max_sessions` chats run turns at once; the others wait in the inbox
+//!   and start as turns end, the longest waiting first.
+//! - [`Bot::recover`], at start: undelivered answers go out again, unanswered turns are
+//!   answered, and what is too old is told in one line (`recover`).
+//! - A turn's answer is owed until the sender reports it delivered.
 //!
 //! # Bounds
-//! Sessions and queues: `Router` (capacity `agent.max_sessions`, `MAX_QUEUED_PER_SESSION`
-//! each); refusals: `RefusalLimiter`; running chats listed: at most `agent.max_sessions`.
-//! "typing…" is refreshed every `TYPING_REFRESH_SECS` while a turn runs.
+//! Waiting messages: `MAX_INBOX_ROWS` in all (beyond: the busy reply); running chats:
+//! `agent.max_sessions`; a turn's text: `MAX_TURN_TEXT_BYTES`; refusals:
+//! `RefusalLimiter`. "typing…" is refreshed every `TYPING_REFRESH_SECS` while a turn runs.
 //!
 //! # Blocking
 //! Nothing here blocks the executor: SQLite calls are short, HTTP runs on the sender
 //! thread and the worker pool.
 
-use super::api::{BotIdentity, Update};
-use super::inbound::{self, Action, AllowList, RefusalLimiter, Request, Rules};
+use super::api::{BotIdentity, Incoming, Update};
+use super::inbound::{self, Action, AllowList, RefusalLimiter, Rules};
 use super::outbox::{Job, Outbox};
+use super::recover::{self, Told, chat_of};
+use super::reply::SendError;
 use super::stream::Streamer;
 use crate::agent::approval::{AskFuture, Asker};
-use crate::agent::router::{BUSY_REPLY, Offer, Router};
+use crate::agent::router::BUSY_REPLY;
+use crate::agent::streaming::NoSink;
 use crate::agent::{Agent, AgentError, commands};
 use crate::chat::ChannelKind;
 use crate::config::{Config, GroupMode};
-use crate::store::Db;
+use crate::store::inbox::{MAX_INBOX_ROWS, Next, Turn};
+use crate::store::{Db, StoreError};
+use crate::time::{build_epoch, now};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -35,8 +49,11 @@ use std::time::{Duration, Instant};
 pub const OFFSET_KEY: &str = "telegram.offset";
 /// How often "typing…" is sent while a turn runs (Telegram shows it for ~5 s).
 pub const TYPING_REFRESH_SECS: u64 = 4;
-/// Told to chats whose message was not answered at shutdown.
-pub const RESTART_NOTICE: &str = "I'm restarting and could not finish answering your last message. Please send it again in a minute.";
+/// Most text one turn takes from the messages that waited (the newest are kept).
+pub const MAX_TURN_TEXT_BYTES: usize = 16 * 1024;
+/// Told at a clean shutdown to chats whose message is being answered or waits.
+pub const RESTART_NOTICE: &str =
+    "I'm restarting; I will answer your last message as soon as I'm back.";
 
 /// The session of a chat.
 pub fn session_id(chat_id: i64) -> String {
@@ -63,11 +80,15 @@ pub struct Bot {
     allow: AllowList,
     group_mode: GroupMode,
     outbox: Outbox,
-    router: RefCell<Router<Request>>,
     refusals: RefCell<RefusalLimiter>,
     next_offset: Cell<i64>,
-    /// Chats with a running turn.
+    /// Chats with a running turn (at most `capacity`).
     running: RefCell<Vec<i64>>,
+    capacity: usize,
+    /// Turns `recover` found unanswered, taken before the chat's waiting messages.
+    resume: RefCell<Vec<(i64, Turn)>>,
+    /// `agent.timezone`, for the times in told lines.
+    timezone: String,
 }
 
 impl Bot {
@@ -80,8 +101,6 @@ impl Bot {
         allow: AllowList,
         outbox: Outbox,
     ) -> Bot {
-        let capacity = cfg.agent.max_sessions as usize;
-        let group_mode = cfg.telegram.group_mode;
         let next_offset = stored_offset(&db);
         agent.approvals().set_asker(
             ChannelKind::Telegram,
@@ -94,12 +113,14 @@ impl Bot {
             db,
             me,
             allow,
-            group_mode,
+            group_mode: cfg.telegram.group_mode,
             outbox,
-            router: RefCell::new(Router::new(capacity)),
             refusals: RefCell::new(RefusalLimiter::new()),
             next_offset: Cell::new(next_offset),
             running: RefCell::new(Vec::new()),
+            capacity: (cfg.agent.max_sessions as usize).max(1),
+            resume: RefCell::new(Vec::new()),
+            timezone: cfg.agent.timezone.clone(),
         }
     }
 
@@ -113,9 +134,9 @@ impl Bot {
         self.running.borrow().len()
     }
 
-    /// Sessions held in RAM by the router (running, queued or idle).
+    /// Sessions with a running turn (the status record's live sessions).
     pub fn live_sessions(&self) -> usize {
-        self.router.borrow().len()
+        self.running_turns()
     }
 
     /// Handle updates until the poller's channel closes. Turns run as tasks on `ex`.
@@ -134,72 +155,125 @@ impl Bot {
             log::debug!("telegram: ignored update {} (already handled)", u.update_id);
             return;
         }
-        if let Some(m) = &u.message {
-            log::debug!(
-                "telegram: update {} from chat {} (user {:?})",
-                u.update_id,
-                m.chat_id,
-                m.from_id
-            );
-            let rules = Rules {
-                bot: &self.me,
-                allow: &self.allow,
-                group_mode: self.group_mode,
-            };
-            match inbound::classify(m, &rules) {
-                Action::Ignore(why) => {
-                    log::debug!("telegram: ignored a message in chat {}: {why}", m.chat_id)
-                }
-                Action::Refuse {
-                    chat_id,
-                    user_id,
-                    username,
-                    reply_to,
-                } => {
-                    if self
-                        .refusals
-                        .borrow_mut()
-                        .should_refuse(user_id, Instant::now())
-                    {
-                        let name = username.map(|u| format!(" (@{u})")).unwrap_or_default();
-                        log::warn!(
-                            "telegram: refused user {user_id}{name} in chat {chat_id}: not in telegram.allow_from"
-                        );
-                        self.notice(chat_id, inbound::refusal_text(user_id), reply_to)
-                            .await;
-                    } else {
-                        log::debug!("telegram: refused user {user_id} again (no reply)");
-                    }
-                }
-                Action::TextOnly { chat_id, reply_to } => {
-                    self.notice(chat_id, inbound::TEXT_ONLY_REPLY.to_string(), reply_to)
-                        .await;
-                }
-                Action::Answer(req) => {
-                    let session = session_id(req.chat_id);
-                    // Approval answers go straight to the waiting turn, never behind it.
-                    if let Some(reply) = commands::approval_reply(&self.agent, &session, &req.text)
-                    {
-                        self.notice(req.chat_id, reply, req.reply_to).await;
-                        self.persist_offset(u.update_id.saturating_add(1));
-                        return;
-                    }
-                    let offer = self.router.borrow_mut().offer(&session, req);
-                    match offer {
-                        Offer::Run(req) => {
-                            ex.spawn(self.clone().run_session(session, req)).detach();
-                        }
-                        Offer::Queued => log::debug!("telegram: queued a message in {session}"),
-                        Offer::Busy(req) => {
-                            log::info!("telegram: {session} is busy; told the user");
-                            self.notice(req.chat_id, BUSY_REPLY.to_string(), req.reply_to)
-                                .await;
-                        }
-                    }
-                }
-            }
+        let next = u.update_id.saturating_add(1);
+        let job = match &u.message {
+            Some(m) => self.decide(ex, m, next),
+            None => None,
+        };
+        if self.next_offset.get() != next {
+            self.persist_offset(next);
         }
-        self.persist_offset(u.update_id.saturating_add(1));
+        // The one await: a notice waits for room in the sender's queue.
+        if let Some(job) = job {
+            self.send(job).await;
+        }
+    }
+
+    /// What to do with a message: nothing, a notice to send, or (an allowed message)
+    /// store it with the offset `next` in one commit, starting its chat's turn in that
+    /// commit when the chat can run one now.
+    fn decide(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+        m: &Incoming,
+        next: i64,
+    ) -> Option<Job> {
+        log::debug!(
+            "telegram: message from chat {} (user {:?})",
+            m.chat_id,
+            m.from_id
+        );
+        let rules = Rules {
+            bot: &self.me,
+            allow: &self.allow,
+            group_mode: self.group_mode,
+        };
+        let req = match inbound::classify(m, &rules) {
+            Action::Ignore(why) => {
+                log::debug!("telegram: ignored a message in chat {}: {why}", m.chat_id);
+                return None;
+            }
+            Action::Refuse {
+                chat_id,
+                user_id,
+                username,
+                reply_to,
+            } => {
+                let now = Instant::now();
+                if !self.refusals.borrow_mut().should_refuse(user_id, now) {
+                    log::debug!("telegram: refused user {user_id} again (no reply)");
+                    return None;
+                }
+                let name = username.map(|u| format!(" (@{u})")).unwrap_or_default();
+                log::warn!(
+                    "telegram: refused user {user_id}{name} in chat {chat_id}: not in telegram.allow_from"
+                );
+                return Some(Job::notice(
+                    chat_id,
+                    inbound::refusal_text(user_id),
+                    reply_to,
+                ));
+            }
+            Action::TextOnly { chat_id, reply_to } => {
+                return Some(Job::notice(chat_id, inbound::TEXT_ONLY_REPLY, reply_to));
+            }
+            Action::Answer(req) => req,
+        };
+        let chat_id = req.chat_id;
+        // Approval answers go straight to the waiting turn, never behind it.
+        if let Some(reply) = commands::approval_reply(&self.agent, &session_id(chat_id), &req.text)
+        {
+            return Some(Job::notice(chat_id, reply, req.reply_to));
+        }
+        let start = {
+            let r = self.running.borrow();
+            !r.contains(&chat_id) && r.len() < self.capacity
+        };
+        let cmd = commands::parse(&req.text).is_some();
+        let db = &self.db;
+        let session = session_id(chat_id);
+        let stored = db.deferred_sync(|| {
+            db.write_batch(|| {
+                let t = now();
+                db.set_state(OFFSET_KEY, &next.to_string())?;
+                let first = if start {
+                    db.inbox_next(chat_id, &session, MAX_TURN_TEXT_BYTES, t)?
+                } else {
+                    None
+                };
+                if start && first.is_none() {
+                    // Nothing waited: this message starts the turn and is never stored
+                    // in the inbox (a page less to write).
+                    let n = if cmd {
+                        Next::Command {
+                            text: req.text.clone(),
+                            reply_to: req.reply_to,
+                        }
+                    } else {
+                        Next::Turn(db.start_turn(&session, &req.text, req.reply_to, t, t)?)
+                    };
+                    return Ok::<_, StoreError>((Some(n), true));
+                }
+                let kept = db.inbox_push(chat_id, req.reply_to, cmd, &req.text, t)?;
+                Ok((first, kept))
+            })
+        });
+        match stored {
+            Ok((first, kept)) => {
+                self.next_offset.set(next);
+                if first.is_some() {
+                    self.start(ex, chat_id, first);
+                }
+                if kept {
+                    return None;
+                }
+                log::warn!(
+                    "telegram: {MAX_INBOX_ROWS} messages wait already; chat {chat_id} was told to send again later"
+                );
+            }
+            Err(e) => log::warn!("telegram: cannot store a message of chat {chat_id}: {e}"),
+        }
+        Some(Job::notice(chat_id, BUSY_REPLY, req.reply_to))
     }
 
     fn persist_offset(&self, next: i64) {
@@ -212,81 +286,183 @@ impl Bot {
         }
     }
 
-    async fn notice(&self, chat_id: i64, text: String, reply_to: Option<i64>) {
-        let job = Job::Notice {
-            chat_id,
-            text,
-            reply_to,
-        };
+    async fn send(&self, job: Job) {
         if !self.outbox.push(job).await {
-            log::error!("telegram: the sender thread is gone; a notice to chat {chat_id} was lost");
+            log::error!("telegram: the sender thread is gone; a message was not sent");
         }
     }
 
-    /// Run `first`, then whatever the session queued meanwhile.
-    async fn run_session(self: Rc<Self>, session: String, first: Request) {
-        let chat_id = first.chat_id;
-        let _guard = Running::enter(&self.running, chat_id);
-        let mut req = first;
+    /// Run the turns of `chat_id` (`first`, then whatever waits) until none is left, then
+    /// those of the chat waiting longest without a running turn, until none waits.
+    async fn work(self: Rc<Self>, mut chat_id: i64, mut first: Option<Next>) {
         loop {
-            self.process(&session, req).await;
-            let next = self.router.borrow_mut().next(&session);
-            match next {
-                Some(r) => req = r,
-                None => break,
+            let next = match first.take() {
+                Some(n) => Ok(Some(n)),
+                None => self.next_of(chat_id),
+            };
+            if let Ok(Some(n)) = next {
+                self.run(chat_id, n).await;
+                continue;
+            }
+            // No await from here to the switch: nothing can slip in between.
+            let mut running = self.running.borrow_mut();
+            running.retain(|c| *c != chat_id);
+            if next.is_err() {
+                // The store failed: what waits is taken with the next message or restart.
+                return;
+            }
+            match self.waiting_chat(&running) {
+                Some(c) => {
+                    running.push(c);
+                    chat_id = c;
+                }
+                None => return,
             }
         }
     }
 
-    async fn process(&self, session: &str, req: Request) {
-        if let Some(answer) = commands::handle(&self.agent, session, &req.text) {
-            self.notice(req.chat_id, answer, req.reply_to).await;
-            return;
+    /// The next turn of `chat_id`: a recovered one first, then what waits in the inbox.
+    fn next_of(&self, chat_id: i64) -> Result<Option<Next>, StoreError> {
+        let resumed = {
+            let mut r = self.resume.borrow_mut();
+            let i = r.iter().position(|(c, _)| *c == chat_id);
+            i.map(|i| r.swap_remove(i).1)
+        };
+        if let Some(t) = resumed {
+            return Ok(Some(Next::Turn(t)));
         }
-        // "typing…" goes out before the turn starts: a turn can finish in its first poll
-        // (its model call already answered), and the refresher would never have run.
-        self.outbox.try_push(Job::Typing {
-            chat_id: req.chat_id,
-        });
-        let job = if self.agent.streams() {
-            self.streamed_turn(session, &req).await
+        let db = &self.db;
+        let session = session_id(chat_id);
+        db.deferred_sync(|| db.inbox_next(chat_id, &session, MAX_TURN_TEXT_BYTES, now()))
+            .inspect_err(|e| {
+                log::warn!("telegram: cannot read the messages waiting in chat {chat_id}: {e}")
+            })
+    }
+
+    /// A chat with work and no running turn: recovered turns first, then the inbox.
+    fn waiting_chat(&self, running: &[i64]) -> Option<i64> {
+        let free = |c: &i64| !running.contains(c);
+        if let Some((c, _)) = self.resume.borrow().iter().find(|(c, _)| free(c)) {
+            return Some(*c);
+        }
+        match self.db.inbox_chats(running, 1) {
+            Ok(chats) => chats.first().copied(),
+            Err(e) => {
+                log::warn!("telegram: cannot read which chats wait: {e}");
+                None
+            }
+        }
+    }
+
+    /// Start turns for waiting chats while slots are free.
+    fn fill(self: &Rc<Self>, ex: &smol::LocalExecutor<'static>) {
+        loop {
+            let c = {
+                let running = self.running.borrow();
+                if running.len() >= self.capacity {
+                    return;
+                }
+                self.waiting_chat(&running)
+            };
+            let Some(c) = c else { return };
+            self.start(ex, c, None);
+        }
+    }
+
+    /// Run the turns of `chat_id` (it had no running turn and a slot is free).
+    fn start(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+        chat_id: i64,
+        first: Option<Next>,
+    ) {
+        self.running.borrow_mut().push(chat_id);
+        ex.spawn(self.clone().work(chat_id, first)).detach();
+    }
+
+    /// Run a command or a turn and send its answer; a turn's is owed until delivered.
+    async fn run(&self, chat_id: i64, next: Next) {
+        let session = session_id(chat_id);
+        let (job, turn) = match next {
+            Next::Command { text, reply_to } => {
+                let answer = commands::handle(&self.agent, &session, &text).unwrap_or_default();
+                (Job::notice(chat_id, answer, reply_to), 0)
+            }
+            Next::Turn(t) => (self.answer(chat_id, &session, &t).await, t.id),
+        };
+        let delivered = match self.outbox.wait(job).await {
+            Ok(_) => true,
+            // Refused for good (403: the user blocked the bot): never deliverable.
+            Err(u) => matches!(&u.error, SendError::Api(e) if !e.is_transient()),
+        };
+        // An answer (or a failed turn's notice) given up after the retry window, or cut by
+        // shutdown, stays owed: it is sent again (answered again) after a restart.
+        if delivered && turn != 0 {
+            let db = &self.db;
+            if let Err(e) = db.deferred_sync(|| db.replies_done(&[turn])) {
+                log::warn!("telegram: cannot record a delivered answer in chat {chat_id}: {e}");
+            }
+        }
+    }
+
+    /// The job that answers `t`: its written answer again, or the agent's answer (the
+    /// sorry notice when the turn fails).
+    async fn answer(&self, chat_id: i64, session: &str, t: &Turn) -> Job {
+        if t.cut > 0 {
+            let text = format!(
+                "I could not read your {} earliest messages (from {} on): too much at once. Please send again what still matters.",
+                t.cut,
+                self.local_time(t.cut_at)
+            );
+            self.send(Job::notice(chat_id, text, None)).await;
+        }
+        let result = if let Some(answer) = t.answer {
+            // Written before a restart, not delivered: sent again as it was.
+            let text = self.db.message_text(answer).ok().flatten();
+            Ok(text.unwrap_or_default())
         } else {
+            // "typing…" goes out before the turn starts: a turn can finish in its first
+            // poll (its model call already answered), and the refresher would never run.
+            self.outbox.try_push(Job::Typing { chat_id });
+            if self.agent.streams() {
+                return self
+                    .streamed_turn(session, chat_id, t)
+                    .await
+                    .unwrap_or_else(|e| sorry(session, chat_id, t, &e));
+            }
+            let mut sink = NoSink;
             let turn = self
                 .agent
-                .run_turn(session, ChannelKind::Telegram, &req.text);
-            let result = smol::future::or(turn, self.typing(req.chat_id)).await;
-            result.map(|text| Job::Reply {
-                chat_id: req.chat_id,
-                text,
-                reply_to: req.reply_to,
-            })
+                .answer_pending(session, ChannelKind::Telegram, &mut sink);
+            smol::future::or(turn, self.typing(chat_id)).await
         };
-        let job = job.unwrap_or_else(|e| {
-            log::warn!("telegram: the turn in {session} failed: {e}");
-            Job::Notice {
-                chat_id: req.chat_id,
-                text: format!("Sorry, I could not answer that: {e}"),
-                reply_to: req.reply_to,
-            }
-        });
-        if !self.outbox.push(job).await {
-            log::error!(
-                "telegram: the sender thread is gone; a reply to chat {} was lost",
-                req.chat_id
-            );
+        match result {
+            Ok(text) => Job::Reply {
+                chat_id,
+                text,
+                reply_to: t.reply_to,
+                markdown: true,
+                done: None,
+            },
+            Err(e) => sorry(session, chat_id, t, &e),
         }
     }
 
     /// A turn whose answer is shown while it is written (see `stream`); returns the job
     /// that makes the streamed reply final.
-    async fn streamed_turn(&self, session: &str, req: &Request) -> Result<Job, AgentError> {
-        let streamer = Streamer::new(req.chat_id, req.reply_to);
+    async fn streamed_turn(
+        &self,
+        session: &str,
+        chat_id: i64,
+        t: &Turn,
+    ) -> Result<Job, AgentError> {
+        let streamer = Streamer::new(chat_id, t.reply_to);
         let mut sink = streamer.sink();
-        let turn =
-            self.agent
-                .run_turn_streamed(session, ChannelKind::Telegram, &req.text, &mut sink);
+        let turn = self
+            .agent
+            .answer_pending(session, ChannelKind::Telegram, &mut sink);
         let background = async {
-            smol::future::zip(streamer.pump(&self.outbox), self.typing(req.chat_id))
+            smol::future::zip(streamer.pump(&self.outbox), self.typing(chat_id))
                 .await
                 .1
         };
@@ -295,11 +471,12 @@ impl Bot {
         result.map(|text| Job::StreamEnd {
             live: streamer.live(),
             text,
+            done: None,
         })
     }
 
     /// Keep "typing…" on while awaited (never completes); the first one is sent by
-    /// `process` before the turn starts.
+    /// `run` before the turn starts.
     async fn typing(&self, chat_id: i64) -> Result<String, AgentError> {
         loop {
             smol::Timer::after(Duration::from_secs(TYPING_REFRESH_SECS)).await;
@@ -307,31 +484,104 @@ impl Bot {
         }
     }
 
-    /// At shutdown: tell every chat whose message is running or queued to resend it.
-    /// Returns how many chats were told.
+    /// `YYYY-MM-DD HH:MM` in `agent.timezone`.
+    fn local_time(&self, at: i64) -> String {
+        let full = crate::time::clock::format_at(at, &self.timezone);
+        full.get(..16).unwrap_or(&full).to_string()
+    }
+
+    /// At start, before polling: send undelivered answers again, queue unanswered turns
+    /// before the waiting messages, tell chats what is too old (`recover`), and start the
+    /// turns. Returns (answers sent again, turns resumed, chats told).
+    pub async fn recover(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+    ) -> (usize, usize, usize) {
+        let (t, epoch) = (now(), build_epoch());
+        let owed = self.db.owed_replies().unwrap_or_else(|e| {
+            log::warn!("telegram: cannot read the answers owed: {e}");
+            Vec::new()
+        });
+        let mut plan = recover::plan(&owed, t, epoch);
+        // Marked handled first (one commit): nothing is answered or told twice, even by
+        // a crash. Waiting messages too old to answer go too (none while the clock is
+        // unset: their age is unknown).
+        let db = &self.db;
+        let before = t.saturating_sub(recover::RECOVER_MAX_AGE_SECS);
+        let old = db.deferred_sync(|| {
+            db.write_batch(|| {
+                db.replies_done(&plan.done)?;
+                db.inbox_drop_before(if t >= epoch { before } else { 0 }, epoch)
+            })
+        });
+        match old {
+            Ok(old) => {
+                for (chat, at) in old {
+                    recover::tell(&mut plan.tell, chat, at);
+                }
+            }
+            Err(e) => log::warn!("telegram: cannot record the recovery: {e}"),
+        }
+        for told in &plan.tell {
+            log::warn!(
+                "telegram: {} message(s) of chat {} not answered after the restart (too old or too many)",
+                told.count,
+                told.chat_id
+            );
+            let Told { chat_id, since, .. } = *told;
+            let text = recover::told_text(told, &self.local_time(since));
+            self.send(Job::notice(chat_id, text, None)).await;
+        }
+        let resent = plan
+            .resume
+            .iter()
+            .filter(|(_, t)| t.answer.is_some())
+            .count();
+        let counts = (resent, plan.resume.len() - resent, plan.tell.len());
+        *self.resume.borrow_mut() = plan.resume;
+        self.fill(ex);
+        counts
+    }
+
+    /// At shutdown: tell every chat whose message is being answered or waits that it will
+    /// be answered after the restart. Returns how many chats were told.
     pub fn tell_unanswered_chats(&self) -> usize {
         let mut chats: Vec<i64> = self.running.borrow().clone();
-        for (session, req) in self.router.borrow_mut().drain_queued() {
-            log::warn!("telegram: dropped a queued message in {session} at shutdown");
-            if !chats.contains(&req.chat_id) {
-                chats.push(req.chat_id);
-            }
-        }
+        chats.extend(self.resume.borrow().iter().map(|(c, _)| *c));
+        chats.extend(
+            self.db
+                .inbox_chats(&[], MAX_TOLD_AT_SHUTDOWN)
+                .unwrap_or_default(),
+        );
         let mut told = 0;
-        for chat_id in chats {
-            log::warn!("telegram: abandoned the unanswered message in chat {chat_id} at shutdown");
-            let job = Job::Notice {
-                chat_id,
-                text: RESTART_NOTICE.to_string(),
-                reply_to: None,
-            };
-            if self.outbox.try_push(job) {
+        for (i, &chat_id) in chats.iter().enumerate() {
+            if chats[..i].contains(&chat_id) {
+                continue;
+            }
+            log::warn!("telegram: chat {chat_id} is answered after the restart");
+            if self
+                .outbox
+                .try_push(Job::notice(chat_id, RESTART_NOTICE, None))
+            {
                 told += 1;
             }
         }
         told
     }
 }
+
+/// The notice for a turn that failed.
+fn sorry(session: &str, chat_id: i64, t: &Turn, e: &AgentError) -> Job {
+    log::warn!("telegram: the turn in {session} failed: {e}");
+    Job::notice(
+        chat_id,
+        format!("Sorry, I could not answer that: {e}"),
+        t.reply_to,
+    )
+}
+
+/// Most chats with waiting messages told at shutdown (the sender's queue bounds it too).
+const MAX_TOLD_AT_SHUTDOWN: usize = 64;
 
 /// Puts approval questions to a Telegram chat (the session is `telegram:<chat_id>`).
 struct TelegramAsker {
@@ -340,43 +590,14 @@ struct TelegramAsker {
 
 impl Asker for TelegramAsker {
     fn ask(&self, session: &str, question: &str) -> AskFuture {
-        let chat_id = session
-            .strip_prefix("telegram:")
-            .and_then(|id| id.parse::<i64>().ok());
+        let chat_id = chat_of(session);
         let outbox = self.outbox.clone();
         let text = question.to_string();
         Box::pin(async move {
             let Some(chat_id) = chat_id else {
                 return false;
             };
-            let job = Job::Notice {
-                chat_id,
-                text,
-                reply_to: None,
-            };
-            outbox.push(job).await
+            outbox.push(Job::notice(chat_id, text, None)).await
         })
-    }
-}
-
-/// Lists a chat as running for as long as it lives (also when its task is dropped).
-struct Running<'a> {
-    list: &'a RefCell<Vec<i64>>,
-    chat_id: i64,
-}
-
-impl<'a> Running<'a> {
-    fn enter(list: &'a RefCell<Vec<i64>>, chat_id: i64) -> Running<'a> {
-        list.borrow_mut().push(chat_id);
-        Running { list, chat_id }
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        let mut l = self.list.borrow_mut();
-        if let Some(i) = l.iter().position(|c| *c == self.chat_id) {
-            l.swap_remove(i);
-        }
     }
 }

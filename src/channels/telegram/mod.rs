@@ -3,7 +3,7 @@
 //! ```text
 //!  poller thread            executor thread                    sender thread
 //!  ─────────────            ───────────────                    ─────────────
-//!  poller ──Update──▶ bot (rules: inbound, turns: router)
+//!  poller ──Update──▶ bot (rules: inbound, waiting: store::inbox)
 //!   (getUpdates)       │ replies, notices, "typing…"
 //!                      ├──────────── Job ─▶ outbox ─▶ sender ─┬─▶ reply (send, retry,
 //!                      │                                      │    plain fallback)
@@ -14,10 +14,11 @@
 //!
 //! - Poller thread: `poller` long-polls `getUpdates` and hands updates to the executor
 //!   over a bounded channel.
-//! - Executor: `bot` applies `inbound`'s rules and runs turns through the agent's
-//!   router; everything it sends becomes an `outbox::Job` on the `Outbox` (never an
-//!   HTTP call). A streamed reply's `stream::Streamer` collects the text and queues
-//!   `Preview` jobs.
+//! - Executor: `bot` applies `inbound`'s rules, keeps messages in SQLite until their
+//!   turn (`store::inbox`), runs turns through the agent, and at start does what
+//!   `recover` decides about what a crash left unanswered; everything it sends becomes
+//!   an `outbox::Job` on the `Outbox` (never an HTTP call). A streamed reply's
+//!   `stream::Streamer` collects the text and queues `Preview` jobs.
 //! - Sender thread: `sender` runs the jobs in order: replies, notices and deliveries
 //!   through `reply` (markdown to `html`, `split` to the length limit, retries,
 //!   plain-text fallback), previews and the end of streamed replies through `preview`.
@@ -25,8 +26,9 @@
 //!   (`channels::deliver`).
 //! - Shared: `live` (one streamed reply's state: written by `stream`, shown by
 //!   `preview`; its `Mutex` is never held across I/O).
-//! - Pure, any thread: `html`, `split`, `inbound`, `backoff` (its `Stop::sleep` blocks
-//!   the calling thread), and `api`'s request and answer parsing (its calls block).
+//! - Pure, any thread: `html`, `split`, `inbound`, `recover`, `backoff` (its
+//!   `Stop::sleep` blocks the calling thread), and `api`'s request and answer parsing
+//!   (its calls block). The sender reports delivered turns back over the `Outbox`.
 //!
 //! No file here imports a file that imports it back.
 
@@ -39,6 +41,7 @@ pub mod live;
 pub mod outbox;
 pub mod poller;
 pub mod preview;
+pub mod recover;
 pub mod reply;
 pub mod sender;
 pub mod split;

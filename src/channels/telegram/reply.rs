@@ -6,14 +6,17 @@
 //! through [`deliver_parts`].
 //!
 //! Why it exists: a reply must never be silently lost. Each part is retried on 429
-//! (after `retry_after`), 5xx and network errors (exponential backoff); a 400 "can't
+//! (after `retry_after`), 5xx and network errors (exponential backoff, 1 s → 60 s) for
+//! `Backoff::reply_window` (10 minutes: a board that loses Wi-Fi for a while still
+//! answers); other refusals (400, 403) are not retried; a 400 "can't
 //! parse entities" resends the rest of the reply as plain text; a reply that still
 //! fails is reported to the caller (the sender thread logs it with its chat id).
 //! Every outgoing text passes through the scrubber (a model could echo a secret).
 //!
 //! # Bounds
-//! - Each message part is tried at most `MAX_SEND_ATTEMPTS` times; a 429 wait is capped
-//!   by `Backoff::retry_after`.
+//! - Each message part is retried until `Backoff::reply_window` has passed since its
+//!   first failure; a 429 wait is capped by `Backoff::retry_after`. Shutdown (`Stop`)
+//!   ends the wait at once.
 //! - Parts are at most `TELEGRAM_MAX_MESSAGE_UTF16` UTF-16 code units; a reply goes
 //!   out in at most `MAX_REPLY_PARTS` messages, the last one ending with `CUT_MARKER`
 //!   when more was cut.
@@ -31,8 +34,6 @@ use super::split::{TELEGRAM_MAX_MESSAGE_UTF16, split_html, split_plain, utf16_le
 use crate::security::scrub::scrub;
 use std::fmt;
 
-/// Tries per message part before the reply is given up (and logged).
-pub const MAX_SEND_ATTEMPTS: u32 = 5;
 /// Most messages one reply or delivery goes out in (64 Ki UTF-16 units).
 pub const MAX_REPLY_PARTS: usize = 16;
 /// Ends the last message of a reply that was cut at `MAX_REPLY_PARTS`.
@@ -218,7 +219,7 @@ where
     Ok(sent)
 }
 
-/// One part, retried on 429, 5xx and network errors.
+/// One part, retried on 429, 5xx and network errors for `backoff.reply_window`.
 fn send_part<F>(
     send: &mut F,
     msg: &OutText<'_>,
@@ -229,9 +230,8 @@ where
     F: FnMut(&OutText<'_>) -> Result<(), ApiError>,
 {
     let mut delay = ErrorDelay::new(backoff);
-    let mut attempt = 0;
+    let mut failing_since = None;
     loop {
-        attempt += 1;
         let e = match send(msg) {
             Ok(()) => return Ok(()),
             Err(e) => e,
@@ -241,7 +241,11 @@ where
             e if e.is_transient() => delay.next_delay(),
             _ => return Err(SendError::Api(e)),
         };
-        if attempt >= MAX_SEND_ATTEMPTS {
+        if failing_since
+            .get_or_insert_with(std::time::Instant::now)
+            .elapsed()
+            >= backoff.reply_window
+        {
             return Err(SendError::Api(e));
         }
         log::debug!(
@@ -352,9 +356,30 @@ mod tests {
                 sent: 0
             })
         );
-        let mut f = Fake::new(vec![Err(ApiError::Server { status: 500 }); 10]);
-        let r = run(&mut f, "x", false).unwrap_err();
+        // Transient failures are retried for the whole window, then given up.
+        let mut f = Fake::new(vec![Err(ApiError::Server { status: 500 }); 8]);
+        assert_eq!(
+            run(&mut f, "x", false),
+            Ok(1),
+            "8 quick failures: still sent"
+        );
+        let b = Backoff {
+            reply_window: std::time::Duration::from_millis(30),
+            ..Backoff::scaled(0.001)
+        };
+        let mut f = Fake::new(vec![Err(ApiError::Server { status: 500 }); 10_000]);
+        let r = deliver(
+            &mut |m: &OutText<'_>| f.send(m),
+            1,
+            "x",
+            false,
+            None,
+            &b,
+            &Stop::new(),
+        )
+        .unwrap_err();
         assert_eq!(r.error, SendError::Api(ApiError::Server { status: 500 }));
+        assert!(f.script.len() < 10_000 - 3, "retried more than once");
     }
 
     #[test]

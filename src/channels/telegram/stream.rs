@@ -150,6 +150,13 @@ impl StreamSink for LiveSink {
             self.live.end_round();
         }
     }
+
+    /// A failed attempt's text is replaced by the next attempt's, in the same draft or
+    /// message (and the final answer replaces whatever is shown): always possible.
+    fn retract(&mut self) -> bool {
+        self.live.end_round();
+        true
+    }
 }
 
 #[cfg(test)]
@@ -167,12 +174,15 @@ mod tests {
         sink.round_end(false);
         sink.text(" it");
         assert_eq!(s.live().lock().text, "Found it");
+        assert!(sink.retract(), "a cut attempt's text can be replaced");
+        sink.text("Again");
+        assert_eq!(s.live().lock().text, "Again");
     }
 
     #[test]
     fn the_pump_queues_one_preview_per_new_text() {
         let s = Streamer::with_interval(-5, None, Duration::ZERO);
-        let (outbox, rx) = Outbox::new();
+        let (outbox, rx) = Outbox::new(Default::default());
         let mut sink = s.sink();
         sink.text("hello");
         let job = smol::block_on(smol::future::or(
