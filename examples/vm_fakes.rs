@@ -29,8 +29,9 @@
 //! `--tls` is the switch for HTTPS fakes: the Bot API and model URLs become `https://`
 //! and the VMFAKES line gains `ca=PATH`, the CA certificate that `scripts/board-vm.sh
 //! --tls` copies into the guest for `tls.ca_file` (the certificate must name `yc-host`,
-//! the guest's name for the host). The control server stays plain HTTP. The fakes here are
-//! plain HTTP only, so `--tls` exits 2 with a message until TLS fakes exist.
+//! the guest's name for the host). The control server stays plain HTTP. Every answer
+//! carries a `Date` of the host's clock (`fake_http`), from which a guest whose clock says
+//! 1970 takes its time over HTTPS.
 //!
 //! # Bounds
 //! Everything ends after `--timeout-secs` (default 540) with exit 1 when `/stop` never came.

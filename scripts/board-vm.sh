@@ -13,9 +13,14 @@
 # heartbeat` delivers a check-in; the gateway resumes its scheduler; SIGTERM ends it with
 # exit 0 and no ERROR line in its log. Reported from inside the VM: the gateway's VmHWM and
 # VmRSS, MemAvailable (lowest during the run), time per message.
+# With --tls nothing sets the guest's clock: the binary takes the time from the Date of
+# its first verified HTTPS answer (`doctor` shows it on its `time` line), the gateway
+# resumes cron and heartbeat by itself, and its own heartbeat timer (every 5 minutes)
+# delivers the check-in; the system clock still says 1970 at the end.
 #
 # Options:
-#   -n N              messages to send (default 100; every 20 hold each kind of turn)
+#   -n N              messages to send (default 100, 200 with --tls; every 20 hold each
+#                     kind of turn)
 #   --chats C         users sending at once, one turn in flight each (default 2)
 #   --arch riscv64    the riscv64gc build instead (Milk-V Duo class): qemu-system-riscv64
 #                     -M virt, Debian sid's riscv64 kernel (bookworm has no riscv64 port);
@@ -26,12 +31,13 @@
 #   --no-install      do not apt-get install qemu-system-arm/cpio (skip instead)
 #   --disk MB         the home on an ext4 disk of MB (virtio-blk, like the board's SD card;
 #                     default 64; 0: on the VM's RAM-backed root instead)
-#   --timeout SECS    kill the VM after this long (default 480)
+#   --timeout SECS    kill the VM after this long (default 480, 720 with --tls)
 #   --tls             HTTPS fakes (vm_fakes --tls, a CA made for the run):
 #                     the CA file vm_fakes names (`ca=PATH` on its VMFAKES line) is copied
 #                     into the VM as /etc/yc-ca.pem and set as `tls.ca_file`; the guest
 #                     reaches the host as `yc-host` (its /etc/hosts: 10.0.2.2), so the fakes'
-#                     certificate must name DNS:yc-host (or IP:10.0.2.2, YC_VM_HOST=10.0.2.2)
+#                     certificate must name DNS:yc-host (or IP:10.0.2.2, YC_VM_HOST=10.0.2.2);
+#                     the heartbeat runs every 5 minutes and the guest's clock is never set
 #   --ca-file PATH    that CA file instead of the one vm_fakes names (implies --tls)
 #   --keep            keep the work dir (console log, initramfs)
 #   -h, --help        this text
@@ -49,7 +55,7 @@ cd "$ROOT" || exit 1
 # shellcheck source=scripts/vm/lib.sh
 . "$ROOT/scripts/vm/lib.sh"
 
-n=100 chats=2 bin="" build=1 disk_mb=64 timeout=480 ca_file="" tls=0 keep=0
+n="" chats=2 bin="" build=1 disk_mb=64 timeout="" ca_file="" tls=0 keep=0
 arch=arm64
 while [ $# -gt 0 ]; do
     case $1 in
@@ -68,6 +74,11 @@ while [ $# -gt 0 ]; do
         *) echo "board-vm: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+
+# Over HTTPS the run also waits for the gateway's own heartbeat (HB_MINS after it starts).
+hb_mins=5
+[ -n "$n" ] || { n=100; [ $tls = 1 ] && n=200; }
+[ -n "$timeout" ] || { timeout=480; [ $tls = 1 ] && timeout=720; }
 
 case $arch in
     arm64|aarch64) arch=arm64 T=aarch64-unknown-linux-musl elf=aarch64 cpu="cortex-a53, 64 MB" ;;
@@ -172,6 +183,7 @@ fi
     echo "N=$n"
     echo "WAIT_SECS=$(( timeout - 120 > 60 ? timeout - 120 : 60 ))"
     [ -n "$ca_file" ] && echo "CA_FILE=/etc/yc-ca.pem"
+    [ $tls = 1 ] && echo "TLS=1" && echo "HB_MINS=$hb_mins"
 } >"$work/env"
 
 # ---- the disk: ext4 on virtio-blk, mounted at /root in the guest ----
@@ -235,7 +247,8 @@ fi
 m() { vm_metric "$log" "$1"; }
 kib_mib() { awk -v k="$1" 'BEGIN { if (k == "" || k == "na") print "na"; else printf "%.2f MiB", k / 1024 }'; }
 echo
-echo "== board VM figures ($T, $cpu, under TCG; kernel $VM_KVER) =="
+proto="plain HTTP, the clock set from the host"; [ $tls = 1 ] && proto="HTTPS with tls.ca_file, the clock left in 1970"
+echo "== board VM figures ($T, $cpu, under TCG; kernel $VM_KVER; $proto) =="
 printf '  %-46s %s\n' \
     "gateway VmHWM (peak RSS)" "$(kib_mib "$(m gateway_vmhwm_kib)")" \
     "gateway VmRSS at the end of the run" "$(kib_mib "$(m gateway_vmrss_kib)")" \
@@ -246,6 +259,7 @@ printf '  %-46s %s\n' \
     "host view: mean / p50 / p90 / max turn latency" "$(sed -n 's/.*lat_mean_ms=\([0-9]*\).*lat_p50_ms=\([0-9]*\).*lat_p90_ms=\([0-9]*\).*lat_max_ms=\([0-9]*\).*/\1 \/ \2 \/ \3 \/ \4 ms/p' <<<"$result")" \
     "yoctoclaw --version in the VM" "$(m version_ms) ms" \
     "SIGTERM to exit" "$(m sigterm_exit_ms) ms" \
+    "heartbeat" "$(if [ $tls = 1 ]; then echo "the gateway's own timer, delivered $(m heartbeat_after_start_s) s after it started (every $hb_mins min)"; else echo "yoctoclaw heartbeat, after the clock was set"; fi)" \
     "gateway log WARN / ERROR lines" "$(m log_warnings) / $(m log_errors)" \
     "binary" "$(m binary_bytes) bytes"
 echo "  host: $result"

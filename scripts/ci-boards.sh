@@ -10,6 +10,10 @@
 #      http://127.0.0.1:PORT/v1 prints "pong"
 #   5. the same turn against http://localhost:PORT/v1: name resolution works in the binary
 #   6. each boards/*.conf runtime default config.json is accepted (one agent turn on it)
+#   7. a TLS round trip: the fake provider over HTTPS (`fake_provider --tls`, a CA made for
+#      the run, a certificate for localhost): `agent -m ping` against
+#      https://localhost:PORT/v1 with `tls.ca_file` in config.json prints "pong"; without
+#      tls.ca_file the same turn is refused with the sentence naming tls.ca_file
 # and print each stripped size against the SPEC budget (aarch64 <= 2.5 MB, stretch 2.0 MB).
 #
 #   scripts/ci-boards.sh [--no-install] [--smoke-only] [--gnu] [TRIPLE ...]
@@ -19,7 +23,8 @@
 #   --gnu          glibc binaries (aarch64, riscv64gc) instead of static musl (what CI falls
 #                  back to by itself when zig cannot be installed)
 # Environment: BOARDS_FAKE_PROVIDER (an executable to use instead of building
-# examples/fake_provider; it must print "PORT <n>" on stdout), BOARDS_ENFORCE_BUDGET=1 (fail
+# examples/fake_provider; it must print "PORT <n>" on stdout, and with --tls also
+# "CA <path>"), BOARDS_ENFORCE_BUDGET=1 (fail
 # when aarch64 is over 2.5 MB), BOARDS_QEMU_TIMEOUT_SECS (per qemu run, default 180), and those
 # of scripts/build-boards.sh.
 # The last line is "boards: N passed, N failed"; the exit status is 0 only if nothing failed.
@@ -125,11 +130,13 @@ if [ $build = 1 ]; then
 fi
 
 # ---- 3. the fake provider on loopback (host binary) ----
-fake_pid=""
+fake_pid="" tls_pid="" tls_ca=""
 fake_out=$(mktemp)
 cleanup() {
     if [ -n "$fake_pid" ]; then kill "$fake_pid" 2>/dev/null; wait "$fake_pid" 2>/dev/null; fi
-    rm -f "$fake_out" "$fake_out.err"
+    if [ -n "$tls_pid" ]; then kill "$tls_pid" 2>/dev/null; wait "$tls_pid" 2>/dev/null; fi
+    rm -f "$fake_out" "$fake_out.err" "$fake_out.tls"
+    case $tls_ca in "${TMPDIR:-/tmp}"/yc-fake-provider-ca-*.pem) rm -f "$tls_ca" ;; esac
     [ -n "${smoke_tmp:-}" ] && rm -rf "$smoke_tmp"
 }
 trap cleanup EXIT
@@ -156,6 +163,18 @@ if [ -n "$fake_bin" ]; then
         sleep 0.1
     done
     if [ -n "$port" ]; then log "fake provider on 127.0.0.1:$port"; else bad "fake provider printed no 'PORT <n>' line"; fi
+    # The same over HTTPS, for the TLS round trip (7).
+    "$fake_bin" --tls >"$fake_out.tls" 2>/dev/null &
+    tls_pid=$!
+    for _ in $(seq 1 300); do
+        tls_port=$(sed -n 's/^PORT \([0-9][0-9]*\).*/\1/p' "$fake_out.tls" | head -n 1)
+        tls_ca=$(sed -n 's/^CA //p' "$fake_out.tls" | head -n 1)
+        [ -n "$tls_port" ] && [ -n "$tls_ca" ] && break
+        kill -0 "$tls_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ -n "${tls_port:-}" ] && [ -f "$tls_ca" ]; then log "fake provider over HTTPS on 127.0.0.1:$tls_port (CA $tls_ca)"
+    else bad "fake provider --tls printed no 'PORT <n>' and 'CA <path>' lines"; tls_port=""; fi
 fi
 
 # ---- 4. smoke tests under qemu-user ----
@@ -265,6 +284,32 @@ for t in "${triples[@]}"; do
             fi
             extra_env=()
         done
+    fi
+
+    # 7. a TLS round trip: HTTPS to the fake, its certificate checked against tls.ca_file
+    if [ -n "${tls_port:-}" ]; then
+        thome="$d/tls-home"; mkdir -p "$thome"
+        url="https://localhost:$tls_port/v1"
+        printf '{ "provider": { "kind": "openai", "base_url": "%s", "model": "fake" }, "tls": { "ca_file": "%s" } }\n' \
+            "$url" "$tls_ca" >"$thome/config.json"
+        extra_env=(YOCTOCLAW_API_KEY=ci-dummy-key)
+        if run_board "$d" "$d/tls.onboard" "${qemu[@]}" "$bin" --home "$thome" onboard \
+            && run_board "$d" "$d/tls.out" "${qemu[@]}" "$bin" --home "$thome" agent -m ping \
+            && grep -q pong "$d/tls.out"; then
+            ok "$t: TLS round trip: agent -m ping via $url with tls.ca_file -> $(head -c 80 "$d/tls.out" | tr '\n' ' ')"
+        else
+            bad "$t: TLS round trip via $url with tls.ca_file (exit $?): $(head -c 300 "$d/tls.out" "$d/tls.out.err" 2>/dev/null | tr '\n' ' ')"
+        fi
+        # Without tls.ca_file the run's CA is unknown: refused, with the sentence that says
+        # what to do.
+        printf '{ "provider": { "kind": "openai", "base_url": "%s", "model": "fake" } }\n' "$url" >"$thome/config.json"
+        run_board "$d" "$d/tls-noca.out" "${qemu[@]}" "$bin" --home "$thome" agent -m ping; rc=$?
+        if [ $rc != 0 ] && ! grep -q pong "$d/tls-noca.out" && grep -q '^yoctoclaw: .*tls.ca_file' "$d/tls-noca.out.err"; then
+            ok "$t: TLS without tls.ca_file refused (exit $rc): $(grep -m1 '^yoctoclaw: .*tls.ca_file' "$d/tls-noca.out.err" | cut -c12-200)"
+        else
+            bad "$t: TLS without tls.ca_file (exit $rc): $(head -c 300 "$d/tls-noca.out" "$d/tls-noca.out.err" 2>/dev/null | tr '\n' ' ')"
+        fi
+        extra_env=()
     fi
 done
 

@@ -3,13 +3,20 @@
 # without hardware.
 #   arm64  qemu-system-aarch64 -M virt -cpu cortex-a53 -m 64M: /dev/gpiochip0 is the
 #          board's PL061 GPIO controller (8 lines); runs the aarch64 static binary
+#          (gpio_keys loaded: line 3, the power button, is held by the kernel)
 #   amd64  qemu-system-x86_64 -m 128M with i2c-dev and i2c-stub (chip_addr=0x48):
 #          /dev/i2c-0 with a chip at 0x48 that reads back what is written; runs the
-#          x86_64 static musl binary
+#          x86_64 static musl binary. User-mode networking, and on the host a fake model
+#          (examples/fake_provider.rs --tool i2c …: an `i2c` read_reg call of register
+#          0x00 at 0x48, then a sentence judging the result against 30 °C), reached from
+#          the guest as $MODEL_URL (http://10.0.2.2:PORT/v1), for a scheduled job that
+#          reads the sensor (`cron add` + `cron run`); afterwards the host checks the
+#          model saw the call's result
 # In each, a command list runs (scripts/vm/cmds-guest.sh: `$ command`, `> expected
-# text`, `! unexpected text`, `? exit status`); the defaults are scripts/vm/hw-arm64.cmds
-# and scripts/vm/hw-amd64.cmds. The binary is /usr/bin/yoctoclaw in the VM; more files
-# go in with --file.
+# text`, `! unexpected text`, `? exit status`, `= NAME=VALUE`); the defaults are
+# scripts/vm/hw-arm64.cmds and scripts/vm/hw-amd64.cmds, which run the binary's own
+# tools through `yoctoclaw hw TOOL JSON [--yes]`. The binary is /usr/bin/yoctoclaw in
+# the VM; more files go in with --file.
 #
 #   scripts/hw-vm.sh [options] [arm64|amd64 ...]     (default: both)
 #
@@ -23,7 +30,8 @@
 #   --timeout SECS       per VM (default 300)
 #   --verbose            print every command's output, not only failed ones
 #   --keep               keep the console logs
-# Environment: those of scripts/vm/lib.sh, BOARDS_DIST.
+# Environment: those of scripts/vm/lib.sh, BOARDS_DIST, YC_HW_FAKE_PROVIDER (a
+# fake_provider binary to use instead of building examples/fake_provider).
 #
 # A VM that cannot be had here prints `SKIPPED: hw-vm-<arch> (<reason>)` and counts as
 # skipped, never passed; with YC_VM_SKIP_EXIT=N a run with a skip exits N. The last line
@@ -67,8 +75,33 @@ bad() { failed=$((failed + 1)); summary+=("FAIL  $*"); say "FAIL $*"; }
 skip() { skipped=$((skipped + 1)); summary+=("SKIP  $*"); echo "SKIPPED: $*"; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/yc-hw-vm.XXXXXX")
-cleanup() { if [ $keep = 1 ]; then say "work dir kept: $work"; else rm -rf "$work"; fi; }
+model_pid=""
+cleanup() {
+    if [ -n "$model_pid" ] && kill -0 "$model_pid" 2>/dev/null; then kill "$model_pid" 2>/dev/null; wait "$model_pid" 2>/dev/null; fi
+    if [ $keep = 1 ]; then say "work dir kept: $work"; else rm -rf "$work"; fi
+}
 trap cleanup EXIT
+
+# The scheduled sensor job's model (amd64): one native i2c call, then a sentence.
+SENSOR_CALL='{"action":"read_reg","bus":"i2c-0","address":"0x48","register":"0x00"}'
+start_model() { # -> MODEL_PORT, or returns 1
+    local fake=${YC_HW_FAKE_PROVIDER:-}
+    if [ -z "$fake" ]; then
+        fake=$(nice -n 10 cargo build --quiet --example fake_provider --message-format=json 2>"$work/fake-build.err" \
+            | grep -o '"executable":"[^"]*"' | tail -n 1 | sed 's/^"executable":"//; s/"$//')
+        [ -n "$fake" ] || { tail -n 20 "$work/fake-build.err"; return 1; }
+    fi
+    "$fake" --tool i2c "$SENSOR_CALL" >"$work/model.out" 2>"$work/model.err" &
+    model_pid=$!
+    MODEL_PORT=""
+    for _ in $(seq 1 100); do
+        MODEL_PORT=$(sed -n 's/^PORT \([0-9][0-9]*\).*/\1/p' "$work/model.out" | head -n 1)
+        [ -n "$MODEL_PORT" ] && return 0
+        kill -0 "$model_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    return 1
+}
 
 run_vm() { # arch
     local a=$1 s rc bin t=${triple[$1]}
@@ -89,17 +122,25 @@ run_vm() { # arch
         fi
     fi
     [ -f "${cmds[$a]}" ] || { bad "hw-vm-$a: no command list ${cmds[$a]}"; return; }
-    local mods=() qargs=()
-    case $a in
-        arm64) qargs=(-rtc base=1970-01-02) ;;
-        amd64) mods=(--module i2c-dev --module "i2c-stub chip_addr=0x48"); qargs=(-rtc base=1970-01-02) ;;
-    esac
+    local mods=() qargs=() net=()
     echo "VERBOSE=$verbose" >"$work/env-$a"
+    case $a in
+        arm64) mods=(--module gpio_keys); qargs=(-rtc base=1970-01-02) ;;
+        amd64)
+            mods=(--module i2c-dev --module "i2c-stub chip_addr=0x48" --module virtio_net --module virtio_pci)
+            net=(--net)
+            qargs=(-rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0)
+            if start_model; then
+                echo "export MODEL_URL=http://10.0.2.2:$MODEL_PORT/v1" >>"$work/env-$a"
+            else
+                bad "hw-vm-$a: the fake model (examples/fake_provider --tool) did not start: $(head -c 300 "$work/model.err" 2>/dev/null)"
+            fi ;;
+    esac
     local initrd="$work/initrd-$a.gz"
     # The command list and settings go in as /test/cmds and /test/env, sourced first.
     printf '. /test/env\n' >"$work/run-$a.sh"
     cat "$ROOT/scripts/vm/cmds-guest.sh" >>"$work/run-$a.sh"
-    if ! vm_initramfs --out "$initrd" --bin "$bin" --script "$work/run-$a.sh" "${mods[@]}" \
+    if ! vm_initramfs --out "$initrd" --bin "$bin" --script "$work/run-$a.sh" "${mods[@]}" "${net[@]}" \
         --file "${cmds[$a]}:/test/cmds" --file "$work/env-$a:/test/env" "${extra[@]}"; then
         bad "hw-vm-$a: building the initramfs"; return
     fi
@@ -116,6 +157,20 @@ run_vm() { # arch
         tail -n 30 "$log"
     else
         bad "hw-vm-$a: $nf of $((np + nf)) commands failed (VM $VM_SECS s)"
+    fi
+    # The scheduled job's model: asked once (it called i2c), then shown the read's result.
+    # (A list of your own that never asks it is not judged.)
+    if [ -n "$model_pid" ]; then
+        kill "$model_pid" 2>/dev/null; wait "$model_pid" 2>/dev/null; model_pid=""
+    fi
+    if [ -f "$work/model.out" ] && { grep -q '^REQUEST' "$work/model.out" || [ "${cmds[$a]}" = "$ROOT/scripts/vm/hw-amd64.cmds" ]; }; then
+        sed 's/^/    model| /' "$work/model.out"
+        if grep -q '^REQUEST 1 tool-call$' "$work/model.out" \
+            && grep -q '^REQUEST 2 tool-result .*I2C read /dev/i2c-0 address 0x48 register 0x00, 1 bytes -> 0x' "$work/model.out"; then
+            ok "hw-vm-$a: the host's fake model got the job's i2c call result: $(sed -n 's/^REQUEST 2 tool-result //p' "$work/model.out" | cut -c1-100)"
+        else
+            bad "hw-vm-$a: the host's fake model did not see an i2c read_reg result (requests above)"
+        fi
     fi
 }
 

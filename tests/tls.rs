@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::fake_http::{FakeServer, Response, json_str, openai_text};
+use support::fake_http::{FakeServer, Response, http_date, json_str, openai_text};
 use support::fake_telegram::FakeTelegram;
 use support::tls::{self, DAY_SECS, Mode, Switch, TestCa, unix_now};
 use support::{TempHome, text};
@@ -454,20 +454,6 @@ fn with_the_clock_in_1970_a_certificate_valid_at_build_time_is_accepted() {
     assert_no_host(&s, model.port());
 }
 
-/// An HTTP date (`Tue, 24 Nov 2026 09:00:00 GMT`) of `unix`.
-fn http_date(unix: i64) -> String {
-    let c = yoctoclaw::time::civil::CivilDateTime::from_unix(unix);
-    let days = unix.div_euclid(86_400);
-    let wd = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days.rem_euclid(7) as usize];
-    let mon = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ][usize::from(c.month) - 1];
-    format!(
-        "{wd}, {:02} {mon} {} {:02}:{:02}:{:02} GMT",
-        c.day, c.year, c.hour, c.minute, c.second
-    )
-}
-
 /// Two turns in one `agent` process (two lines on stdin) at the clock `now`.
 fn two_turns(home: &TempHome, now: &str) {
     use std::io::Write as _;
@@ -533,6 +519,50 @@ fn with_the_clock_in_1970_the_time_comes_from_the_date_of_an_https_answer() {
     assert!(
         reqs[1].body.contains("Current time: 1970-01-02"),
         "plain HTTP"
+    );
+}
+
+#[test]
+fn the_fakes_date_every_answer_as_a_real_server_does() {
+    // The board VM's 1970 clock is set from these Dates over HTTPS: each answer of the
+    // fakes carries one the binary's parser reads back, of the time it was sent.
+    for t in (0..4_000_000_000i64)
+        .step_by(7_777_777)
+        .chain([951_782_400, 4_107_542_399])
+    {
+        let d = http_date(t);
+        assert_eq!(yoctoclaw::time::civil::parse_http_date(&d), Some(t), "{d}");
+    }
+    assert_eq!(http_date(784_111_777), "Sun, 06 Nov 1994 08:49:37 GMT");
+    assert_eq!(http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+    let own = FakeServer::start(|r| {
+        if r.path == "/own" {
+            Response::text(200, "x").with_header("Date", "Sun, 06 Nov 1994 08:49:37 GMT")
+        } else {
+            Response::text(200, "x")
+        }
+    });
+    let head = |path: &str| {
+        use std::io::Write as _;
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", own.port())).unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        s.lines()
+            .filter_map(|l| l.strip_prefix("Date: "))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let before = unix_now();
+    let dates = head("/");
+    let after = unix_now();
+    assert_eq!(dates.len(), 1, "{dates:?}");
+    let t = yoctoclaw::time::civil::parse_http_date(&dates[0]).unwrap();
+    assert!(before <= t && t <= after, "{dates:?}");
+    assert_eq!(
+        head("/own"),
+        ["Sun, 06 Nov 1994 08:49:37 GMT"],
+        "the handler's own"
     );
 }
 

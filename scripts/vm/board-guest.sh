@@ -10,17 +10,25 @@
 #   5. yoctoclaw gateway: the fakes send N Telegram messages (tool calls, a long reply,
 #      a provider 500 retried); wait until every one is answered, sampling the gateway's
 #      VmRSS/VmHWM and the VM's MemAvailable twice a second
-#   6. the clock is set from the host's (as NTP would); `yoctoclaw heartbeat` checks in
-#      and its reply reaches Telegram; the gateway's scheduler notices the clock and resumes
+#   6. plain HTTP: the clock is set from the host's (as NTP would); `yoctoclaw heartbeat`
+#      checks in and its reply reaches Telegram; the gateway's scheduler notices the clock
+#      and resumes.
+#      HTTPS (TLS=1): the system clock is left in 1970; the gateway takes the time from the
+#      Date of its first verified HTTPS answer, resumes cron and heartbeat by itself, and
+#      its own heartbeat timer (every HB_MINS minutes) delivers a check-in to Telegram;
+#      at the end the system clock still says 1970
 #   7. SIGTERM: the gateway exits 0; its log holds no ERROR line
 # Prints `YC-VM-CHECK PASS|FAIL text` and `YC-VM-METRIC key=value` lines; exits with the
 # number of failed checks.
 #
 # /test/env (written by board-vm.sh) sets BOT_URL MODEL_URL CTL_URL TOKEN ALLOW N
-# WAIT_SECS and optionally CA_FILE (a CA certificate in the guest, for `tls.ca_file`) and
-# DISK (an ext4 block device mounted at /root, where the home lives, like an SD card).
+# WAIT_SECS and optionally CA_FILE (a CA certificate in the guest, for `tls.ca_file`),
+# TLS=1 with HB_MINS (the fakes are on HTTPS: step 6 as above) and DISK (an ext4 block
+# device mounted at /root, where the home lives, like an SD card).
 
 . /test/env
+TLS=${TLS:-0}
+HB_MINS=${HB_MINS:-30}
 H=/root/.yoctoclaw
 fails=0
 
@@ -69,7 +77,7 @@ cat >"$H/config.json" <<EOF
 {
   "provider": { "kind": "openai", "base_url": "$MODEL_URL", "model": "fake-model", "stream": false },
   "telegram": { "enabled": true, "api_base": "$BOT_URL", "allow_from": [$allow_json], "poll_timeout_secs": 25 },
-  "heartbeat": { "enabled": true, "interval_mins": 30, "deliver_to": "telegram:$first_chat" },
+  "heartbeat": { "enabled": true, "interval_mins": $HB_MINS, "deliver_to": "telegram:$first_chat" },
   $tls_json
   "log_level": "info"
 }
@@ -88,6 +96,15 @@ if [ $rc = 0 ] && ! grep -q '^FAIL' /tmp/doctor.out; then check PASS "doctor exi
 else check FAIL "doctor exit $rc: $summary $(grep '^FAIL' /tmp/doctor.out | head -n 3 | tr '\n' ' ')"; fi
 if grep -q '^WARN *clock' /tmp/doctor.out; then check PASS "doctor warns that the 1970 clock is before the build"
 else check FAIL "doctor did not warn about the 1970 clock"; fi
+if [ "$TLS" = 1 ]; then
+    # Its HTTPS checks brought the Date of a verified answer: the time line names it.
+    tl=$(grep '^OK *time ' /tmp/doctor.out | sed 's/^OK *time *//')
+    if [ -n "$tl" ] && echo "$tl" | grep -q HTTPS && ! echo "$tl" | grep -q '^1970'; then
+        check PASS "doctor: the time comes from HTTPS: $tl"
+    else
+        check FAIL "doctor has no OK time line from HTTPS: $(grep ' time ' /tmp/doctor.out)"
+    fi
+fi
 
 # ---- 5. gateway and N messages ----
 metric "memtotal_kib=$(meminfo MemTotal)"
@@ -128,27 +145,63 @@ if [ "$done_n" -ge "$N" ]; then
 fi
 metric "gateway_start_to_first_message_ms=$(( ${t_first:-$t_end} - t_begin ))"
 
-# ---- 6. clock set (as NTP would), heartbeat ----
-now=$(field now "$(ctl status)")
-if [ -n "$now" ] && date -s "@$now" >/dev/null 2>&1 && [ "$(date +%Y)" != 1970 ]; then
-    check PASS "clock set from the host: $(date)"
-else
-    check FAIL "could not set the clock (host said now=$now)"
+# ---- 6. (HTTPS) the time from the Date of an HTTPS answer; the gateway's own heartbeat ----
+if [ "$TLS" = 1 ]; then
+    if grep -q 'using the time of an HTTPS answer' /tmp/gw.log; then
+        check PASS "the gateway took the time from an HTTPS answer: $(grep -m1 'using the time of an HTTPS answer' /tmp/gw.log | sed 's/.*: using/using/')"
+    else
+        check FAIL "the gateway never logged 'using the time of an HTTPS answer'"
+    fi
+    # The scheduler re-checks a held clock every 30 s, then the heartbeat is due HB_MINS
+    # after it resumed.
+    t0=$(ms)
+    while ! grep -q 'cron and heartbeat resume' /tmp/gw.log && [ $(( $(ms) - t0 )) -lt 45000 ]; do sleep 1; done
+    if grep -q 'cron and heartbeat resume' /tmp/gw.log; then
+        check PASS "the gateway resumed cron and heartbeat with the system clock in 1970 ($(( ($(ms) - t_begin) / 1000 )) s after it started)"
+    else
+        check FAIL "the gateway did not log 'cron and heartbeat resume' within 45 s of the run's end"
+    fi
+    hb_wait_ms=$(( (HB_MINS * 60 + 75) * 1000 ))
+    hb=0
+    while [ $(( $(ms) - t_begin )) -lt $hb_wait_ms ]; do
+        hb=$(field heartbeats "$(ctl status)")
+        [ "${hb:-0}" -ge 1 ] && break
+        kill -0 $gw 2>/dev/null || break
+        sleep 2
+    done
+    if [ "${hb:-0}" -ge 1 ]; then
+        check PASS "the gateway's heartbeat timer ran and delivered its check-in to Telegram ($(( ($(ms) - t_begin) / 1000 )) s after the gateway started, every $HB_MINS min)"
+        metric "heartbeat_after_start_s=$(( ($(ms) - t_begin) / 1000 ))"
+    else
+        check FAIL "no heartbeat delivered within $((hb_wait_ms / 1000)) s of the gateway's start: $(grep 'heartbeat' /tmp/gw.log | tail -n 3 | tr '\n' ' ')"
+    fi
+    if [ "$(date +%Y)" = 1970 ]; then check PASS "the system clock still says 1970 ($(date)): nothing set it"
+    else check FAIL "the system clock was set: $(date)"; fi
 fi
-yoctoclaw --home "$H" heartbeat >/tmp/hb.out 2>&1; rc=$?
-hb=$(field heartbeats "$(ctl status)")
-if [ $rc = 0 ] && [ "${hb:-0}" -ge 1 ]; then
-    check PASS "yoctoclaw heartbeat (beside the running gateway) delivered its check-in to Telegram"
-else
-    check FAIL "heartbeat exit $rc, $hb deliveries: $(head -c 300 /tmp/hb.out)"
-fi
-# The gateway's scheduler re-checks a held clock every 30 s.
-t0=$(ms)
-while ! grep -q 'cron and heartbeat resume' /tmp/gw.log && [ $(( $(ms) - t0 )) -lt 45000 ]; do sleep 1; done
-if grep -q 'cron and heartbeat resume' /tmp/gw.log; then
-    check PASS "the gateway saw the clock set and resumed cron and heartbeat ($(( ($(ms) - t0) / 1000 )) s)"
-else
-    check FAIL "the gateway did not log 'cron and heartbeat resume' within 45 s of the clock being set"
+
+# ---- 6. (plain HTTP) clock set (as NTP would), heartbeat ----
+if [ "$TLS" != 1 ]; then
+    now=$(field now "$(ctl status)")
+    if [ -n "$now" ] && date -s "@$now" >/dev/null 2>&1 && [ "$(date +%Y)" != 1970 ]; then
+        check PASS "clock set from the host: $(date)"
+    else
+        check FAIL "could not set the clock (host said now=$now)"
+    fi
+    yoctoclaw --home "$H" heartbeat >/tmp/hb.out 2>&1; rc=$?
+    hb=$(field heartbeats "$(ctl status)")
+    if [ $rc = 0 ] && [ "${hb:-0}" -ge 1 ]; then
+        check PASS "yoctoclaw heartbeat (beside the running gateway) delivered its check-in to Telegram"
+    else
+        check FAIL "heartbeat exit $rc, $hb deliveries: $(head -c 300 /tmp/hb.out)"
+    fi
+    # The gateway's scheduler re-checks a held clock every 30 s.
+    t0=$(ms)
+    while ! grep -q 'cron and heartbeat resume' /tmp/gw.log && [ $(( $(ms) - t0 )) -lt 45000 ]; do sleep 1; done
+    if grep -q 'cron and heartbeat resume' /tmp/gw.log; then
+        check PASS "the gateway saw the clock set and resumed cron and heartbeat ($(( ($(ms) - t0) / 1000 )) s)"
+    else
+        check FAIL "the gateway did not log 'cron and heartbeat resume' within 45 s of the clock being set"
+    fi
 fi
 
 # ---- memory figures while still running ----
@@ -173,7 +226,7 @@ metric "log_errors=$errors"
 metric "log_warnings=$warns"
 if [ "$errors" = 0 ]; then check PASS "gateway log: no ERROR line ($warns WARN)"
 else check FAIL "gateway log: $errors ERROR lines"; fi
-if grep -q "$TOKEN" /tmp/gw.log /tmp/doctor.out /tmp/hb.out; then check FAIL "the bot token appears in a log"
+if grep -qs "$TOKEN" /tmp/gw.log /tmp/doctor.out /tmp/hb.out; then check FAIL "the bot token appears in a log"
 else check PASS "the bot token appears in no log"; fi
 echo "--- gateway log (WARN/ERROR lines and the last 10) ---"
 grep ' WARN \| ERROR ' /tmp/gw.log | head -n 20

@@ -8,6 +8,8 @@
 #   "> TEXT"       the last command's output must contain TEXT (a fixed string)
 #   "! TEXT"       the last command's output must not contain TEXT
 #   "? N"          the last command's exit status must be N (default 0)
+#   "= NAME=VALUE" export NAME=VALUE for the commands after it (VALUE taken literally,
+#                  up to the end of the line; `= NAME=` sets it empty)
 #   "#..."         a comment; blank lines are ignored
 # A check passes when every `>`, `!` and `?` after its `$` holds. Each prints
 # `YC-VM-CHECK PASS|FAIL $ COMMAND` and the output (indented) when it failed or when
@@ -42,6 +44,11 @@ while IFS= read -r line || [ -n "$line" ]; do
         '> '*) grep -qF -- "${line#> }" /tmp/cmd.out || bad="$bad; no '${line#> }' in the output" ;;
         '! '*) grep -qF -- "${line#! }" /tmp/cmd.out && bad="$bad; '${line#! }' in the output" ;;
         '? '*) want_rc=${line#\? } ;;
+        '= '*=*)
+            finish_cmd
+            kv=${line#= }
+            export "${kv%%=*}=${kv#*=}"
+            ;;
         '#'*|'') ;;
         *) echo "YC-VM-CHECK FAIL bad line in the command list: $line"; fails=$((fails + 1)) ;;
     esac

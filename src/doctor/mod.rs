@@ -224,7 +224,7 @@ fn time_source_check() -> Option<Check> {
     let (verdict, text) = if src == Source::Network {
         (
             Verdict::Ok,
-            format!("{} UTC, from {}", format_at(now(), "UTC"), src.describe()),
+            format!("{}, from {}", format_at(now(), "UTC"), src.describe()),
         )
     } else {
         (Verdict::Warn, src.describe().to_string())

@@ -168,7 +168,7 @@ pub fn observe_https_date(header: &str) -> bool {
     let before = NETWORK_BASE.fetch_max(base, Ordering::Relaxed);
     if before == NO_NETWORK_TIME {
         log::warn!(
-            "the system clock says {}, before this binary was built: using the time of an HTTPS answer, {} UTC, until the system clock is set",
+            "the system clock says {}, before this binary was built: using the time of an HTTPS answer, {}, until the system clock is set",
             format_at(sys, "UTC"),
             format_at(date, "UTC")
         );

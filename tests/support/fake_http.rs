@@ -7,6 +7,10 @@
 //! except on a server started with [`FakeServer::start_keep_alive`] (the footprint soak),
 //! which answers plain responses with `Connection: keep-alive` and reads the next
 //! request from the same connection, as real APIs do.
+//!
+//! Every answer carries a `Date` header of the real time, as a real server's does (a
+//! board with a 1970 clock takes its time from it over HTTPS), unless the handler set
+//! one itself; `Raw` answers are written as given.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,7 +18,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// One request as the fake server saw it.
 #[derive(Clone, Debug)]
@@ -257,6 +261,7 @@ fn write_keep_alive(conn: &mut Box<dyn Conn>, resp: &Response) -> bool {
             for (k, v) in headers {
                 head.push_str(&format!("{k}: {v}\r\n"));
             }
+            push_date(&mut head, headers);
             head.push_str(&format!(
                 "Content-Length: {}\r\nConnection: keep-alive\r\n\r\n",
                 body.len()
@@ -330,6 +335,49 @@ fn read_request(reader: &mut impl BufRead) -> Option<Request> {
     })
 }
 
+/// A `Date: …` line of the real time, unless `headers` hold one.
+fn push_date(head: &mut String, headers: &[(String, String)]) {
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("date")) {
+        head.push_str(&format!("Date: {}\r\n", http_date(unix_now())));
+    }
+}
+
+/// Seconds since the epoch by the real clock.
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// An HTTP date (RFC 9110 IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) of `unix`.
+pub fn http_date(unix: i64) -> String {
+    let days = unix.div_euclid(86_400);
+    let secs = unix.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
+        WEEKDAYS[days.rem_euclid(7) as usize],
+        MONTHS[(month - 1) as usize],
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
@@ -357,6 +405,7 @@ fn write_response(conn: &mut Box<dyn Conn>, resp: Response) {
             for (k, v) in &headers {
                 head.push_str(&format!("{k}: {v}\r\n"));
             }
+            push_date(&mut head, &headers);
             head.push_str(&format!(
                 "Content-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
@@ -380,10 +429,11 @@ fn write_response(conn: &mut Box<dyn Conn>, resp: Response) {
             pause,
         } => {
             let head = format!(
-                "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+                "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nDate: {}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
                 status,
                 reason(status),
-                content_type
+                content_type,
+                http_date(unix_now())
             );
             let _ = conn.write_all(head.as_bytes());
             for c in chunks {
