@@ -567,6 +567,34 @@ fn the_fakes_date_every_answer_as_a_real_server_does() {
 }
 
 #[test]
+fn a_heartbeat_from_a_crontab_on_a_1970_board_learns_the_time_over_https() {
+    // No RTC, no NTP, no gateway running: `yoctoclaw heartbeat` asks the provider for
+    // the time (its Date) before judging the clock, instead of holding forever.
+    let ca = TestCa::new("yoctoclaw test CA");
+    let (model, _sw) = tls::serve(
+        |_: &support::fake_http::Request| Response::json(200, &openai_text("HEARTBEAT_OK")),
+        false,
+        &ca,
+    );
+    let (home, _) = home_for("tls-hb-1970", &model.url(), "", None, Some(&ca));
+    std::fs::write(
+        home.workspace().join("HEARTBEAT.md"),
+        "# Heartbeat\n- Check the disk.\n",
+    )
+    .unwrap();
+    let out = home
+        .cmd(&["heartbeat"])
+        .env("YOCTOCLAW_API_KEY", KEY)
+        .env("YOCTOCLAW_TEST_NOW", "86400")
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("held"), "{err}");
+    assert_eq!(model.requests_to("/chat/completions").len(), 1, "{err}");
+}
+
+#[test]
 fn the_certificate_clock_follows_the_wall_clock_past_the_build_time() {
     // The good certificate ends 30 days from now: 60 days on, it has expired, which
     // shows the certificate check reads the same (hookable) clock as everything else.

@@ -47,6 +47,9 @@ pub fn heartbeat_command(l: &Loaded) -> Result<(), AppError> {
     let db = open_db(l)?;
     let providers = providers(l)?;
     let workers = Workers::start(1);
+    // A board without an RTC or NTP, run from a crontab: the provider's answer tells the
+    // time (only when the clock is before the build and nothing else told it yet).
+    crate::provider::http::learn_time(&l.cfg.provider.base_url);
     let now = crate::time::now();
     let floor = build_epoch();
     let out = outbound(l, &workers, None);

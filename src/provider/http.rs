@@ -229,6 +229,23 @@ pub fn note_date<B>(resp: &ureq::http::Response<B>, url: &str) {
     }
 }
 
+/// Seconds a [`learn_time`] request may take.
+pub const LEARN_TIME_TIMEOUT_SECS: u64 = 10;
+
+/// On a board whose clock is before the build time and that has had no HTTPS answer yet:
+/// one `HEAD` to `url` (`https://` only) to learn the time from its `Date`
+/// (`time::clock`). For one-shot commands (`heartbeat` from a crontab) that must judge
+/// the clock before their first real request. Blocks up to `LEARN_TIME_TIMEOUT_SECS`.
+pub fn learn_time(url: &str) {
+    use crate::time::clock::{Source, source};
+    if source() != Source::Unset || !url.starts_with("https://") {
+        return;
+    }
+    if let Ok(resp) = agent(LEARN_TIME_TIMEOUT_SECS).head(url).call() {
+        note_date(&resp, url);
+    }
+}
+
 /// The `Retry-After` header in seconds, when it is a plain number.
 pub fn retry_after<B>(resp: &ureq::http::Response<B>) -> Option<u64> {
     resp.headers()
