@@ -23,7 +23,11 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "api_key_env": "YOCTOCLAW_API_KEY",
     "max_tokens": 1024,
     "timeout_secs": 120,
-    "stream": false
+    "stream": false,
+    "// tool_mode": "native (tools in the request), text (described in the prompt, for models without native tool calls), none; doctor --deep says which fits",
+    "tool_mode": "native",
+    "// context_window": "the model's context size in tokens (llama.cpp --ctx-size, Ollama num_ctx); 0: 8192 for a local server, unknown for a cloud one",
+    "context_window": 0
   },
   "fallbacks": [],
   "telegram": {

@@ -473,8 +473,13 @@ fn assert_tool_pairs_intact(body: &str) {
 
 #[test]
 fn compaction_never_splits_a_tool_call_from_its_result() {
+    // Four different calls (the same call three times in a row is a loop the agent stops).
+    let paths = [".", "skills", "./", "skills/"];
     let mut turns: Vec<String> = (1..=4)
-        .map(|i| openai_tool_call(&format!("call_{i}"), "list_dir", &json_str("{}")))
+        .map(|i| {
+            let args = format!(r#"{{"path":"{}"}}"#, paths[i - 1]);
+            openai_tool_call(&format!("call_{i}"), "list_dir", &json_str(&args))
+        })
         .collect();
     turns.push(openai_text("listed four times"));
     let summaries = Arc::new(Mutex::new(0usize));

@@ -21,12 +21,13 @@
 //! Runs on the executor; HTTP runs on `Workers`; backoff waits are `smol::Timer`s.
 
 use super::streaming::{MarkupFilter, StreamSink};
-use super::{Agent, AgentError};
+use super::{Agent, AgentError, fit};
 use crate::chat::{Message, ToolSpec, Usage};
 use crate::limits::STREAM_QUEUE_LEN;
 use crate::provider::retry::Jitter;
 use crate::provider::{ChatReply, ChatRequest, Provider, ProviderError};
 use crate::time::now as now_secs;
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -79,18 +80,13 @@ impl Agent {
         tools: &[ToolSpec],
         sink: &mut dyn StreamSink,
     ) -> Result<(ChatReply, usize), AgentError> {
-        let req = ChatRequest {
-            system,
-            messages: history,
-            tools,
-        };
         let mut failures = Vec::new();
         let mut jitter = Jitter::from_clock();
         for (index, p) in self.providers.iter().enumerate() {
             if index > 0 {
                 log::warn!("trying fallback provider {}", p.label());
             }
-            let body = match p.build_body(&req) {
+            let body = match self.fitted_body(index, p, system, history, tools) {
                 Ok(b) => b,
                 Err(error) => {
                     failures.push(Failure {
@@ -117,6 +113,9 @@ impl Agent {
                                     .sum::<usize>();
                             reply.usage = Some(Usage::estimate(body.len(), said));
                         }
+                        if let Some(u) = reply.usage.filter(|u| !u.estimated) {
+                            self.calibrate(index, body.len(), u.prompt_tokens);
+                        }
                         if reply.finish_reason == "length" || reply.finish_reason == "max_tokens" {
                             log::info!(
                                 "the answer of {} was cut at provider.max_tokens",
@@ -127,6 +126,18 @@ impl Agent {
                     }
                     Err(e) => e,
                 };
+                // A server that refuses tools, or a request that does not fit: retrying
+                // the same request cannot help; the turn deals with it (text tool mode,
+                // compaction) and asks again once.
+                if matches!(error, ProviderError::ToolsRefused { .. })
+                    || matches!(error, ProviderError::ContextOverflow { .. })
+                {
+                    if a.shown {
+                        sink.retract();
+                    }
+                    log::warn!("provider {} failed: {error}", p.label());
+                    return Err(AgentError::Provider(error));
+                }
                 if a.shown && !sink.retract() {
                     log::warn!("provider {} failed mid-answer: {error}", p.label());
                     failures.push(Failure {
@@ -162,6 +173,74 @@ impl Agent {
             }
         }
         Err(AgentError::Providers(failures))
+    }
+
+    /// The request body for provider `index`, fitted into its context window when it has
+    /// one (`fit`): old exchanges left out, large tool results cut, then the tools, while
+    /// the estimate is over the budget.
+    fn fitted_body(
+        &self,
+        index: usize,
+        p: &Provider,
+        system: &str,
+        history: &[Message],
+        tools: &[ToolSpec],
+    ) -> Result<String, ProviderError> {
+        let mut msgs: Cow<'_, [Message]> = Cow::Borrowed(history);
+        let mut tools = tools;
+        let Some(window) = p.cfg.window() else {
+            return p.build_body(&ChatRequest {
+                system,
+                messages: &msgs,
+                tools,
+            });
+        };
+        let budget = fit::budget(window, p.cfg.max_tokens) * self.fit_scale.get() / 100;
+        let ratio = self.ratio(index);
+        let mut steps = 0;
+        loop {
+            let body = p.build_body(&ChatRequest {
+                system,
+                messages: &msgs,
+                tools,
+            })?;
+            let tokens = fit::estimate(body.len(), ratio);
+            if tokens <= budget || steps >= fit::MAX_FIT_STEPS {
+                if steps > 0 {
+                    log::debug!(
+                        "request fitted into {window} tokens: {} of {} messages, ~{tokens} tokens",
+                        msgs.len(),
+                        history.len()
+                    );
+                }
+                return Ok(body);
+            }
+            steps += 1;
+            if !fit::shrink(&mut msgs) {
+                if tools.is_empty() {
+                    return Ok(body); // nothing left to take: the server will say
+                }
+                log::info!(
+                    "the tools do not fit the context window of {window} tokens: asking without them"
+                );
+                tools = &[];
+            }
+        }
+    }
+
+    /// Tokens per KiB of request body for provider `index`.
+    fn ratio(&self, index: usize) -> u32 {
+        self.ratios
+            .borrow()
+            .get(index)
+            .copied()
+            .unwrap_or(fit::INITIAL_TOKENS_PER_KIB)
+    }
+
+    fn calibrate(&self, index: usize, bytes: usize, tokens: u64) {
+        if let Some(r) = self.ratios.borrow_mut().get_mut(index) {
+            *r = fit::calibrate(*r, bytes, tokens);
+        }
     }
 
     /// One HTTP exchange on a worker thread; streamed text goes through the markup filter

@@ -60,15 +60,46 @@ pub async fn maybe_compact(agent: &Agent, session: &str) {
     }
 }
 
+/// Compact now, whatever the thresholds (the server said the conversation does not fit
+/// its window); failures are logged.
+pub async fn compact_now(agent: &Agent, session: &str) {
+    match compact_with(agent, session, true).await {
+        Ok(o) => log::info!("session {session} compacted: {o:?}"),
+        Err(e) => log::warn!("session {session} could not be compacted: {e}"),
+    }
+}
+
 /// Compact the session's conversation if it passed a threshold.
 pub async fn compact(agent: &Agent, session: &str) -> Result<Outcome, crate::store::StoreError> {
+    compact_with(agent, session, false).await
+}
+
+async fn compact_with(
+    agent: &Agent,
+    session: &str,
+    force: bool,
+) -> Result<Outcome, crate::store::StoreError> {
     let a = &agent.cfg.agent;
     let max_messages = a.compact_after_messages.min(a.history_messages).max(2);
+    // A known context window lowers the token threshold to half of it, and the
+    // transcript sent for summarising to what fits beside the summary's answer.
+    let window = agent.cfg.provider.window();
+    let token_limit = window.map_or(a.compact_after_tokens, |w| {
+        a.compact_after_tokens.min(w / 2)
+    });
+    let transcript_cap = window.map_or(MAX_TRANSCRIPT_BYTES, |w| {
+        MAX_TRANSCRIPT_BYTES.min((w as usize).saturating_mul(BYTES_PER_TOKEN as usize) / 2)
+    });
     let (count, bytes) = agent.db.conversation_size(session)?;
-    if count <= max_messages && bytes / BYTES_PER_TOKEN <= a.compact_after_tokens {
+    if !force && count <= max_messages && bytes / BYTES_PER_TOKEN <= token_limit {
         return Ok(Outcome::NotNeeded);
     }
-    let keep = (a.keep_recent_messages.min(max_messages - 1)) as usize;
+    let keep = if force {
+        // Keep only the current turn's start when forced by the window.
+        1
+    } else {
+        (a.keep_recent_messages.min(max_messages - 1)) as usize
+    };
     let tail = agent.db.conversation_tail(session, MAX_CUT_SCAN_ROWS)?;
     let Some(cut) = choose_cut(&tail, keep) else {
         return Ok(Outcome::NotNeeded);
@@ -78,7 +109,13 @@ pub async fn compact(agent: &Agent, session: &str) -> Result<Outcome, crate::sto
     };
     let dropped = (count as usize).saturating_sub(tail.len() - cut);
     let previous = agent.db.session_summary(session)?;
-    let transcript = transcript(agent, session, first_kept, previous.as_deref())?;
+    let transcript = transcript(
+        agent,
+        session,
+        first_kept,
+        previous.as_deref(),
+        transcript_cap,
+    )?;
     let request = [Message::new(
         Role::User,
         format!("Summarise this conversation:\n\n{transcript}"),
@@ -140,12 +177,13 @@ fn transcript(
     session: &str,
     first_kept: i64,
     previous: Option<&str>,
+    cap: usize,
 ) -> Result<String, crate::store::StoreError> {
     let mut parts: Vec<String> = Vec::new();
     let mut used = 0usize;
     agent.db.messages_before(session, first_kept, |m| {
         let line = render(&m);
-        if used + line.len() > MAX_TRANSCRIPT_BYTES {
+        if used + line.len() > cap {
             return false;
         }
         used += line.len();
@@ -156,7 +194,7 @@ fn transcript(
     let mut out = String::with_capacity(used + 64);
     if let Some(p) = previous {
         out.push_str("Earlier summary: ");
-        out.push_str(&cap_text(p, MAX_SUMMARY_BYTES));
+        out.push_str(&cap_text(p, MAX_SUMMARY_BYTES.min(cap / 2).max(256)));
         out.push_str("\n\n");
     }
     for p in parts {

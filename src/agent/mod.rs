@@ -28,6 +28,7 @@ pub mod budget;
 pub mod chat;
 pub mod commands;
 pub mod compact;
+pub mod fit;
 pub mod prompt;
 pub mod router;
 pub mod scrub_sink;
@@ -37,8 +38,8 @@ pub mod think;
 pub mod toolcall;
 
 use crate::chat::ChannelKind;
-use crate::chat::{Message, Role, ToolCall};
-use crate::config::Config;
+use crate::chat::{Message, Role, ToolCall, ToolSpec};
+use crate::config::{Config, ToolMode};
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::provider::retry::Backoff;
 use crate::provider::{Provider, ProviderError};
@@ -49,6 +50,7 @@ use crate::text::cap_text;
 use crate::time::now as now_secs;
 use crate::tools::{CallContext, Tools};
 use approval::Approvals;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -114,6 +116,14 @@ pub struct Agent {
     approvals: Approvals,
     /// The prompt's workspace part, re-read every few seconds.
     workspace_prompt: prompt::WorkspaceCache,
+    /// Per provider: tokens per KiB of request body, calibrated from answers (`fit`).
+    ratios: RefCell<Vec<u32>>,
+    /// Percent of the fitting budget used: lowered once after the server said a fitted
+    /// request did not fit (the estimate was low).
+    fit_scale: Cell<u64>,
+    /// Per provider: the server refused native tools, so tools go as text for the rest of
+    /// the run (`provider.tool_mode`).
+    tools_refused: RefCell<Vec<bool>>,
 }
 
 impl Agent {
@@ -130,6 +140,7 @@ impl Agent {
             cfg.agent.max_sessions as usize,
             Approvals::timeout_from(cfg.agent.approval_timeout_secs),
         );
+        let n = providers.len();
         Agent {
             cfg,
             workspace,
@@ -140,6 +151,9 @@ impl Agent {
             backoff: Backoff::from_env(),
             approvals,
             workspace_prompt: prompt::WorkspaceCache::default(),
+            ratios: RefCell::new(vec![fit::INITIAL_TOKENS_PER_KIB; n]),
+            fit_scale: Cell::new(100),
+            tools_refused: RefCell::new(vec![false; n]),
         }
     }
 
@@ -212,8 +226,52 @@ impl Agent {
     }
 
     /// The turn from the stored history on; `text` is the user's message when known
-    /// (else the newest one the user typed is read from history).
+    /// (else the newest one the user typed is read from history). A server that refuses
+    /// tools switches them to text and the round is asked again; a request the server
+    /// says does not fit is compacted and asked again once with a smaller budget.
     async fn answer(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        text: Option<&str>,
+        sink: &mut dyn StreamSink,
+    ) -> Result<String, AgentError> {
+        let mut retried_overflow = false;
+        loop {
+            match self.answer_once(session, channel, text, sink).await {
+                Err(AgentError::Provider(ProviderError::ContextOverflow { .. }))
+                    if !retried_overflow =>
+                {
+                    retried_overflow = true;
+                    log::warn!(
+                        "the model's context window was exceeded in {session}: compacting and asking again"
+                    );
+                    self.fit_scale.set(self.fit_scale.get().min(70));
+                    compact::compact_now(self, session).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// How tools reach the model now: `provider.tool_mode`, or text once the server
+    /// refused native tools.
+    fn tool_mode(&self) -> ToolMode {
+        let mode = self.cfg.provider.tool_mode;
+        let refused = self
+            .tools_refused
+            .borrow()
+            .first()
+            .copied()
+            .unwrap_or(false);
+        if mode == ToolMode::Native && refused {
+            ToolMode::Text
+        } else {
+            mode
+        }
+    }
+
+    async fn answer_once(
         &self,
         session: &str,
         channel: ChannelKind,
@@ -222,7 +280,12 @@ impl Agent {
     ) -> Result<String, AgentError> {
         let sink = &mut scrub_sink::ScrubSink::new(sink);
         compact::maybe_compact(self, session).await;
-        let (system, mut history) = self.db.read_batch(|| -> Result<_, AgentError> {
+        let small = self
+            .cfg
+            .provider
+            .window()
+            .is_some_and(|w| w <= fit::SMALL_WINDOW_TOKENS);
+        let (base_system, mut history) = self.db.read_batch(|| -> Result<_, AgentError> {
             let limit = self.cfg.agent.history_messages as usize;
             let history = self.db.recent_messages(session, limit)?;
             let typed = history
@@ -230,24 +293,63 @@ impl Agent {
                 .rev()
                 .find(|m| m.role == Role::User && !m.content.starts_with("<tool_result"));
             let text = text.or(typed.map(|m| m.content.as_str())).unwrap_or("");
-            Ok((self.system_prompt(session, channel, text), history))
+            Ok((
+                self.system_prompt_sized(session, channel, text, small),
+                history,
+            ))
         })?;
         let ctx = CallContext {
             session: session.to_string(),
             channel,
         };
         let max_rounds = self.cfg.agent.max_tool_iterations as usize;
-        let specs = self.tools.specs(channel);
-        for round in 0..=max_rounds {
-            let last = round == max_rounds;
-            let (mut reply, answered_by) = if last {
-                let sys = format!("{system}{FORCE_FINAL_NOTE}");
-                self.chat(&sys, &history, &[], sink).await?
+        let mut mode = self.tool_mode();
+        let mut all_specs = match mode {
+            ToolMode::None => Vec::new(),
+            _ => self.tools.specs(channel),
+        };
+        if small {
+            all_specs = fit::small_specs(&all_specs);
+        }
+        let mut system = with_tools_text(&base_system, mode, &all_specs);
+        let mut repeats = Repeats::default();
+        let mut force_final = false;
+        let mut round = 0;
+        while round <= max_rounds {
+            let last = round == max_rounds || force_final;
+            let native: &[ToolSpec] = if mode == ToolMode::Native {
+                &all_specs
             } else {
-                self.chat(&system, &history, &specs, sink).await?
+                &[]
+            };
+            let asked = if last {
+                let sys = format!("{system}{FORCE_FINAL_NOTE}");
+                self.chat(&sys, &history, &[], sink).await
+            } else {
+                self.chat(&system, &history, native, sink).await
+            };
+            let (mut reply, answered_by) = match asked {
+                Err(AgentError::Provider(ProviderError::ToolsRefused { detail }))
+                    if mode == ToolMode::Native && !last =>
+                {
+                    log::warn!(
+                        "the server refused native tools ({detail}): describing them in the prompt for the rest of this run (provider.tool_mode text)"
+                    );
+                    if let Some(r) = self.tools_refused.borrow_mut().first_mut() {
+                        *r = true;
+                    }
+                    self.db.deferred_sync(|| {
+                        self.db
+                            .set_state(TOOLS_REFUSED_KEY, &format!("{} {detail}", now_secs()))
+                    })?;
+                    mode = ToolMode::Text;
+                    system = with_tools_text(&base_system, mode, &all_specs);
+                    continue;
+                }
+                other => other?,
             };
             think::clean_reply(&mut reply, &|n| self.tools.is_tool(n));
-            let (calls, text_mode) = if last {
+            let (calls, text_mode) = if last || mode == ToolMode::None {
                 (Vec::new(), false)
             } else if !reply.tool_calls.is_empty() {
                 (reply.tool_calls.clone(), false)
@@ -269,6 +371,17 @@ impl Agent {
                 .into_iter()
                 .take(crate::limits::MAX_TOOL_CALLS_PER_ANSWER)
                 .collect();
+            // The same call three times in a row: a small model in a loop. It gets one
+            // last request without tools instead of a fourth run.
+            if calls.iter().any(|c| repeats.seen(c)) {
+                log::warn!(
+                    "{session}: the model called {} with the same arguments {} times in a row; asking for a final answer",
+                    calls[0].name,
+                    MAX_SAME_CALLS
+                );
+                force_final = true;
+                continue;
+            }
             // A round is stored whole once its tools ran (one commit): a crash never
             // leaves a call without its result in history. What the model said and the
             // arguments it gave are stored (and sent back on every later request)
@@ -311,6 +424,7 @@ impl Agent {
                 })
             })?;
             history.append(&mut round_msgs);
+            round += 1;
         }
         // The last round never returns tool calls, so this is not reached; answer anyway.
         self.finish(session, "")
@@ -349,6 +463,18 @@ impl Agent {
 
     /// The system prompt for a turn answering `user_text`.
     pub fn system_prompt(&self, session: &str, channel: ChannelKind, user_text: &str) -> String {
+        self.system_prompt_sized(session, channel, user_text, false)
+    }
+
+    /// The system prompt; `small` (a context window of `fit::SMALL_WINDOW_TOKENS` or
+    /// less) leaves the skills index out.
+    fn system_prompt_sized(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        user_text: &str,
+        small: bool,
+    ) -> String {
         let now_text = crate::time::clock::format_now(&self.cfg.agent.timezone);
         let memory =
             crate::memory::inject::section(&self.db, &self.cfg.memory, user_text, now_secs())
@@ -357,12 +483,68 @@ impl Agent {
                     None
                 });
         let workspace_part = self.workspace_prompt.get(&self.workspace);
+        let part = if small {
+            workspace_part.split("## Skills\n").next().unwrap_or("")
+        } else {
+            &workspace_part
+        };
         prompt::build(&prompt::PromptContext {
-            workspace_part: &workspace_part,
+            workspace_part: part,
             session,
             channel,
             now_text: &now_text,
             memory: memory.as_deref(),
         })
     }
+}
+
+/// The `state` key recording that the server refused native tools (time and its words),
+/// for `doctor`.
+pub const TOOLS_REFUSED_KEY: &str = "provider.tools_refused";
+/// The same call (tool and arguments) this many times in a row ends the tool rounds.
+pub const MAX_SAME_CALLS: usize = 3;
+
+/// Counts calls repeated with the same arguments, one after another.
+#[derive(Default)]
+struct Repeats {
+    last: Option<(String, String)>,
+    count: usize,
+}
+
+impl Repeats {
+    /// Note `c`; true when it is the `MAX_SAME_CALLS`th same call in a row.
+    fn seen(&mut self, c: &ToolCall) -> bool {
+        let args = c.arguments.split_whitespace().collect::<String>();
+        match &self.last {
+            Some((n, a)) if *n == c.name && *a == args => self.count += 1,
+            _ => {
+                self.last = Some((c.name.clone(), args));
+                self.count = 1;
+            }
+        }
+        self.count >= MAX_SAME_CALLS
+    }
+}
+
+/// The system prompt with the tools described in it, for `ToolMode::Text` (a model
+/// without native tool calls writes `<tool_call>` blocks, which the turn reads).
+fn with_tools_text(system: &str, mode: ToolMode, specs: &[ToolSpec]) -> String {
+    if mode != ToolMode::Text || specs.is_empty() {
+        return system.to_string();
+    }
+    let mut out = String::with_capacity(system.len() + specs.len() * 200);
+    out.push_str(system);
+    out.push_str(
+        "\n## Tools\nTo use a tool, answer with only this, then wait for its result:\n<tool_call>{\"name\": \"TOOL\", \"arguments\": {…}}</tool_call>\n",
+    );
+    for t in specs {
+        out.push_str("- ");
+        out.push_str(t.name);
+        out.push_str(": ");
+        out.push_str(t.description);
+        out.push_str(" Arguments: ");
+        out.push_str(t.parameters);
+        out.push('\n');
+    }
+    out
 }

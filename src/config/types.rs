@@ -29,7 +29,58 @@ pub struct ProviderConfig {
     /// Overall request timeout, 5..=900 s, defaults to 120.
     pub timeout_secs: u64,
     pub stream: bool,
+    /// How tools reach the model. Defaults to `native`.
+    pub tool_mode: ToolMode,
+    /// The model's context window in tokens; 0 (the default): 8,192 for a server on this
+    /// machine or the LAN (`http://`, private addresses), unknown (no fitting) elsewhere.
+    /// 256..=2,000,000.
+    pub context_window: u64,
 }
+
+/// How the tools are offered to the model (`provider.tool_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolMode {
+    /// In the request's `tools` (the server's native tool calling).
+    Native,
+    /// Described in the system prompt; calls read from the answer's text.
+    Text,
+    /// Not offered at all.
+    None,
+}
+
+impl ToolMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolMode::Native => "native",
+            ToolMode::Text => "text",
+            ToolMode::None => "none",
+        }
+    }
+}
+
+impl ProviderConfig {
+    /// The context window to fit requests into: `context_window`, or 8,192 for a local
+    /// server when unset, or `None` (a cloud model's window is large and not ours to guess).
+    pub fn window(&self) -> Option<u64> {
+        if self.context_window > 0 {
+            return Some(self.context_window);
+        }
+        let url = self.base_url.as_str();
+        let local = url.starts_with("http://")
+            || [
+                "https://localhost",
+                "https://127.",
+                "https://10.",
+                "https://192.168.",
+            ]
+            .iter()
+            .any(|p| url.starts_with(p));
+        local.then_some(DEFAULT_LOCAL_CONTEXT_WINDOW)
+    }
+}
+
+/// The context window assumed for a local server when `provider.context_window` is unset.
+pub const DEFAULT_LOCAL_CONTEXT_WINDOW: u64 = 8192;
 
 impl Default for ProviderConfig {
     fn default() -> Self {
@@ -41,6 +92,8 @@ impl Default for ProviderConfig {
             max_tokens: 1024,
             timeout_secs: 120,
             stream: false,
+            tool_mode: ToolMode::Native,
+            context_window: 0,
         }
     }
 }
@@ -555,6 +608,22 @@ fn read_provider(s: &mut Fields<'_>, d: &ProviderConfig) -> Result<ProviderConfi
         max_tokens: s.uint("max_tokens", d.max_tokens, 1, 200_000)?,
         timeout_secs: s.uint("timeout_secs", d.timeout_secs, 5, 900)?,
         stream: s.bool("stream", d.stream)?,
+        tool_mode: match s
+            .choice(
+                "tool_mode",
+                d.tool_mode.as_str(),
+                &["native", "text", "none"],
+            )?
+            .as_str()
+        {
+            "text" => ToolMode::Text,
+            "none" => ToolMode::None,
+            _ => ToolMode::Native,
+        },
+        context_window: match s.uint("context_window", d.context_window, 0, 2_000_000)? {
+            0 => 0,
+            n => n.max(256),
+        },
     };
     check_url(&p.base_url, "provider.base_url")?;
     if p.model.trim().is_empty() {

@@ -100,6 +100,9 @@ pub enum ProviderError {
     /// The request does not fit the model's context window (a 400 that says so, or the
     /// same error inside a stream). `window`: the size the server named, if it did.
     ContextOverflow { window: Option<u64>, detail: String },
+    /// The server refuses tools for this model (Ollama's "does not support tools",
+    /// llama.cpp without `--jinja`, vLLM without a tool parser).
+    ToolsRefused { detail: String },
     /// The body is not the JSON we expect.
     BadResponse { detail: String },
     /// The body exceeded the size cap.
@@ -177,6 +180,11 @@ impl fmt::Display for ProviderError {
                 }
                 f.write_str(": set provider.context_window to the server's context size, or start fresh with /new")
             }
+            ProviderError::ToolsRefused { detail } => write!(
+                f,
+                "the server refuses tools for this model{}: set provider.tool_mode to text",
+                detail_suffix(detail)
+            ),
             ProviderError::BadRequest { status, detail } => write!(
                 f,
                 "the provider rejected the request (HTTP {status}{}): check provider.model and provider.max_tokens",

@@ -372,6 +372,26 @@ fn window_in(msg: &str) -> Option<u64> {
     None
 }
 
+/// True when a 4xx says the server will not take tools for this model, in the words of
+/// Ollama ("… does not support tools"), llama.cpp ("tools param requires --jinja flag"),
+/// vLLM ("\"auto\" tool choice requires --enable-auto-tool-choice"), LM Studio and others.
+pub fn refuses_tools(msg: &str) -> bool {
+    let m = msg.to_ascii_lowercase();
+    [
+        "does not support tools",
+        "tools param requires",
+        "tool choice requires",
+        "tool_choice\" requires",
+        "tools are not supported",
+        "tool use is not supported",
+        "does not support function calling",
+        "function calling is not supported",
+        "enable-auto-tool-choice",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
 /// True when a 400 (or an error event in a stream) says the request does not fit the
 /// model's context window, in the words of OpenAI, llama.cpp, vLLM, Ollama, LM Studio.
 pub fn is_context_overflow(code: Option<&str>, msg: &str) -> bool {
@@ -420,6 +440,11 @@ pub fn status_error(
     } else {
         detail.clone()
     };
+    if (400..600).contains(&status) && refuses_tools(&words) {
+        return ProviderError::ToolsRefused {
+            detail: cut_chars(&words, MAX_ERROR_DETAIL_CHARS),
+        };
+    }
     if (400..500).contains(&status) && is_context_overflow(code, &words) {
         return ProviderError::ContextOverflow {
             window: window_in(&words),
@@ -512,6 +537,24 @@ mod tests {
             ),
             ProviderError::BadRequest { .. }
         ));
+    }
+
+    #[test]
+    fn servers_that_refuse_tools_are_recognised() {
+        let cfg = ProviderConfig::default();
+        for body in [
+            r#"{"error":"registry.ollama.ai/library/gemma:2b does not support tools"}"#,
+            r#"{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}"#,
+            r#"{"object":"error","message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","code":400}"#,
+        ] {
+            assert!(
+                matches!(
+                    status_error(400, body, None, &cfg),
+                    ProviderError::ToolsRefused { .. }
+                ),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -109,6 +109,11 @@ pub struct Tools {
     pub outbound: Rc<dyn Outbound>,
 }
 
+/// Every tool's spec (as written; `specs` filters them per channel).
+pub fn all_specs() -> &'static [ToolSpec] {
+    ALL
+}
+
 const ALL: &[ToolSpec] = &[
     fs::READ_FILE,
     write::WRITE_FILE,
