@@ -11,6 +11,7 @@
 //!    never between a tool call and its results; the current turn always stays);
 //! 2. the largest tool results, halved each time down to `MIN_TOOL_RESULT_BYTES`;
 //! 3. the tools (the request goes without them).
+//!
 //! History on disk is untouched: compaction (`compact`) summarises what fitting leaves
 //! out, and a window of `SMALL_WINDOW_TOKENS` or less gets a shorter system prompt and
 //! short tool descriptions (`small_specs`).
