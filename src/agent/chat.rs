@@ -193,6 +193,7 @@ impl Agent {
                 system,
                 messages: &msgs,
                 tools,
+                media_root: Some(&self.workspace),
             });
         };
         let budget = fit::budget(window, p.cfg.max_tokens) * self.fit_scale.get() / 100;
@@ -203,6 +204,7 @@ impl Agent {
                 system,
                 messages: &msgs,
                 tools,
+                media_root: Some(&self.workspace),
             })?;
             let tokens = fit::estimate(body.len(), ratio);
             if tokens <= budget || steps >= fit::MAX_FIT_STEPS {

@@ -37,11 +37,13 @@ use crate::channels::telegram::api::{Api, ApiError, BotIdentity};
 use crate::channels::telegram::backoff::{Backoff, ErrorDelay, Stop};
 use crate::channels::telegram::bot::Bot;
 use crate::channels::telegram::inbound::AllowList;
+use crate::channels::telegram::media::{self, Media};
 use crate::channels::telegram::outbox::Outbox;
 use crate::channels::telegram::poller::{POLL_BATCH_UPDATES, POLL_MARGIN_SECS, poll_loop};
 use crate::channels::telegram::sender::sender_loop;
 use crate::config::{Config, Home, TelegramConfig};
 use crate::limits::{INBOUND_QUEUE_LEN, WORKER_THREADS};
+use crate::provider::upload::Transcriber;
 use crate::runtime::{Workers, spawn_thread};
 use crate::scheduler::{self, Deps, heartbeat};
 use crate::signals::Signals;
@@ -49,6 +51,7 @@ use crate::store::Db;
 use crate::time::build_epoch;
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Time running turns get to finish after SIGINT/SIGTERM.
@@ -142,6 +145,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
             (Some(token), Some((api, outbox))) => {
                 let t = Telegram {
                     cfg: &l.cfg,
+                    media: media_ctx(l, &token),
                     token: &token,
                     api,
                     outbox,
@@ -253,6 +257,28 @@ pub fn write_status_record(db: &Db, live_sessions: usize) {
     }
 }
 
+/// What media handling needs, from the config: the spool (emptied now: what a crash
+/// left), the caps, the transcription service and its key.
+fn media_ctx(l: &Loaded, token: &str) -> Arc<Media> {
+    let (cfg, tg, tr) = (&l.cfg, &l.cfg.telegram, &l.cfg.transcription);
+    let spool = l.home.dir.join("spool");
+    media::clean_spool(&spool);
+    let transcriber = (!tr.base_url.is_empty()).then(|| Transcriber {
+        url: format!("{}/audio/transcriptions", tr.base_url),
+        model: tr.model.clone(),
+        key: l.env.get(&tr.api_key_env),
+        agent: crate::provider::http::agent(tr.timeout_secs),
+    });
+    Arc::new(Media {
+        api: Api::new(&tg.api_base, token, media::MEDIA_DOWNLOAD_TIMEOUT_SECS),
+        spool,
+        workspace: l.home.workspace(),
+        max_file: cfg.media.max_file_mb * 1024 * 1024,
+        inbox_max: cfg.media.inbox_max_mb * 1024 * 1024,
+        transcriber,
+    })
+}
+
 /// The sender thread and its API client.
 fn start_sender(
     tg: &TelegramConfig,
@@ -271,6 +297,8 @@ fn start_sender(
 /// The Telegram side of [`serve_telegram`].
 struct Telegram<'a> {
     cfg: &'a Config,
+    /// Voice notes, photos and files (`telegram::media`).
+    media: Arc<Media>,
     token: &'a str,
     /// The sender's client (`getMe` uses it too).
     api: Api,
@@ -342,6 +370,7 @@ async fn serve_telegram(
         allow,
         t.outbox.clone(),
     ));
+    bot.set_media(t.media.clone(), workers.clone());
     *slot.borrow_mut() = Some(bot.clone());
     // What the last run left unanswered or undelivered goes first (docs/DECISIONS.md 88).
     let (resent, resumed, told) = bot.recover(ex).await;

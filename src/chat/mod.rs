@@ -13,6 +13,7 @@
 //! # Threads
 //! Any thread; nothing here blocks.
 
+pub mod media;
 pub mod outbound;
 
 pub use outbound::{ChannelKind, DeliverError, Delivering, Outbound, Target};

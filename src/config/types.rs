@@ -35,6 +35,9 @@ pub struct ProviderConfig {
     /// machine or the LAN (`http://`, private addresses), unknown (no fitting) elsewhere.
     /// 256..=2,000,000.
     pub context_window: u64,
+    /// The model reads images (`provider.vision`): photos are sent to it as image parts.
+    /// Defaults to false (photos are saved and described by path).
+    pub vision: bool,
 }
 
 /// How the tools are offered to the model (`provider.tool_mode`).
@@ -94,6 +97,7 @@ impl Default for ProviderConfig {
             stream: false,
             tool_mode: ToolMode::Native,
             context_window: 0,
+            vision: false,
         }
     }
 }
@@ -337,6 +341,51 @@ pub struct HardwareConfig {
     pub allow: crate::hw::allow::Allowlist,
 }
 
+/// `transcription`: the speech-to-text service voice notes go to (OpenAI-compatible
+/// `POST {base_url}/audio/transcriptions`). Unset `base_url`: voice notes are refused
+/// with a sentence saying how to set it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptionConfig {
+    /// e.g. `https://api.openai.com/v1`, `https://api.groq.com/openai/v1`,
+    /// `http://127.0.0.1:8080/v1` (whisper.cpp's server). Empty (the default): off.
+    pub base_url: String,
+    /// Defaults to `whisper-1`.
+    pub model: String,
+    /// Defaults to `YOCTOCLAW_TRANSCRIPTION_API_KEY` (environment or `secrets.env`).
+    pub api_key_env: String,
+    /// Overall timeout of one transcription, 5..=900 s, defaults to 120.
+    pub timeout_secs: u64,
+}
+
+impl Default for TranscriptionConfig {
+    fn default() -> Self {
+        TranscriptionConfig {
+            base_url: String::new(),
+            model: "whisper-1".into(),
+            api_key_env: "YOCTOCLAW_TRANSCRIPTION_API_KEY".into(),
+            timeout_secs: 120,
+        }
+    }
+}
+
+/// `media`: caps on what Telegram users send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MediaConfig {
+    /// Largest file taken, 1..=20 MB (Telegram's bots download at most 20 MB). Default 20.
+    pub max_file_mb: u64,
+    /// Most the workspace's `inbox/` may hold, 1..=100,000 MB. Default 200.
+    pub inbox_max_mb: u64,
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        MediaConfig {
+            max_file_mb: 20,
+            inbox_max_mb: 200,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BudgetConfig {
     pub daily_tokens: Option<u64>,
@@ -356,6 +405,8 @@ pub struct Config {
     pub hardware: HardwareConfig,
     pub budget: BudgetConfig,
     pub tls: TlsConfig,
+    pub transcription: TranscriptionConfig,
+    pub media: MediaConfig,
     /// `error`, `warn`, `info`, `debug`. Defaults to `info`.
     pub log_level: String,
 }
@@ -374,6 +425,8 @@ impl Default for Config {
             hardware: HardwareConfig::default(),
             budget: BudgetConfig::default(),
             tls: TlsConfig::default(),
+            transcription: TranscriptionConfig::default(),
+            media: MediaConfig::default(),
             log_level: "info".into(),
         }
     }
@@ -564,6 +617,27 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
+    let mut s = top.section("transcription")?;
+    let dt = TranscriptionConfig::default();
+    let transcription = TranscriptionConfig {
+        base_url: trim_slash(s.string("base_url", &dt.base_url)?),
+        model: s.string("model", &dt.model)?,
+        api_key_env: s.string("api_key_env", &dt.api_key_env)?,
+        timeout_secs: s.uint("timeout_secs", dt.timeout_secs, 5, 900)?,
+    };
+    if !transcription.base_url.is_empty() {
+        check_url(&transcription.base_url, "transcription.base_url")?;
+    }
+    s.finish()?;
+
+    let mut s = top.section("media")?;
+    let dm = MediaConfig::default();
+    let media = MediaConfig {
+        max_file_mb: s.uint("max_file_mb", dm.max_file_mb, 1, 20)?,
+        inbox_max_mb: s.uint("inbox_max_mb", dm.inbox_max_mb, 1, 100_000)?,
+    };
+    s.finish()?;
+
     let log_level = top.choice("log_level", "info", LOG_LEVELS)?;
 
     Ok(Config {
@@ -578,6 +652,8 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         hardware,
         budget,
         tls,
+        transcription,
+        media,
         log_level,
     })
 }
@@ -624,6 +700,7 @@ fn read_provider(s: &mut Fields<'_>, d: &ProviderConfig) -> Result<ProviderConfi
             0 => 0,
             n => n.max(256),
         },
+        vision: s.bool("vision", d.vision)?,
     };
     check_url(&p.base_url, "provider.base_url")?;
     if p.model.trim().is_empty() {

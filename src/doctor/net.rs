@@ -306,6 +306,7 @@ pub fn tool_calls(p: &ProviderConfig, env: &crate::config::Env) -> Check {
         system: "You are a helpful assistant with tools.",
         messages: &messages,
         tools: &[GET_TIME],
+        media_root: None,
     };
     let reply = provider
         .build_body(&req)

@@ -60,6 +60,11 @@ enum Block {
         id: String,
         content: String,
     },
+    /// A photo: its mime type and the file mark its base64 is streamed in place of.
+    Image {
+        mime: &'static str,
+        mark: String,
+    },
 }
 
 /// One message of the request: the user side (users and tool results) or the assistant.
@@ -80,7 +85,25 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
             system.push_str(&m.content);
         }
     }
-    let turns = map_history(req.messages, !req.tools.is_empty());
+    let mut turns = map_history(req.messages, !req.tools.is_empty());
+    let (_, images) = req.images(cfg);
+    if !images.is_empty() {
+        // The photos of the last user message go first in the last user turn (the one
+        // that holds it: nothing after it is the user's but tool results).
+        let holds_photo = |t: &Turn| {
+            t.user
+                && t.blocks.iter().any(
+                    |b| matches!(b, Block::Text(x) if x.contains(crate::chat::media::PHOTO_PREFIX)),
+                )
+        };
+        if let Some(t) = turns.iter_mut().rev().find(|t| holds_photo(t)) {
+            let blocks = images.into_iter().map(|i| Block::Image {
+                mime: i.mime,
+                mark: i.mark,
+            });
+            t.blocks.splice(0..0, blocks);
+        }
+    }
     let mut w = req.body_writer(cfg);
     for t in &turns {
         write_turn(&mut w, t);
@@ -300,6 +323,13 @@ fn write_turn(w: &mut json::Writer, t: &Turn) {
                 w.field_str("type", "tool_result");
                 w.field_str("tool_use_id", id);
                 w.field_str("content", content);
+            }
+            Block::Image { mime, mark } => {
+                w.field_str("type", "image");
+                w.key("source");
+                w.raw(&format!(
+                    "{{\"type\":\"base64\",\"media_type\":\"{mime}\",\"data\":\"{mark}\"}}"
+                ));
             }
         }
         w.end_object();
@@ -595,6 +625,7 @@ mod tests {
                 system: "be brief",
                 messages: msgs,
                 tools,
+                media_root: None,
             },
         );
         json::parse_value(&body).unwrap()

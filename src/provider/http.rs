@@ -189,7 +189,7 @@ pub fn post_streaming(
     agent: &ureq::Agent,
     url: &str,
     headers: &[(&str, String)],
-    body: &str,
+    body: impl ureq::AsSendBody,
     per_read: Duration,
     total: Duration,
 ) -> Result<ureq::http::Response<ureq::Body>, HttpError> {

@@ -22,6 +22,7 @@ pub mod retry;
 pub mod sse;
 pub mod stream;
 pub mod tls;
+pub mod upload;
 
 use crate::chat::{Message, ToolCall, ToolSpec, Usage};
 use crate::config::{Env, ProviderConfig, ProviderKind};
@@ -42,9 +43,45 @@ pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     /// Empty = no tools offered (used to force a final answer).
     pub tools: &'a [ToolSpec],
+    /// The workspace, when photos named in the last user message may be sent to a
+    /// model that can see (`provider.vision`); `None`: text only.
+    pub media_root: Option<&'a std::path::Path>,
+}
+
+/// An image to send: its mime type and the file mark standing for its base64
+/// (`upload::FILE_MARK`).
+pub struct Image {
+    pub mime: &'static str,
+    pub mark: String,
 }
 
 impl ChatRequest<'_> {
+    /// The index of the last user message and the photos it names that exist, when the
+    /// provider can see.
+    pub fn images(&self, cfg: &ProviderConfig) -> (usize, Vec<Image>) {
+        let last = self
+            .messages
+            .iter()
+            .rposition(|m| m.role == crate::chat::Role::User);
+        let (Some(root), Some(i), true) = (self.media_root, last, cfg.vision) else {
+            return (usize::MAX, Vec::new());
+        };
+        let images = crate::chat::media::photos_in(&self.messages[i].content)
+            .into_iter()
+            .filter_map(|(rel, mime)| {
+                let path = crate::security::confine::resolve(root, rel, true).ok()?;
+                let mime = ["image/jpeg", "image/png", "image/webp", "image/gif"]
+                    .into_iter()
+                    .find(|m| *m == mime)?;
+                Some(Image {
+                    mime,
+                    mark: upload::file_mark(&path).filter(|_| path.is_file())?,
+                })
+            })
+            .collect();
+        (i, images)
+    }
+
     /// A JSON writer for this request's body, sized for it (text plus escaping and
     /// member names), with the members every provider starts with already written:
     /// `{"model":…,"max_tokens":…,"messages":[` (the caller writes the messages).
@@ -213,6 +250,15 @@ impl fmt::Display for ProviderError {
     }
 }
 
+/// A body with file marks, ready to stream (a photo deleted since the body was built
+/// fails here).
+fn spliced(body: &str) -> Result<upload::Body, ProviderError> {
+    upload::spliced(body.to_string()).map_err(|_| ProviderError::BadRequest {
+        status: 0,
+        detail: "a photo of this conversation cannot be read any more".into(),
+    })
+}
+
 fn detail_suffix(detail: &str) -> String {
     if detail.is_empty() {
         String::new()
@@ -348,8 +394,20 @@ impl Provider {
     /// Send one request and parse the answer. Blocks: run on a worker thread.
     pub fn chat_blocking(&self, body: &str) -> Result<ChatReply, ProviderError> {
         let url = self.url();
-        let (status, text, retry_after) = http::post(&self.agent, &url, &self.headers(), body)
-            .map_err(|e| transport_error(e, &url))?;
+        let sent = if body.contains(upload::FILE_MARK) {
+            let b = spliced(body)?;
+            upload::post_body(
+                &self.agent,
+                &url,
+                &self.headers(),
+                b,
+                crate::limits::MAX_PROVIDER_RESPONSE_BYTES,
+                None,
+            )
+        } else {
+            http::post(&self.agent, &url, &self.headers(), body)
+        };
+        let (status, text, retry_after) = sent.map_err(|e| transport_error(e, &url))?;
         if !(200..300).contains(&status) {
             return Err(self.status_error(status, &text, retry_after));
         }
@@ -371,14 +429,16 @@ impl Provider {
         let url = self.url();
         let mut headers = self.headers();
         headers.push(("Accept", "text/event-stream".into()));
-        let resp = http::post_streaming(
-            &self.agent,
-            &url,
-            &headers,
-            body,
-            Duration::from_secs(self.cfg.timeout_secs.max(1)),
-            Duration::from_secs(STREAM_MAX_SECS.max(self.cfg.timeout_secs)),
-        )
+        let per_read = Duration::from_secs(self.cfg.timeout_secs.max(1));
+        let total = Duration::from_secs(STREAM_MAX_SECS.max(self.cfg.timeout_secs));
+        let resp = if body.contains(upload::FILE_MARK) {
+            let mut b = spliced(body)?;
+            headers.push(("Content-Length", b.len.to_string()));
+            let send = ureq::SendBody::from_reader(&mut b.reader);
+            http::post_streaming(&self.agent, &url, &headers, send, per_read, total)
+        } else {
+            http::post_streaming(&self.agent, &url, &headers, body, per_read, total)
+        }
         .map_err(|e| transport_error(e, &url))?;
         let status = resp.status().as_u16();
         let json_body = resp

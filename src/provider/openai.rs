@@ -34,13 +34,14 @@ pub const MAX_WARNED_PROVIDERS: usize = 16;
 /// buffer (the history is not copied into a JSON tree first).
 pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
     let mut w = req.body_writer(cfg);
+    let (with_images, images) = req.images(cfg);
     if !req.system.is_empty() {
         w.begin_object();
         w.field_str("role", "system");
         w.field_str("content", req.system);
         w.end_object();
     }
-    for m in req.messages {
+    for (i, m) in req.messages.iter().enumerate() {
         w.begin_object();
         w.field_str("role", m.role.as_str());
         match m.role {
@@ -66,6 +67,27 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
             Role::Tool => {
                 w.field_str("tool_call_id", m.tool_call_id.as_deref().unwrap_or(""));
                 w.field_str("content", &m.content);
+            }
+            Role::User if i == with_images && !images.is_empty() => {
+                // Content parts: the text, then each photo as a data URL whose base64
+                // is streamed from the file when the body is sent (`upload::spliced`).
+                w.key("content");
+                w.begin_array();
+                w.begin_object();
+                w.field_str("type", "text");
+                w.field_str("text", &m.content);
+                w.end_object();
+                for img in &images {
+                    w.begin_object();
+                    w.field_str("type", "image_url");
+                    w.key("image_url");
+                    w.raw(&format!(
+                        "{{\"url\":\"data:{};base64,{}\"}}",
+                        img.mime, img.mark
+                    ));
+                    w.end_object();
+                }
+                w.end_array();
             }
             _ => w.field_str("content", &m.content),
         }
@@ -731,6 +753,7 @@ mod tests {
                 system: "",
                 messages: &[Message::new(Role::User, "hi")],
                 tools: &[],
+                media_root: None,
             },
         );
         assert!(body.contains(r#""stream":true"#), "{body}");
@@ -780,6 +803,7 @@ mod tests {
                 system: "sys",
                 messages: &msgs,
                 tools: &tools,
+                media_root: None,
             },
         );
         let v = json::parse_value(&body).unwrap();
@@ -796,6 +820,7 @@ mod tests {
                 system: "sys",
                 messages: &msgs,
                 tools: &[],
+                media_root: None,
             },
         );
         let nv = json::parse_value(&no_tools).unwrap();

@@ -176,6 +176,93 @@ pub struct Incoming {
     pub has_media: bool,
     /// Sender of the message this one replies to.
     pub reply_to_from_id: Option<i64>,
+    /// A voice note, audio, video note, photo or document we can fetch.
+    pub media: Option<MediaRef>,
+}
+
+/// The kinds of media yoctoclaw takes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaKind {
+    Voice,
+    Audio,
+    VideoNote,
+    Photo,
+    Document,
+}
+
+/// A file attached to a message, as the update describes it (nothing downloaded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MediaRef {
+    pub kind: MediaKind,
+    /// `(file_id, announced size)`, smallest first (a photo's sizes; one entry otherwise).
+    pub files: Vec<(String, Option<u64>)>,
+    pub mime: Option<String>,
+    /// The sender's file name (a document's): never used as a path.
+    pub name: Option<String>,
+    /// Seconds, for voice, audio and video notes.
+    pub duration: Option<u64>,
+}
+
+/// Most photo sizes kept from one message (Telegram sends 3 or 4).
+const MAX_PHOTO_SIZES: usize = 8;
+/// Longest file id or name kept from an update.
+const MAX_FILE_FIELD_BYTES: usize = 256;
+
+/// The media of a message, if it has a kind we take.
+fn parse_media(m: &Value) -> Option<MediaRef> {
+    let field = |v: &Value, k| str_at(v, k).map(|s| cut(s, MAX_FILE_FIELD_BYTES));
+    let size = |v: &Value| {
+        get(v, "file_size")
+            .and_then(as_i64)
+            .and_then(|n| u64::try_from(n).ok())
+    };
+    let one = |kind, v: &Value| {
+        Some(MediaRef {
+            kind,
+            files: vec![(field(v, "file_id")?, size(v))],
+            mime: field(v, "mime_type"),
+            name: field(v, "file_name"),
+            duration: get(v, "duration")
+                .and_then(as_i64)
+                .and_then(|n| u64::try_from(n).ok()),
+        })
+    };
+    for (key, kind) in [
+        ("voice", MediaKind::Voice),
+        ("audio", MediaKind::Audio),
+        ("video_note", MediaKind::VideoNote),
+        ("document", MediaKind::Document),
+    ] {
+        if let Some(v) = get(m, key) {
+            return one(kind, v);
+        }
+    }
+    let sizes = get(m, "photo").and_then(as_array)?;
+    let mut files: Vec<(String, Option<u64>)> = sizes
+        .iter()
+        .take(MAX_PHOTO_SIZES)
+        .filter_map(|p| Some((field(p, "file_id")?, size(p))))
+        .collect();
+    files.sort_by_key(|f| f.1.unwrap_or(u64::MAX));
+    (!files.is_empty()).then_some(MediaRef {
+        kind: MediaKind::Photo,
+        files,
+        mime: None,
+        name: None,
+        duration: None,
+    })
+}
+
+/// Why a file could not be fetched from Telegram.
+#[derive(Debug)]
+pub enum FetchError {
+    Api(ApiError),
+    /// Larger than the cap (announced, or found while downloading).
+    TooLarge,
+    /// Fewer or more bytes than `getFile` announced.
+    SizeMismatch,
+    /// Writing the spool file failed (full disk…).
+    Disk(std::io::Error),
 }
 
 /// One update; `message` is `None` for kinds we do not handle.
@@ -199,8 +286,10 @@ pub struct OutText<'a> {
 /// A Bot API client for one token. Cheap to clone (the HTTP agent is shared).
 #[derive(Clone)]
 pub struct Api {
-    /// `{api_base}/bot{token}/`: the only place the token lives.
+    /// `{api_base}/bot{token}/`: the only place the token lives (with `file_prefix`).
     prefix: String,
+    /// `{api_base}/file/bot{token}/`: where `getFile`'s `file_path` is downloaded.
+    file_prefix: String,
     host: String,
     agent: ureq::Agent,
     /// The last call failed on the network, with a 5xx or a 429 (shared by clones).
@@ -219,6 +308,7 @@ impl Api {
         let base = api_base.trim_end_matches('/');
         Api {
             prefix: format!("{base}/bot{token}/"),
+            file_prefix: format!("{base}/file/bot{token}/"),
             host: http::host_of(base),
             agent: http::agent(timeout_secs),
             down: Arc::default(),
@@ -290,6 +380,125 @@ impl Api {
             ("action", json::string("typing")),
         ]));
         self.call("sendChatAction", &body).map(|_| ())
+    }
+
+    /// Show a chat action (`typing`, `upload_document`, `record_voice`…).
+    pub fn send_action(&self, chat_id: i64, action: &str) -> Result<(), ApiError> {
+        let body = json::to_string(&json::object([
+            ("chat_id", int(chat_id)),
+            ("action", json::string(action)),
+        ]));
+        self.call("sendChatAction", &body).map(|_| ())
+    }
+
+    /// Download file `file_id` into `dest` (created, never into RAM): `getFile`, then
+    /// `{api_base}/file/bot{token}/{file_path}`. At most `cap` bytes; exactly the size
+    /// `getFile` announced when it announced one. Returns the size. `dest` is left for
+    /// the caller to remove on error.
+    pub fn download(
+        &self,
+        file_id: &str,
+        dest: &std::path::Path,
+        cap: u64,
+    ) -> Result<u64, FetchError> {
+        let body = json::to_string(&json::object([("file_id", json::string(file_id))]));
+        let r = self.call("getFile", &body).map_err(FetchError::Api)?;
+        let announced = get(&r, "file_size")
+            .and_then(as_i64)
+            .and_then(|n| u64::try_from(n).ok());
+        if announced.is_some_and(|n| n > cap) {
+            return Err(FetchError::TooLarge);
+        }
+        let file_path = str_at(&r, "file_path").ok_or(FetchError::Api(ApiError::BadResponse {
+            detail: "getFile without a file_path",
+        }))?;
+        if file_path.contains("..") || file_path.starts_with('/') {
+            return Err(FetchError::Api(ApiError::BadResponse {
+                detail: "getFile with an odd file_path",
+            }));
+        }
+        let transport = |error| {
+            FetchError::Api(ApiError::Transport {
+                host: self.host.clone(),
+                error,
+            })
+        };
+        // The URL carries the token: built here, used once, never formatted.
+        let url = format!("{}{file_path}", self.file_prefix);
+        let resp = self
+            .agent
+            .get(&url)
+            .call()
+            .map_err(|e| transport(http::map_error(e)))?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Err(FetchError::Api(by_status(status, String::new(), None)));
+        }
+        let mut reader = resp.into_body().into_with_config().limit(cap + 1).reader();
+        let mut out = std::fs::File::create(dest).map_err(FetchError::Disk)?;
+        let mut buf = vec![0u8; crate::limits::HTTP_BUFFER_BYTES];
+        let mut got = 0u64;
+        loop {
+            use std::io::{Read, Write};
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    let e = http::map_io_error(e);
+                    return Err(if e == HttpError::TooLarge {
+                        FetchError::TooLarge
+                    } else {
+                        transport(e)
+                    });
+                }
+            };
+            got += n as u64;
+            if got > cap {
+                return Err(FetchError::TooLarge);
+            }
+            out.write_all(&buf[..n]).map_err(FetchError::Disk)?;
+        }
+        out.sync_all().map_err(FetchError::Disk)?;
+        if announced.is_some_and(|n| n != got) {
+            return Err(FetchError::SizeMismatch);
+        }
+        Ok(got)
+    }
+
+    /// Send the file at `path` to a chat with `method` (`sendDocument`, `sendPhoto`,
+    /// `sendVoice`), its bytes streamed from disk as the multipart field `field`.
+    pub fn send_file(
+        &self,
+        chat_id: i64,
+        method: &str,
+        field: &str,
+        path: &std::path::Path,
+        name: &str,
+        mime: &str,
+        timeout: std::time::Duration,
+    ) -> Result<(), ApiError> {
+        use crate::provider::upload;
+        let chat = chat_id.to_string();
+        let (body, content_type) =
+            upload::multipart(&[("chat_id", &chat)], field, name, mime, path).map_err(|_| {
+                ApiError::BadResponse {
+                    detail: "the file cannot be read",
+                }
+            })?;
+        let url = format!("{}{method}", self.prefix);
+        let (status, text, retry_after) = upload::post_body(
+            &self.agent,
+            &url,
+            &[("Content-Type", content_type)],
+            body,
+            MAX_BOT_API_RESPONSE_BYTES,
+            Some(timeout),
+        )
+        .map_err(|error| ApiError::Transport {
+            host: self.host.clone(),
+            error,
+        })?;
+        parse_envelope(status, &text, retry_after).map(|_| ())
     }
 
     fn call(&self, method: &str, body: &str) -> Result<Value, ApiError> {
@@ -646,6 +855,7 @@ fn parse_message(m: &Value) -> Option<Incoming> {
         caption: text_of("caption"),
         has_media: MEDIA_KEYS.iter().any(|k| get(m, k).is_some()),
         reply_to_from_id: path(m, &["reply_to_message", "from", "id"]).and_then(as_i64),
+        media: parse_media(m),
     })
 }
 

@@ -28,6 +28,7 @@
 
 use super::api::{BotIdentity, Incoming, Update};
 use super::inbound::{self, Action, AllowList, RefusalLimiter, Rules};
+use super::media::{self, Media};
 use super::outbox::{Job, Outbox};
 use super::recover::{self, Told, chat_of};
 use super::reply::SendError;
@@ -38,11 +39,13 @@ use crate::agent::streaming::NoSink;
 use crate::agent::{Agent, AgentError, commands};
 use crate::chat::ChannelKind;
 use crate::config::{Config, GroupMode};
+use crate::runtime::Workers;
 use crate::store::inbox::{MAX_INBOX_ROWS, Next, Turn};
 use crate::store::{Db, StoreError};
 use crate::time::{build_epoch, now};
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The `state` key holding the next `getUpdates` offset.
@@ -89,6 +92,8 @@ pub struct Bot {
     resume: RefCell<Vec<(i64, Turn)>>,
     /// `agent.timezone`, for the times in told lines.
     timezone: String,
+    /// Voice notes, photos and files (`media`), prepared on these workers.
+    media: RefCell<Option<(Arc<Media>, Workers)>>,
 }
 
 impl Bot {
@@ -121,7 +126,13 @@ impl Bot {
             capacity: (cfg.agent.max_sessions as usize).max(1),
             resume: RefCell::new(Vec::new()),
             timezone: cfg.agent.timezone.clone(),
+            media: RefCell::new(None),
         }
+    }
+
+    /// Take voice notes, photos and files in with `media`, on `workers`.
+    pub fn set_media(&self, media: Arc<Media>, workers: Workers) {
+        *self.media.borrow_mut() = Some((media, workers));
     }
 
     /// The next offset to ask Telegram for.
@@ -157,6 +168,7 @@ impl Bot {
         }
         let next = u.update_id.saturating_add(1);
         let job = match &u.message {
+            Some(m) if m.media.is_some() => self.decide_media(ex, m, next).await,
             Some(m) => self.decide(ex, m, next),
             None => None,
         };
@@ -178,6 +190,63 @@ impl Bot {
         m: &Incoming,
         next: i64,
     ) -> Option<Job> {
+        match self.judge(m) {
+            Ok(req) => self.admit(ex, req, next),
+            Err(job) => job,
+        }
+    }
+
+    /// A message with a voice note, photo or file: judged like any message, then its
+    /// file fetched and made into text on a worker (updates wait meanwhile; "typing…"
+    /// is shown), then admitted like a text. A failure is one sentence to the chat.
+    async fn decide_media(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+        m: &Incoming,
+        next: i64,
+    ) -> Option<Job> {
+        let mut req = match self.judge(m) {
+            Ok(req) => req,
+            Err(job) => return job,
+        };
+        let (chat_id, reply_to) = (req.chat_id, req.reply_to);
+        let ready = self.media.borrow().clone();
+        let (Some((ctx, workers)), Some(mref)) = (ready, m.media.clone()) else {
+            return Some(Job::notice(chat_id, inbound::TEXT_ONLY_REPLY, reply_to));
+        };
+        let caption = std::mem::take(&mut req.text);
+        let action = media::action_for(mref.kind);
+        let work = workers.run(move || {
+            let _ = ctx.api.send_action(chat_id, action);
+            media::prepare(&ctx, &mref, &caption)
+        });
+        let prepared = smol::future::or(async { work.await.ok() }, self.keep_typing(chat_id)).await;
+        match prepared {
+            Some(Ok(p)) => {
+                if let Some(heard) = p.heard {
+                    self.send(Job::notice(chat_id, heard, reply_to)).await;
+                }
+                req.text = p.text;
+                self.admit(ex, req, next)
+            }
+            Some(Err(sentence)) => {
+                self.persist_offset(next);
+                Some(Job::notice(chat_id, sentence, reply_to))
+            }
+            None => None, // the workers stopped: shutting down
+        }
+    }
+
+    /// Send "typing…" every few seconds while awaited (never completes).
+    async fn keep_typing<T>(&self, chat_id: i64) -> T {
+        loop {
+            smol::Timer::after(Duration::from_secs(TYPING_REFRESH_SECS)).await;
+            self.outbox.try_push(Job::Typing { chat_id });
+        }
+    }
+
+    /// The request in a message, or the notice (if any) that answers it instead.
+    fn judge(&self, m: &Incoming) -> Result<inbound::Request, Option<Job>> {
         log::debug!(
             "telegram: message from chat {} (user {:?})",
             m.chat_id,
@@ -188,10 +257,10 @@ impl Bot {
             allow: &self.allow,
             group_mode: self.group_mode,
         };
-        let req = match inbound::classify(m, &rules) {
+        match inbound::classify(m, &rules) {
             Action::Ignore(why) => {
                 log::debug!("telegram: ignored a message in chat {}: {why}", m.chat_id);
-                return None;
+                return Err(None);
             }
             Action::Refuse {
                 chat_id,
@@ -202,23 +271,35 @@ impl Bot {
                 let now = Instant::now();
                 if !self.refusals.borrow_mut().should_refuse(user_id, now) {
                     log::debug!("telegram: refused user {user_id} again (no reply)");
-                    return None;
+                    return Err(None);
                 }
                 let name = username.map(|u| format!(" (@{u})")).unwrap_or_default();
                 log::warn!(
                     "telegram: refused user {user_id}{name} in chat {chat_id}: not in telegram.allow_from"
                 );
-                return Some(Job::notice(
+                Err(Some(Job::notice(
                     chat_id,
                     inbound::refusal_text(user_id),
                     reply_to,
-                ));
+                )))
             }
-            Action::TextOnly { chat_id, reply_to } => {
-                return Some(Job::notice(chat_id, inbound::TEXT_ONLY_REPLY, reply_to));
-            }
-            Action::Answer(req) => req,
-        };
+            Action::TextOnly { chat_id, reply_to } => Err(Some(Job::notice(
+                chat_id,
+                inbound::TEXT_ONLY_REPLY,
+                reply_to,
+            ))),
+            Action::Answer(req) => Ok(req),
+        }
+    }
+
+    /// Store an allowed message with the offset `next` in one commit, starting its
+    /// chat's turn in that commit when the chat can run one now.
+    fn admit(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+        req: inbound::Request,
+        next: i64,
+    ) -> Option<Job> {
         let chat_id = req.chat_id;
         // Approval answers go straight to the waiting turn, never behind it.
         if let Some(reply) = commands::approval_reply(&self.agent, &session_id(chat_id), &req.text)

@@ -218,6 +218,22 @@ pub fn classify(m: &Incoming, rules: &Rules<'_>) -> Action {
             reply_to,
         };
     }
+    if m.media.is_some() {
+        // Voice notes, photos, files: the caption (mention removed) goes with them;
+        // `bot` fetches the file and makes the text (`media`).
+        let caption = content.map_or(String::new(), |c| {
+            if group {
+                strip_mention(c, name)
+            } else {
+                c.trim().to_string()
+            }
+        });
+        return Action::Answer(Request {
+            chat_id: m.chat_id,
+            text: caption,
+            reply_to,
+        });
+    }
     let Some(content) = content else {
         return if m.has_media {
             Action::TextOnly {
@@ -348,6 +364,7 @@ mod tests {
             caption: None,
             has_media: false,
             reply_to_from_id: None,
+            media: None,
         }
     }
 

@@ -26,6 +26,8 @@
 //!   (`channels::deliver`).
 //! - Shared: `live` (one streamed reply's state: written by `stream`, shown by
 //!   `preview`; its `Mutex` is never held across I/O).
+//! - Workers: `media` (a message's voice note, photo or file downloaded, transcribed
+//!   or saved, for `bot`).
 //! - Pure, any thread: `html`, `split`, `inbound`, `recover`, `backoff` (its
 //!   `Stop::sleep` blocks the calling thread), and `api`'s request and answer parsing
 //!   (its calls block). The sender reports delivered turns back over the `Outbox`.
@@ -38,6 +40,7 @@ pub mod bot;
 pub mod html;
 pub mod inbound;
 pub mod live;
+pub mod media;
 pub mod outbox;
 pub mod poller;
 pub mod preview;
