@@ -84,6 +84,8 @@ pub enum DeliverError {
     Telegram(Undelivered),
     /// Writing to stdout failed.
     Stdout(String),
+    /// A file upload failed (the sentence says why).
+    File(String),
     /// The worker pool stopped (shutdown).
     Stopped,
 }
@@ -96,6 +98,7 @@ impl fmt::Display for DeliverError {
             }
             DeliverError::Telegram(u) => write!(f, "telegram: {u}"),
             DeliverError::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
+            DeliverError::File(e) => write!(f, "the file was not sent: {e}"),
             DeliverError::Stopped => f.write_str("yoctoclaw is shutting down"),
         }
     }
@@ -107,6 +110,76 @@ impl Outbound for Delivery {
     fn deliver<'a>(&'a self, target: &'a Target, text: &'a str) -> Delivering<'a> {
         Box::pin(async move { deliver(self, target, text).await.map_err(OutError::from) })
     }
+
+    fn send_file<'a>(&'a self, target: &'a Target, path: &'a std::path::Path) -> Delivering<'a> {
+        Box::pin(async move {
+            let Target::Telegram(chat_id) = *target else {
+                return Err(OutError::NotConfigured(
+                    "files can be sent only to Telegram chats".into(),
+                ));
+            };
+            send_file(self, chat_id, path).await.map_err(OutError::from)
+        })
+    }
+}
+
+/// Overall timeout of one file upload (50 MB over a slow link).
+pub const TELEGRAM_UPLOAD_TIMEOUT_SECS: u64 = 600;
+/// Telegram's limits for bots: photos 10 MB, other files 50 MB.
+pub const TELEGRAM_MAX_PHOTO_BYTES: u64 = 10 * 1024 * 1024;
+pub const TELEGRAM_MAX_UPLOAD_BYTES: u64 = 50 * 1024 * 1024;
+
+/// How a file goes to Telegram: `(method, field, mime)` by its first bytes and size.
+pub fn upload_kind(head: &[u8], size: u64) -> (&'static str, &'static str, &'static str) {
+    use crate::channels::telegram::media::sniff_image;
+    match sniff_image(head) {
+        Some((_, mime @ ("image/jpeg" | "image/png" | "image/webp")))
+            if size <= TELEGRAM_MAX_PHOTO_BYTES =>
+        {
+            ("sendPhoto", "photo", mime)
+        }
+        _ if head.starts_with(b"OggS") => ("sendVoice", "voice", "audio/ogg"),
+        _ => ("sendDocument", "document", "application/octet-stream"),
+    }
+}
+
+/// Upload a workspace file to a Telegram chat on a worker (streamed from disk:
+/// `sendPhoto`, `sendVoice` or `sendDocument`).
+pub async fn send_file(
+    ctx: &Delivery,
+    chat_id: i64,
+    path: &std::path::Path,
+) -> Result<(), DeliverError> {
+    let Some(token) = ctx.token.clone() else {
+        return Err(DeliverError::NoToken(ctx.token_env.clone()));
+    };
+    let api = Api::new(&ctx.api_base, &token, TELEGRAM_UPLOAD_TIMEOUT_SECS);
+    let path = path.to_path_buf();
+    ctx.workers
+        .run(move || {
+            use std::io::Read;
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            if size > TELEGRAM_MAX_UPLOAD_BYTES {
+                return Err(DeliverError::File(
+                    "it is larger than Telegram's 50 MB limit for bots".into(),
+                ));
+            }
+            let mut head = Vec::new();
+            if let Ok(f) = std::fs::File::open(&path) {
+                let _ = f.take(16).read_to_end(&mut head);
+            }
+            let (method, field, mime) = upload_kind(&head, size);
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(crate::channels::telegram::media::safe_name)
+                .unwrap_or_else(|| "file".into());
+            let _ = api.send_action(chat_id, "upload_document");
+            api.send_file(chat_id, (method, field), &path, (&name, mime))
+                .map_err(|e| DeliverError::File(e.to_string()))
+        })
+        .await
+        .map_err(|_| DeliverError::Stopped)?
 }
 
 impl From<DeliverError> for OutError {

@@ -112,6 +112,16 @@ pub type Delivering<'a> = Pin<Box<dyn Future<Output = Result<(), DeliverError>> 
 /// every delivery is an outbound message.
 pub trait Outbound {
     fn deliver<'a>(&'a self, target: &'a Target, text: &'a str) -> Delivering<'a>;
+
+    /// Send the file at `path` (already checked to be inside the workspace) to `target`,
+    /// streamed from disk. Only Telegram takes files.
+    fn send_file<'a>(&'a self, _target: &'a Target, _path: &'a std::path::Path) -> Delivering<'a> {
+        Box::pin(async {
+            Err(DeliverError::NotConfigured(
+                "files cannot be sent from here".into(),
+            ))
+        })
+    }
 }
 
 /// An [`Outbound`] with no channel behind it: every delivery to a chat is refused with

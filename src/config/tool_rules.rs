@@ -17,7 +17,7 @@ use super::{Config, ConfigError};
 use crate::chat::ChannelKind;
 
 /// Every tool the model can be offered, in bit order (`tools` checks its table matches).
-pub const TOOL_NAMES: [&str; 18] = [
+pub const TOOL_NAMES: [&str; 19] = [
     "read_file",
     "write_file",
     "edit_file",
@@ -31,6 +31,7 @@ pub const TOOL_NAMES: [&str; 18] = [
     "cron_list",
     "cron_remove",
     "send_message",
+    "send_file",
     "system_info",
     "gpio",
     "i2c",
@@ -52,7 +53,7 @@ pub const TOOL_GROUPS: [(&str, &[&str]); 9] = [
         &["memory_store", "memory_search", "memory_forget"],
     ),
     ("cron", &["cron_add", "cron_list", "cron_remove"]),
-    ("messaging", &["send_message"]),
+    ("messaging", &["send_message", "send_file"]),
     ("system", &["system_info"]),
     ("hardware", HARDWARE_TOOLS),
 ];

@@ -28,6 +28,40 @@ pub const SEND_MESSAGE: ToolSpec = ToolSpec {
     parameters: r#"{"type":"object","properties":{"text":{"type":"string","description":"The message text (markdown allowed)"},"to":{"type":"string","description":"Optional target 'telegram:<numeric chat id>' listed in telegram.allow_from. Default: the current chat"}},"required":["text"]}"#,
 };
 
+pub const SEND_FILE: ToolSpec = ToolSpec {
+    name: "send_file",
+    description: "Send a file from the workspace to the current Telegram chat (or another allowed one, 'telegram:<numeric id>'): images as photos, Ogg voice recordings as voice notes, anything else as a document (at most 50 MB; photos 10 MB).",
+    parameters: r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace"},"to":{"type":"string","description":"Optional target 'telegram:<numeric chat id>' listed in telegram.allow_from. Default: the current chat"}},"required":["path"]}"#,
+};
+
+pub async fn send_file(tools: &Tools, ctx: &CallContext, args: &Args) -> Result<String, ToolError> {
+    let rel = args.str("path")?;
+    // Always confined, whatever agent.restrict_to_workspace says: a file leaves the
+    // device.
+    let path = super::fs::resolve(&tools.workspace, true, rel, true)?;
+    if !path.is_file() {
+        return Err(ToolError::BadArgs(format!("{rel:?} is not a file")));
+    }
+    let target = target(tools, ctx, args.opt_str("to")?)?;
+    if !matches!(target, Target::Telegram(_)) {
+        return Err(ToolError::Failed(
+            "files can be sent only to Telegram chats".into(),
+        ));
+    }
+    let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    tools
+        .outbound
+        .send_file(&target, &path)
+        .await
+        .map_err(|e| ToolError::Failed(e.to_string()))?;
+    Ok(format!(
+        "Sent {} ({}) to {}.",
+        crate::security::confine::display_relative(&tools.workspace, &path),
+        crate::chat::media::size_text(size),
+        label(&target)
+    ))
+}
+
 /// Where the message goes, checked.
 pub fn target(tools: &Tools, ctx: &CallContext, to: Option<&str>) -> Result<Target, ToolError> {
     target_for(&tools.cfg, ctx, to)

@@ -128,6 +128,7 @@ const ALL: &[ToolSpec] = &[
     cron::CRON_LIST,
     cron::CRON_REMOVE,
     message::SEND_MESSAGE,
+    message::SEND_FILE,
     sysinfo::SYSTEM_INFO,
     // The hardware tools stay last: `specs` cuts them off when `hardware.allow` is empty.
     hardware::GPIO,
@@ -270,6 +271,7 @@ impl Tools {
             "cron_list" => cron::list(&self.db, &self.cfg),
             "cron_remove" => cron::remove(&self.db, &self.cfg, &args),
             "send_message" => message::send_message(self, ctx, &args).await,
+            "send_file" => message::send_file(self, ctx, &args).await,
             "system_info" => sysinfo::system_info(self).await,
             "gpio" | "i2c" | "spi" | "serial_port" => hardware::call(self, name, &args).await,
             other => Err(ToolError::Unknown(other.to_string())),

@@ -467,15 +467,13 @@ impl Api {
 
     /// Send the file at `path` to a chat with `method` (`sendDocument`, `sendPhoto`,
     /// `sendVoice`), its bytes streamed from disk as the multipart field `field`.
+    /// `(method, field)`, `(name, mime)`: as `deliver::upload_kind` chose.
     pub fn send_file(
         &self,
         chat_id: i64,
-        method: &str,
-        field: &str,
+        (method, field): (&str, &str),
         path: &std::path::Path,
-        name: &str,
-        mime: &str,
-        timeout: std::time::Duration,
+        (name, mime): (&str, &str),
     ) -> Result<(), ApiError> {
         use crate::provider::upload;
         let chat = chat_id.to_string();
@@ -492,7 +490,7 @@ impl Api {
             &[("Content-Type", content_type)],
             body,
             MAX_BOT_API_RESPONSE_BYTES,
-            Some(timeout),
+            None,
         )
         .map_err(|error| ApiError::Transport {
             host: self.host.clone(),

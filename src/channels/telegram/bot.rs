@@ -260,7 +260,7 @@ impl Bot {
         match inbound::classify(m, &rules) {
             Action::Ignore(why) => {
                 log::debug!("telegram: ignored a message in chat {}: {why}", m.chat_id);
-                return Err(None);
+                Err(None)
             }
             Action::Refuse {
                 chat_id,

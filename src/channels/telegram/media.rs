@@ -349,7 +349,8 @@ mod tests {
         assert_eq!(safe_name("C:\\x\\report 2026.pdf"), "report_2026.pdf");
         assert_eq!(safe_name(".bashrc"), "bashrc");
         assert_eq!(safe_name(".."), "file");
-        assert_eq!(safe_name("ünï"), "file");
+        assert_eq!(safe_name("ünï"), "_n_");
+        assert_eq!(safe_name("ü😀"), "file");
         let long = format!("{}.pdf", "a".repeat(200));
         let s = safe_name(&long);
         assert!(s.len() <= MAX_SAFE_NAME_BYTES && s.ends_with(".pdf"), "{s}");
