@@ -27,6 +27,8 @@ pub struct Request {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// The body's bytes as sent (multipart uploads are binary).
+    pub raw: Arc<Vec<u8>>,
     /// When the whole request had arrived.
     pub at: Instant,
 }
@@ -331,6 +333,7 @@ fn read_request(reader: &mut impl BufRead) -> Option<Request> {
         path,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        raw: Arc::new(body),
         at: Instant::now(),
     })
 }

@@ -33,6 +33,8 @@ struct State {
     get_me: Option<Response>,
     /// Serve every update on every poll, whatever the offset (a broken proxy).
     ignore_offset: bool,
+    /// Files by `file_id`: `(file_path, bytes, size getFile announces)`.
+    files: Vec<(String, String, Arc<Vec<u8>>, Option<u64>)>,
 }
 
 /// One `sendMessage` call as the fake saw it.
@@ -131,6 +133,33 @@ impl FakeTelegram {
 
     pub fn set_ignore_offset(&self, on: bool) {
         self.with(|s| s.ignore_offset = on);
+    }
+
+    /// A file `getFile` knows as `file_id`, served at `/file/bot<token>/<file_path>`;
+    /// `announced`: the `file_size` getFile says (`None`: the real size).
+    pub fn add_file(&self, file_id: &str, file_path: &str, bytes: Vec<u8>, announced: Option<u64>) {
+        let size = announced.unwrap_or(bytes.len() as u64);
+        self.with(|s| {
+            s.files.push((
+                file_id.into(),
+                file_path.into(),
+                Arc::new(bytes),
+                Some(size),
+            ))
+        });
+    }
+
+    /// Every multipart upload (`sendDocument`, `sendPhoto`, `sendVoice`).
+    pub fn uploads(&self) -> Vec<Request> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                ["/sendDocument", "/sendPhoto", "/sendVoice"]
+                    .iter()
+                    .any(|m| r.path.ends_with(m))
+            })
+            .collect()
     }
 
     /// Queue an update whose `message` is `message_json`; returns its update_id.
@@ -244,7 +273,55 @@ fn ok(result: &str) -> Response {
 fn handle(state: &Mutex<State>, req: &Request) -> Response {
     let method = req.path.rsplit('/').next().unwrap_or("");
     let mut s = state.lock().unwrap();
+    if let Some(rest) = req.path.strip_prefix("/file/bot") {
+        // `/file/bot<token>/<file_path>`
+        let file_path = rest.split_once('/').map(|(_, p)| p).unwrap_or("");
+        return match s.files.iter().find(|f| f.1 == file_path) {
+            // Announced larger than it is: the connection ends early (a cut download).
+            Some(f) if f.3.is_some_and(|n| n > f.2.len() as u64) => {
+                let mut raw = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    f.3.unwrap_or(0)
+                )
+                .into_bytes();
+                raw.extend_from_slice(&f.2);
+                Response::Raw(raw)
+            }
+            Some(f) => Response::Full {
+                status: 200,
+                headers: vec![("Content-Type".into(), "application/octet-stream".into())],
+                body: f.2.to_vec(),
+            },
+            None => Response::json(
+                404,
+                r#"{"ok":false,"error_code":404,"description":"Not Found"}"#,
+            ),
+        };
+    }
     match method {
+        "getFile" => {
+            let id = yoctoclaw::json::parse_value(&req.body)
+                .ok()
+                .and_then(|v| yoctoclaw::json::str_at(&v, "file_id").map(str::to_string))
+                .unwrap_or_default();
+            match s.files.iter().find(|f| f.0 == id) {
+                Some((id, path, _, size)) => ok(&format!(
+                    r#"{{"file_id":"{id}","file_unique_id":"u{id}","file_size":{},"file_path":"{path}"}}"#,
+                    size.unwrap_or(0)
+                )),
+                None => Response::json(
+                    400,
+                    r#"{"ok":false,"error_code":400,"description":"Bad Request: invalid file_id"}"#,
+                ),
+            }
+        }
+        "sendDocument" | "sendPhoto" | "sendVoice" => {
+            s.next_message_id += 1;
+            ok(&format!(
+                r#"{{"message_id":{},"chat":{{"id":1,"type":"private"}},"date":1}}"#,
+                s.next_message_id
+            ))
+        }
         "getMe" => s.get_me.clone().unwrap_or_else(|| {
             ok(&format!(
                 r#"{{"id":{BOT_ID},"is_bot":true,"first_name":"YC","username":"{BOT_USERNAME}"}}"#

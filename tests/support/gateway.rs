@@ -47,7 +47,22 @@ impl Gateway {
     /// Start the gateway in `home` with `TELEGRAM_BOT_TOKEN` = [`TOKEN`] and `RUST_LOG` =
     /// info; `env` is applied after (so it can override either).
     pub fn start(home: &TempHome, env: &[(&str, &str)]) -> Gateway {
-        let mut cmd = home.cmd(&["gateway"]);
+        Gateway::spawn(home.cmd(&["gateway"]), env)
+    }
+
+    /// [`Gateway::start`] with another build of the binary (benchmarks: a release build).
+    pub fn start_bin(home: &TempHome, bin: &str, env: &[(&str, &str)]) -> Gateway {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .arg("--home")
+            .arg(&home.dir)
+            .arg("gateway")
+            .stdin(Stdio::null());
+        Gateway::spawn(cmd, env)
+    }
+
+    fn spawn(mut cmd: std::process::Command, env: &[(&str, &str)]) -> Gateway {
         cmd.env("TELEGRAM_BOT_TOKEN", TOKEN)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())

@@ -434,7 +434,17 @@ impl Api {
         if !(200..300).contains(&status) {
             return Err(FetchError::Api(by_status(status, String::new(), None)));
         }
-        let mut reader = resp.into_body().into_with_config().limit(cap + 1).reader();
+        // Never more than announced (a file larger than said is cut off at once).
+        let limit = announced.map_or(cap, |a| a.min(cap));
+        let over = || match announced {
+            Some(_) => FetchError::SizeMismatch,
+            None => FetchError::TooLarge,
+        };
+        let mut reader = resp
+            .into_body()
+            .into_with_config()
+            .limit(limit + 1)
+            .reader();
         let mut out = std::fs::File::create(dest).map_err(FetchError::Disk)?;
         let mut buf = vec![0u8; crate::limits::HTTP_BUFFER_BYTES];
         let mut got = 0u64;
@@ -446,15 +456,15 @@ impl Api {
                 Err(e) => {
                     let e = http::map_io_error(e);
                     return Err(if e == HttpError::TooLarge {
-                        FetchError::TooLarge
+                        over()
                     } else {
                         transport(e)
                     });
                 }
             };
             got += n as u64;
-            if got > cap {
-                return Err(FetchError::TooLarge);
+            if got > limit {
+                return Err(over());
             }
             out.write_all(&buf[..n]).map_err(FetchError::Disk)?;
         }
