@@ -34,8 +34,11 @@ struct State {
     /// Serve every update on every poll, whatever the offset (a broken proxy).
     ignore_offset: bool,
     /// Files by `file_id`: `(file_path, bytes, size getFile announces)`.
-    files: Vec<(String, String, Arc<Vec<u8>>, Option<u64>)>,
+    files: Vec<FakeFile>,
 }
+
+/// `(file_id, file_path, bytes, size getFile announces)`.
+type FakeFile = (String, String, Arc<Vec<u8>>, Option<u64>);
 
 /// One `sendMessage` call as the fake saw it.
 #[derive(Debug, Clone)]
