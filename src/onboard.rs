@@ -27,7 +27,9 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "// tool_mode": "native (tools in the request), text (described in the prompt, for models without native tool calls), none; doctor --deep says which fits",
     "tool_mode": "native",
     "// context_window": "the model's context size in tokens (llama.cpp --ctx-size, Ollama num_ctx); 0: 8192 for a local server, unknown for a cloud one",
-    "context_window": 0
+    "context_window": 0,
+    "// vision": "true: the model reads images; photos sent on Telegram go to it (else they are saved and described by path)",
+    "vision": false
   },
   "fallbacks": [],
   "telegram": {
@@ -87,6 +89,18 @@ pub const CONFIG_TEMPLATE: &str = r#"{
   "tls": {
     "//": "ca_file: a PEM file of extra CA certificates (a private CA), trusted besides the built-in roots",
     "ca_file": ""
+  },
+  "transcription": {
+    "//": "voice notes: an OpenAI-compatible speech-to-text server (POST base_url/audio/transcriptions): https://api.openai.com/v1, https://api.groq.com/openai/v1 (model whisper-large-v3), whisper.cpp's server http://127.0.0.1:8080/v1; empty: off",
+    "base_url": "",
+    "model": "whisper-1",
+    "api_key_env": "YOCTOCLAW_TRANSCRIPTION_API_KEY",
+    "timeout_secs": 120
+  },
+  "media": {
+    "//": "files sent on Telegram: max_file_mb per file (Telegram lets bots download 20 MB), inbox_max_mb for the workspace's inbox folder",
+    "max_file_mb": 20,
+    "inbox_max_mb": 200
   },
   "log_level": "info"
 }

@@ -281,10 +281,16 @@ fn groups_are_answered_only_when_mentioned_or_replied_to() {
     tg.push_message(&g_msg("a reply to someone else", Some(12345)));
     tg.push_message(&g_msg("/help@other_bot", None));
     tg.push_message(&g_msg(&format!("/status@{BOT_USERNAME}"), None));
-    // Private: a photo without caption, one with a caption, and commands.
+    // Private: a sticker (not readable), a photo with a caption, and commands.
     tg.push_message(&format!(
-        r#"{{"message_id":90,"from":{{"id":{ALICE},"is_bot":false,"first_name":"A"}},"chat":{{"id":{ALICE},"type":"private"}},"date":1,"photo":[{{"file_id":"x","width":1,"height":1}}]}}"#
+        r#"{{"message_id":90,"from":{{"id":{ALICE},"is_bot":false,"first_name":"A"}},"chat":{{"id":{ALICE},"type":"private"}},"date":1,"sticker":{{"file_id":"x","width":1,"height":1,"type":"regular"}}}}"#
     ));
+    tg.add_file(
+        "y",
+        "photos/y.jpg",
+        vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10],
+        None,
+    );
     tg.push_message(&format!(
         r#"{{"message_id":91,"from":{{"id":{ALICE},"is_bot":false,"first_name":"A"}},"chat":{{"id":{ALICE},"type":"private"}},"date":1,"photo":[{{"file_id":"y","width":1,"height":1}}],"caption":"what is in this picture"}}"#
     ));
