@@ -28,8 +28,8 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "tool_mode": "native",
     "// context_window": "the model's context size in tokens (llama.cpp --ctx-size, Ollama num_ctx); 0: 8192 for a local server, unknown for a cloud one",
     "context_window": 0,
-    "// vision": "true: the model reads images; photos sent on Telegram go to it (else they are saved and described by path)",
-    "vision": false
+    "// vision": "photos sent on Telegram go to the model as images; a model that refuses them gets their path instead (remembered until restart); false: always the path",
+    "vision": true
   },
   "fallbacks": [],
   "telegram": {

@@ -497,7 +497,14 @@ fn without_vision_photos_are_saved_and_described_by_path() {
         file_bytes(&[0xFF, 0xD8, 0xFF], 40_000),
         None,
     );
-    let home = TempHome::onboarded("media-novision", &config(&llm.url(), &tg, ""));
+    let home = TempHome::onboarded(
+        "media-novision",
+        &config(&llm.url(), &tg, "").replacen(
+            r#""model":"fake-model""#,
+            r#""model":"fake-model","vision":false"#,
+            1,
+        ),
+    );
     tg.push_message(&media_message(&photo(&[("p", 40_000)]), None));
     let mut g = Gateway::start(&home, &[FAST_BACKOFF]);
     wait_sent(&mut g, &tg, "the answer", "Saved it.");
@@ -517,6 +524,58 @@ fn without_vision_photos_are_saved_and_described_by_path() {
             .count(),
         1
     );
+}
+
+#[test]
+fn a_model_that_refuses_photos_is_asked_again_without_them_and_remembered() {
+    // llama.cpp without a projector: 500 "image input is not supported".
+    let llm = FakeServer::start(|req| {
+        if req.body.contains("image_url") {
+            Response::json(
+                500,
+                r#"{"error":{"code":500,"message":"image input is not supported - hint: if this is unexpected, you may need to provide the mmproj","type":"server_error"}}"#,
+            )
+        } else {
+            Response::json(200, &openai_text("I see a path."))
+        }
+    });
+    let tg = FakeTelegram::start();
+    tg.add_file(
+        "p1",
+        "photos/1.jpg",
+        file_bytes(&[0xFF, 0xD8, 0xFF], 3_000),
+        None,
+    );
+    tg.add_file(
+        "p2",
+        "photos/2.jpg",
+        file_bytes(&[0xFF, 0xD8, 0xFF], 3_000),
+        None,
+    );
+    let home = TempHome::onboarded("media-blind", &config(&llm.url(), &tg, ""));
+    tg.push_message(&media_message(&photo(&[("p1", 3_000)]), Some("look")));
+    let mut g = Gateway::start(&home, &[FAST_BACKOFF]);
+    wait_sent(&mut g, &tg, "the first answer", "I see a path.");
+    tg.push_message(&media_message(&photo(&[("p2", 3_000)]), Some("and this")));
+    g.wait_for("the second answer", || {
+        sent_texts(&tg)
+            .iter()
+            .filter(|t| *t == "I see a path.")
+            .count()
+            == 2
+    });
+    let log = g.log();
+    g.stop_cleanly();
+    let reqs = model_requests(&llm);
+    let with_images = reqs.iter().filter(|r| r.body.contains("image_url")).count();
+    assert_eq!(with_images, 1, "one try with the photo, then never again");
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2].body.contains("[Photo saved at inbox/photo-"));
+    assert!(
+        log.contains("photos go to it as their path from now on"),
+        "{log}"
+    );
+    assert!(!sent_texts(&tg).iter().any(|t| t.contains("Sorry")));
 }
 
 #[test]

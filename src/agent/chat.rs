@@ -86,7 +86,7 @@ impl Agent {
             if index > 0 {
                 log::warn!("trying fallback provider {}", p.label());
             }
-            let body = match self.fitted_body(index, p, system, history, tools) {
+            let mut body = match self.fitted_body(index, p, system, history, tools) {
                 Ok(b) => b,
                 Err(error) => {
                     failures.push(Failure {
@@ -126,6 +126,31 @@ impl Agent {
                     }
                     Err(e) => e,
                 };
+                // A model that cannot see: remembered, and asked again at once without
+                // the photos (their placeholder lines say where they are).
+                if body.contains(crate::provider::upload::FILE_MARK) && refuses_images(&error) {
+                    if a.shown {
+                        sink.retract();
+                    }
+                    log::warn!(
+                        "provider {} refused a request with a photo ({error}): photos go to it as their path from now on (set provider.vision to false to skip the try)",
+                        p.label()
+                    );
+                    self.blind.borrow_mut().push(index);
+                    match self.fitted_body(index, p, system, history, tools) {
+                        Ok(b) => {
+                            body = b;
+                            continue;
+                        }
+                        Err(error) => {
+                            failures.push(Failure {
+                                provider: p.label(),
+                                error,
+                            });
+                            break;
+                        }
+                    }
+                }
                 // A server that refuses tools, or a request that does not fit: retrying
                 // the same request cannot help; the turn deals with it (text tool mode,
                 // compaction) and asks again once.
@@ -188,12 +213,14 @@ impl Agent {
     ) -> Result<String, ProviderError> {
         let mut msgs: Cow<'_, [Message]> = Cow::Borrowed(history);
         let mut tools = tools;
+        let media_root =
+            (!self.blind.borrow().contains(&index)).then_some(self.workspace.as_path());
         let Some(window) = p.cfg.window() else {
             return p.build_body(&ChatRequest {
                 system,
                 messages: &msgs,
                 tools,
-                media_root: Some(&self.workspace),
+                media_root,
             });
         };
         let budget = fit::budget(window, p.cfg.max_tokens) * self.fit_scale.get() / 100;
@@ -204,7 +231,7 @@ impl Agent {
                 system,
                 messages: &msgs,
                 tools,
-                media_root: Some(&self.workspace),
+                media_root,
             })?;
             let tokens = fit::estimate(body.len(), ratio);
             if tokens <= budget || steps >= fit::MAX_FIT_STEPS {
@@ -307,6 +334,25 @@ impl Agent {
         {
             log::warn!("cannot record token usage: {e}");
         }
+    }
+}
+
+/// The error of a request with photos that says the model cannot take them: a 400 or
+/// 422 (any detail: the photos are what is new in it), or another status whose detail
+/// names images (llama.cpp without a projector answers 500 "image input is not
+/// supported").
+fn refuses_images(e: &ProviderError) -> bool {
+    match e {
+        ProviderError::BadRequest { status, .. } if *status == 400 || *status == 422 => true,
+        ProviderError::BadRequest { detail, .. }
+        | ProviderError::Status { detail, .. }
+        | ProviderError::NotFound { detail, .. } => {
+            let d = detail.to_ascii_lowercase();
+            ["image", "vision", "multimodal", "mmproj"]
+                .iter()
+                .any(|w| d.contains(w))
+        }
+        _ => false,
     }
 }
 

@@ -121,6 +121,9 @@ pub struct Agent {
     /// Percent of the fitting budget used: lowered once after the server said a fitted
     /// request did not fit (the estimate was low).
     fit_scale: Cell<u64>,
+    /// Providers (by index) that refused a request with images: photos go to them as
+    /// their placeholder text from then on.
+    blind: RefCell<Vec<usize>>,
     /// Per provider: the server refused native tools, so tools go as text for the rest of
     /// the run (`provider.tool_mode`).
     tools_refused: RefCell<Vec<bool>>,
@@ -153,6 +156,7 @@ impl Agent {
             workspace_prompt: prompt::WorkspaceCache::default(),
             ratios: RefCell::new(vec![fit::INITIAL_TOKENS_PER_KIB; n]),
             fit_scale: Cell::new(100),
+            blind: RefCell::new(Vec::new()),
             tools_refused: RefCell::new(vec![false; n]),
         }
     }

@@ -35,8 +35,9 @@ pub struct ProviderConfig {
     /// machine or the LAN (`http://`, private addresses), unknown (no fitting) elsewhere.
     /// 256..=2,000,000.
     pub context_window: u64,
-    /// The model reads images (`provider.vision`): photos are sent to it as image parts.
-    /// Defaults to false (photos are saved and described by path).
+    /// Photos are sent to the model as image parts (`provider.vision`). Defaults to true:
+    /// a model that refuses them is remembered (`agent::chat`) and gets the photo's
+    /// path instead; false: always the path.
     pub vision: bool,
 }
 
@@ -97,7 +98,7 @@ impl Default for ProviderConfig {
             stream: false,
             tool_mode: ToolMode::Native,
             context_window: 0,
-            vision: false,
+            vision: true,
         }
     }
 }
