@@ -446,7 +446,7 @@ fn photos_reach_an_anthropic_model_as_base64_image_blocks() {
     let png = file_bytes(b"\x89PNG\r\n\x1a\n", 2_000_001);
     tg.add_file("d1", "documents/dog.png", png.clone(), None);
     let cfg = format!(
-        r#"{{"provider":{{"kind":"anthropic","base_url":"{}","model":"claude-test","vision":true}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["{ALICE}"],"poll_timeout_secs":1}}}}"#,
+        r#"{{"provider":{{"kind":"anthropic","base_url":"{}","model":"claude-test","vision":true,"stream":true}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["{ALICE}"],"poll_timeout_secs":1}}}}"#,
         llm.url(),
         tg.url()
     );
@@ -456,10 +456,19 @@ fn photos_reach_an_anthropic_model_as_base64_image_blocks() {
         &document("d1", "dog.png", "image/png", png.len() as u64),
         Some("who?"),
     ));
+    // Streamed (`"stream":true`: the body goes out through the streaming path; this
+    // server answers with one JSON body, which is accepted).
     let mut g = Gateway::start(&home, &[FAST_BACKOFF, ("YOCTOCLAW_API_KEY", "sk-ant-test")]);
-    wait_sent(&mut g, &tg, "the answer", "A dog.");
+    g.wait_for("the answer", || {
+        tg.shown_to(ALICE).iter().any(|s| s.text.contains("A dog."))
+    });
     g.stop_cleanly();
     let req = &llm.requests_to("/v1/messages")[0];
+    assert_eq!(req.header("Accept"), Some("text/event-stream"));
+    assert_eq!(
+        req.header("Content-Length"),
+        Some(req.raw.len().to_string().as_str())
+    );
     let v = yoctoclaw::json::parse_value(&req.body).expect("JSON");
     let msgs = yoctoclaw::json::get(&v, "messages")
         .and_then(yoctoclaw::json::as_array)

@@ -11,6 +11,23 @@
 pub const PHOTO_PREFIX: &str = "[Photo saved at ";
 /// Most photos of one message sent to a vision model.
 pub const MAX_IMAGES_PER_MESSAGE: usize = 4;
+/// Largest photo sent to a vision model (what Telegram lets a bot download).
+pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// The extension and mime type of an image, from its first bytes (JPEG, PNG, GIF, WebP).
+pub fn sniff_image(head: &[u8]) -> Option<(&'static str, &'static str)> {
+    if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some(("jpg", "image/jpeg"))
+    } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(("png", "image/png"))
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some(("gif", "image/gif"))
+    } else if head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP" {
+        Some(("webp", "image/webp"))
+    } else {
+        None
+    }
+}
 
 /// `1.2 MB`, `52 KB`, `7 bytes`.
 pub fn size_text(n: u64) -> String {

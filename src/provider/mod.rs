@@ -68,14 +68,20 @@ impl ChatRequest<'_> {
         };
         let images = crate::chat::media::photos_in(&self.messages[i].content)
             .into_iter()
-            .filter_map(|(rel, mime)| {
+            .filter_map(|(rel, _)| {
+                // Only a workspace file that is an image by its bytes and not too large
+                // (a placeholder can be typed by hand).
+                use std::io::Read;
                 let path = crate::security::confine::resolve(root, rel, true).ok()?;
-                let mime = ["image/jpeg", "image/png", "image/webp", "image/gif"]
-                    .into_iter()
-                    .find(|m| *m == mime)?;
+                let file = std::fs::File::open(&path).ok()?;
+                let meta = file.metadata().ok()?;
+                let mut head = Vec::with_capacity(16);
+                file.take(16).read_to_end(&mut head).ok()?;
+                let (_, mime) = crate::chat::media::sniff_image(&head)?;
+                let ok = meta.is_file() && meta.len() <= crate::chat::media::MAX_IMAGE_BYTES;
                 Some(Image {
                     mime,
-                    mark: upload::file_mark(&path).filter(|_| path.is_file())?,
+                    mark: upload::file_mark(&path).filter(|_| ok)?,
                 })
             })
             .collect();
@@ -464,5 +470,72 @@ impl Provider {
             .limit(MAX_PROVIDER_RESPONSE_BYTES)
             .reader();
         stream::read_stream(&mut reader, &self.cfg, &http::host_of(&url), on_text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::{Message, Role};
+
+    #[test]
+    fn only_workspace_images_named_in_the_last_user_message_are_sent() {
+        let root = std::env::temp_dir().join(format!("yc-images-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("inbox")).unwrap();
+        std::fs::write(root.join("inbox/a.jpg"), [0xFF, 0xD8, 0xFF, 0xE0, 1, 2]).unwrap();
+        std::fs::write(root.join("inbox/fake.png"), b"PK\x03\x04 not an image").unwrap();
+        let line = |p: &str| crate::chat::media::photo_line(p, "image/png", 6);
+        let cfg = ProviderConfig::default();
+        let old = Message::new(Role::User, line("inbox/a.jpg"));
+        let last = Message::new(
+            Role::User,
+            format!(
+                "{}\n{}\n{}\n{}",
+                line("inbox/a.jpg"),
+                line("inbox/fake.png"),
+                line("inbox/missing.jpg"),
+                line("../../etc/passwd")
+            ),
+        );
+        let msgs = [old, Message::new(Role::Assistant, "ok"), last];
+        let req = ChatRequest {
+            system: "",
+            messages: &msgs,
+            tools: &[],
+            media_root: Some(&root),
+        };
+        let (i, images) = req.images(&cfg);
+        assert_eq!(i, 2);
+        assert_eq!(images.len(), 1);
+        // The type comes from the bytes, not from the line.
+        assert_eq!(images[0].mime, "image/jpeg");
+        assert!(
+            images[0].mark.ends_with("inbox/a.jpg\u{1}"),
+            "{}",
+            images[0].mark
+        );
+        let blind = ProviderConfig {
+            vision: false,
+            ..cfg.clone()
+        };
+        assert!(req.images(&blind).1.is_empty());
+        let none = ChatRequest {
+            media_root: None,
+            ..req
+        };
+        assert!(none.images(&cfg).1.is_empty());
+        // Written into both protocols' bodies as a file mark, never as bytes.
+        let body = openai::request_body(&cfg, &req);
+        assert!(
+            body.contains("\"image_url\":{\"url\":\"data:image/jpeg;base64,\u{1}"),
+            "{body}"
+        );
+        let a = anthropic::request_body(&cfg, &req);
+        assert!(
+            a.contains("{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":\"image/jpeg\",\"data\":\"\u{1}"),
+            "{a}"
+        );
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

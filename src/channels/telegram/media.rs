@@ -17,6 +17,7 @@
 //! [`prepare`] downloads and uploads: run it on a worker thread (`bot` does).
 
 use super::api::{Api, ApiError, FetchError, MediaKind, MediaRef};
+pub use crate::chat::media::sniff_image;
 use crate::chat::media::{file_line, photo_line, size_text, transcript_line};
 use crate::provider::upload::Transcriber;
 use std::fs;
@@ -233,21 +234,6 @@ fn read_head(path: &Path) -> Vec<u8> {
         let _ = f.take(16).read_to_end(&mut head);
     }
     head
-}
-
-/// The extension and mime type of an image, from its first bytes.
-pub fn sniff_image(head: &[u8]) -> Option<(&'static str, &'static str)> {
-    if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
-        Some(("jpg", "image/jpeg"))
-    } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some(("png", "image/png"))
-    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
-        Some(("gif", "image/gif"))
-    } else if head.len() >= 12 && head.starts_with(b"RIFF") && &head[8..12] == b"WEBP" {
-        Some(("webp", "image/webp"))
-    } else {
-        None
-    }
 }
 
 /// A file name made safe: the last path part only, `[A-Za-z0-9._-]` (others become
