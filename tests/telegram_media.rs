@@ -310,9 +310,13 @@ fn voice_notes_without_transcription_get_one_sentence_and_no_download() {
     let tg = FakeTelegram::start();
     tg.add_file("v1", "voice/file_1.oga", file_bytes(b"OggS", 1000), None);
     let home = TempHome::onboarded("media-nostt", &config(&llm.url(), &tg, ""));
+    // What a crash left in the spool is removed at start.
+    std::fs::create_dir_all(home.dir.join("spool")).unwrap();
+    std::fs::write(home.dir.join("spool/123-0.part"), b"half a download").unwrap();
     tg.push_message(&media_message(&voice("v1", 3, 1000), None));
     let mut g = Gateway::start(&home, &[FAST_BACKOFF]);
     wait_sent(&mut g, &tg, "the sentence", "set transcription.base_url");
+    assert!(spool_is_empty(&home));
     g.stop_cleanly();
     assert!(tg.server.requests_to("/getFile").is_empty());
     assert!(model_requests(&llm).is_empty());
@@ -675,6 +679,15 @@ fn documents_are_saved_under_safe_unique_names_within_the_caps() {
     );
     assert!(!home.dir.join("evil.sh").exists());
     assert!(spool_is_empty(&home));
+    // "sending a file…" while it worked.
+    let actions = tg.server.requests_to("/sendChatAction");
+    assert!(
+        actions
+            .iter()
+            .any(|r| r.body.contains(r#""action":"upload_document""#)),
+        "{:?}",
+        actions.iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -356,6 +356,57 @@ mod tests {
         assert_eq!(sniff_image(&[0xFF]), None);
     }
 
+    /// A one-shot HTTP server on 127.0.0.1 answering every request with `answers` in
+    /// order (a `getFile`, then the file).
+    fn serve(answers: Vec<Vec<u8>>) -> String {
+        use std::io::{BufRead, BufReader, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for a in answers {
+                let Ok((c, _)) = l.accept() else { return };
+                let mut r = BufReader::new(c);
+                let mut len = 0;
+                loop {
+                    let mut line = String::new();
+                    if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; len];
+                let _ = std::io::Read::read_exact(&mut r, &mut body);
+                let mut c = r.into_inner();
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    a.len()
+                );
+                let _ = c.write_all(head.as_bytes());
+                let _ = c.write_all(&a);
+            }
+        });
+        url
+    }
+
+    #[test]
+    fn a_full_disk_while_spooling_is_one_sentence() {
+        let file = vec![7u8; 100_000];
+        let url = serve(vec![
+            br#"{"ok":true,"result":{"file_id":"f","file_size":100000,"file_path":"documents/f.bin"}}"#.to_vec(),
+            file,
+        ]);
+        let api = Api::new(&url, "1:T", 10);
+        // /dev/full: every write fails with ENOSPC, as on a full disk.
+        let e = api
+            .download("f", Path::new("/dev/full"), 1 << 20)
+            .unwrap_err();
+        assert!(matches!(e, FetchError::Disk(_)), "{e:?}");
+        let sentence = fetch_sentence(e, &|| String::new());
+        assert!(sentence.contains("disk may be full"), "{sentence}");
+    }
+
     #[test]
     fn placing_never_overwrites() {
         let dir = std::env::temp_dir().join(format!("yc-place-{}", std::process::id()));
