@@ -182,14 +182,15 @@ pub fn post(
     read_reply(resp, MAX_PROVIDER_RESPONSE_BYTES)
 }
 
-/// POST a body and return the response with its body unread, for streaming: the overall
+/// POST a body (the caller sets its `Content-Length` header) and return the response with
+/// its body unread, for streaming: the overall
 /// timeout is `total` instead of the agent's, and `per_read` guards every read (a stalled
 /// stream times out, a long healthy one does not).
 pub fn post_streaming(
     agent: &ureq::Agent,
     url: &str,
     headers: &[(&str, String)],
-    body: impl ureq::AsSendBody,
+    body: &mut dyn std::io::Read,
     per_read: Duration,
     total: Duration,
 ) -> Result<ureq::http::Response<ureq::Body>, HttpError> {
@@ -202,7 +203,7 @@ pub fn post_streaming(
         .timeout_recv_response(Some(per_read))
         .timeout_per_read(Some(per_read))
         .build()
-        .send(body)
+        .send(ureq::SendBody::from_reader(body))
         .map_err(map_error)
         .inspect(|resp| note_date(resp, url))
 }

@@ -408,7 +408,6 @@ impl Provider {
                 &self.headers(),
                 b,
                 crate::limits::MAX_PROVIDER_RESPONSE_BYTES,
-                None,
             )
         } else {
             http::post(&self.agent, &url, &self.headers(), body)
@@ -437,15 +436,17 @@ impl Provider {
         headers.push(("Accept", "text/event-stream".into()));
         let per_read = Duration::from_secs(self.cfg.timeout_secs.max(1));
         let total = Duration::from_secs(STREAM_MAX_SECS.max(self.cfg.timeout_secs));
-        let resp = if body.contains(upload::FILE_MARK) {
-            let mut b = spliced(body)?;
-            headers.push(("Content-Length", b.len.to_string()));
-            let send = ureq::SendBody::from_reader(&mut b.reader);
-            http::post_streaming(&self.agent, &url, &headers, send, per_read, total)
+        let mut plain = body.as_bytes();
+        let mut photos;
+        let (reader, len): (&mut dyn std::io::Read, u64) = if body.contains(upload::FILE_MARK) {
+            photos = spliced(body)?;
+            (&mut photos.reader, photos.len)
         } else {
-            http::post_streaming(&self.agent, &url, &headers, body, per_read, total)
-        }
-        .map_err(|e| transport_error(e, &url))?;
+            (&mut plain, body.len() as u64)
+        };
+        headers.push(("Content-Length", len.to_string()));
+        let resp = http::post_streaming(&self.agent, &url, &headers, reader, per_read, total)
+            .map_err(|e| transport_error(e, &url))?;
         let status = resp.status().as_u16();
         let json_body = resp
             .headers()

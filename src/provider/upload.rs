@@ -24,7 +24,6 @@ use super::http::{self, HttpError, HttpReply};
 use std::fs::File;
 use std::io::{self, Cursor, Read};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Bytes of a file read at a time (base64 turns 3 into 4).
 pub const UPLOAD_CHUNK_BYTES: usize = 12 * 1024;
@@ -115,19 +114,40 @@ impl Read for Base64File {
 
 /// A body and its exact length.
 pub struct Body {
-    pub reader: Box<dyn Read + Send>,
+    pub reader: Parts,
     pub len: u64,
+}
+
+/// Readers read one after the other (one type for every body: no chain of generics).
+pub struct Parts(Vec<Box<dyn Read + Send>>, usize);
+
+impl Read for Parts {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while let Some(r) = self.0.get_mut(self.1) {
+            let n = r.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            self.1 += 1;
+        }
+        Ok(0)
+    }
+}
+
+/// Text, as a part of a body.
+fn text(t: impl Into<Vec<u8>>) -> Box<dyn Read + Send> {
+    Box::new(Cursor::new(t.into()))
 }
 
 /// A JSON body whose file marks are replaced by the files' base64 (see the module
 /// header). Fails when a marked file cannot be opened.
 pub fn spliced(body: String) -> io::Result<Body> {
-    let mut parts: Vec<Box<dyn Read + Send>> = Vec::new();
+    let mut parts = Vec::new();
     let mut len = 0u64;
     for (i, piece) in body.split(FILE_MARK).enumerate() {
         if i % 2 == 0 {
             len += piece.len() as u64;
-            parts.push(Box::new(Cursor::new(piece.as_bytes().to_vec())));
+            parts.push(text(piece));
             continue;
         }
         let file = File::open(piece)?;
@@ -143,11 +163,10 @@ pub fn spliced(body: String) -> io::Result<Body> {
             at: 0,
         }));
     }
-    let reader = parts
-        .into_iter()
-        .reduce(|a, b| Box::new(a.chain(b)))
-        .unwrap_or_else(|| Box::new(io::empty()));
-    Ok(Body { reader, len })
+    Ok(Body {
+        reader: Parts(parts, 0),
+        len,
+    })
 }
 
 /// A `multipart/form-data` body: text fields, then one file part (RFC 7578), and the
@@ -177,15 +196,13 @@ pub fn multipart(
     ));
     let tail = format!("\r\n--{boundary}--\r\n");
     let len = head.len() as u64 + size + tail.len() as u64;
-    let reader = Cursor::new(head.into_bytes())
-        .chain(Exact {
-            inner: file,
-            left: size,
-        })
-        .chain(Cursor::new(tail.into_bytes()));
+    let file = Box::new(Exact {
+        inner: file,
+        left: size,
+    });
     Ok((
         Body {
-            reader: Box::new(reader),
+            reader: Parts(vec![text(head), file, text(tail)], 0),
             len,
         },
         format!("multipart/form-data; boundary={boundary}"),
@@ -199,7 +216,6 @@ pub fn post_body(
     headers: &[(&str, String)],
     mut body: Body,
     limit: u64,
-    timeout: Option<Duration>,
 ) -> Result<HttpReply, HttpError> {
     let mut req = agent
         .post(url)
@@ -207,15 +223,9 @@ pub fn post_body(
     for (k, v) in headers {
         req = req.header(*k, v);
     }
-    let resp = match timeout {
-        Some(t) => req
-            .config()
-            .timeout_global(Some(t))
-            .build()
-            .send(ureq::SendBody::from_reader(&mut body.reader)),
-        None => req.send(ureq::SendBody::from_reader(&mut body.reader)),
-    }
-    .map_err(http::map_error)?;
+    let resp = req
+        .send(ureq::SendBody::from_reader(&mut body.reader))
+        .map_err(http::map_error)?;
     http::note_date(&resp, url);
     http::read_reply(resp, limit)
 }
@@ -298,7 +308,6 @@ impl Transcriber {
             &headers,
             body,
             MAX_TRANSCRIPT_RESPONSE_BYTES,
-            None,
         )
         .map_err(|e| {
             log::warn!("transcription at {}: {e}", http::host_of(&self.url));

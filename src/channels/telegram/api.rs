@@ -500,7 +500,6 @@ impl Api {
             &[("Content-Type", content_type)],
             body,
             MAX_BOT_API_RESPONSE_BYTES,
-            None,
         )
         .map_err(|error| ApiError::Transport {
             host: self.host.clone(),
