@@ -375,11 +375,7 @@ impl Api {
 
     /// Show "typing…" in a chat (Telegram clears it after ~5 s or at the next message).
     pub fn send_chat_action(&self, chat_id: i64) -> Result<(), ApiError> {
-        let body = json::to_string(&json::object([
-            ("chat_id", int(chat_id)),
-            ("action", json::string("typing")),
-        ]));
-        self.call("sendChatAction", &body).map(|_| ())
+        self.send_action(chat_id, "typing")
     }
 
     /// Show a chat action (`typing`, `upload_document`, `record_voice`…).
