@@ -148,6 +148,22 @@ pub fn create_dir_private(path: &Path, mode: u32) -> std::io::Result<()> {
     b.create(path)
 }
 
+/// The first 16 bytes of a file (fewer when it is shorter; none on a read error): enough
+/// to know a type by its magic bytes (`chat::media::sniff_image`). A plain read loop:
+/// `read_to_end` would bring its growth strategy's code for 16 bytes.
+pub fn head(file: &mut std::fs::File) -> Vec<u8> {
+    use std::io::Read;
+    let mut buf = [0u8; 16];
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    buf[..n].to_vec()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -157,17 +157,15 @@ pub async fn send_file(
     let path = path.to_path_buf();
     ctx.workers
         .run(move || {
-            use std::io::Read;
             let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
             if size > TELEGRAM_MAX_UPLOAD_BYTES {
                 return Err(DeliverError::File(
                     "it is larger than Telegram's 50 MB limit for bots".into(),
                 ));
             }
-            let mut head = Vec::new();
-            if let Ok(f) = std::fs::File::open(&path) {
-                let _ = f.take(16).read_to_end(&mut head);
-            }
+            let head = std::fs::File::open(&path)
+                .map(|mut f| crate::files::head(&mut f))
+                .unwrap_or_default();
             let (method, field, mime) = upload_kind(&head, size);
             let name = path
                 .file_name()

@@ -71,13 +71,10 @@ impl ChatRequest<'_> {
             .filter_map(|(rel, _)| {
                 // Only a workspace file that is an image by its bytes and not too large
                 // (a placeholder can be typed by hand).
-                use std::io::Read;
                 let path = crate::security::confine::resolve(root, rel, true).ok()?;
-                let file = std::fs::File::open(&path).ok()?;
+                let mut file = std::fs::File::open(&path).ok()?;
                 let meta = file.metadata().ok()?;
-                let mut head = Vec::with_capacity(16);
-                file.take(16).read_to_end(&mut head).ok()?;
-                let (_, mime) = crate::chat::media::sniff_image(&head)?;
+                let (_, mime) = crate::chat::media::sniff_image(&crate::files::head(&mut file))?;
                 let ok = meta.is_file() && meta.len() <= crate::chat::media::MAX_IMAGE_BYTES;
                 Some(Image {
                     mime,

@@ -194,7 +194,8 @@ pub enum MediaKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MediaRef {
     pub kind: MediaKind,
-    /// `(file_id, announced size)`, smallest first (a photo's sizes; one entry otherwise).
+    /// `(file_id, announced size)`: a photo's sizes as Telegram lists them (smallest
+    /// first); one entry otherwise.
     pub files: Vec<(String, Option<u64>)>,
     pub mime: Option<String>,
     /// The sender's file name (a document's): never used as a path.
@@ -238,12 +239,11 @@ fn parse_media(m: &Value) -> Option<MediaRef> {
         }
     }
     let sizes = get(m, "photo").and_then(as_array)?;
-    let mut files: Vec<(String, Option<u64>)> = sizes
+    let files: Vec<(String, Option<u64>)> = sizes
         .iter()
         .take(MAX_PHOTO_SIZES)
         .filter_map(|p| Some((field(p, "file_id")?, size(p))))
         .collect();
-    files.sort_by_key(|f| f.1.unwrap_or(u64::MAX));
     (!files.is_empty()).then_some(MediaRef {
         kind: MediaKind::Photo,
         files,

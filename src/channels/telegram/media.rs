@@ -100,12 +100,13 @@ pub fn prepare(ctx: &Media, m: &MediaRef, caption: &str) -> Result<Prepared, Str
     if audio && m.duration == Some(0) {
         return Err("That voice note is empty (0 seconds); please record it again.".into());
     }
-    // A photo: the largest size under the cap (sizes come smallest first).
+    // A photo: the largest size under the cap (sizes unknown count as 0: Telegram lists
+    // them smallest first, and the last of equals wins).
     let pick = m
         .files
         .iter()
-        .rev()
-        .find(|(_, s)| s.is_none_or(|s| s <= ctx.max_file))
+        .filter(|(_, s)| s.is_none_or(|s| s <= ctx.max_file))
+        .max_by_key(|(_, s)| s.unwrap_or(0))
         .ok_or_else(too_large)?;
     fs::create_dir_all(&ctx.spool).map_err(|_| disk_full())?;
     let spool = Spooled(ctx.spool.join(format!(
@@ -228,12 +229,9 @@ fn fetch_sentence(e: FetchError, too_large: &dyn Fn() -> String) -> String {
 }
 
 fn read_head(path: &Path) -> Vec<u8> {
-    use std::io::Read;
-    let mut head = Vec::with_capacity(16);
-    if let Ok(f) = fs::File::open(path) {
-        let _ = f.take(16).read_to_end(&mut head);
-    }
-    head
+    fs::File::open(path)
+        .map(|mut f| crate::files::head(&mut f))
+        .unwrap_or_default()
 }
 
 /// A file name made safe: the last path part only, `[A-Za-z0-9._-]` (others become
