@@ -220,10 +220,12 @@ impl Agent {
                 if tools.is_empty() {
                     return Ok(body); // nothing left to take: the server will say
                 }
+                // Without the tools, as much of the history as fits comes back.
                 log::info!(
                     "the tools do not fit the context window of {window} tokens: asking without them"
                 );
                 tools = &[];
+                msgs = Cow::Borrowed(history);
             }
         }
     }

@@ -1,0 +1,308 @@
+//! Local models end to end, the parts that are not formats: the context window
+//! (`provider.context_window`: fitting, the retry after an overflow, the small-window
+//! prompt), the tool mode (`provider.tool_mode`, and the switch to text when a server
+//! refuses tools, which `doctor` reports), and the loop guard. All through the real binary
+//! against fake OpenAI-compatible servers on 127.0.0.1 that answer the way llama.cpp,
+//! llama-cpp-python and Ollama do.
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use support::fake_http::{FakeServer, Request, Response, json_str, openai_text, openai_tool_call};
+use support::{TempHome, text};
+
+const SUMMARY_MARK: &str = "You compress conversations";
+
+/// llama.cpp's `llama-server` when the prompt does not fit `--ctx-size`.
+const LLAMA_SERVER_OVERFLOW: &str = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":1491,"n_ctx":1024}}"#;
+/// llama-cpp-python's server for the same.
+const LLAMA_CPP_PYTHON_OVERFLOW: &str = r#"{"error":{"message":"Requested tokens (1491) exceed context window of 1024","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+/// Ollama for a model whose template has no tools.
+const OLLAMA_NO_TOOLS: &str =
+    r#"{"error":"registry.ollama.ai/library/gemma2:2b does not support tools"}"#;
+
+fn config(url: &str, provider_extra: &str) -> String {
+    format!(r#"{{"provider":{{"base_url":"{url}/v1","model":"local-model"{provider_extra}}}}}"#)
+}
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
+fn chats(f: &FakeServer) -> Vec<Request> {
+    f.requests_to("/chat/completions")
+        .into_iter()
+        .filter(|r| !r.body.contains(SUMMARY_MARK))
+        .collect()
+}
+
+fn summaries(f: &FakeServer) -> usize {
+    f.requests_to("/chat/completions")
+        .iter()
+        .filter(|r| r.body.contains(SUMMARY_MARK))
+        .count()
+}
+
+/// Fill a session with `turns` exchanges of about `bytes` each (answers from a server that
+/// never overflows).
+fn fill(home: &TempHome, turns: usize, bytes: usize) {
+    let answer = openai_text(&"The tomatoes need water twice a week. ".repeat(bytes / 40));
+    let f = FakeServer::start(move |_| Response::json(200, &answer));
+    home.write_config(&config(&f.url(), ""));
+    for i in 0..turns {
+        let q = format!(
+            "question {i}: {}",
+            "how are the tomatoes doing? ".repeat(bytes / 30)
+        );
+        ok(&home.run(&["agent", "-m", &q]));
+    }
+}
+
+#[test]
+fn an_overflow_is_compacted_and_asked_again_once_and_the_user_gets_the_answer() {
+    for overflow in [LLAMA_SERVER_OVERFLOW, LLAMA_CPP_PYTHON_OVERFLOW] {
+        let home = TempHome::onboarded("overflow-retry", "{}");
+        fill(&home, 6, 600);
+        let n = Arc::new(AtomicUsize::new(0));
+        let n2 = n.clone();
+        let f = FakeServer::start(move |req| {
+            if req.body.contains(SUMMARY_MARK) {
+                return Response::json(200, &openai_text("SUMMARY: tomatoes, watering."));
+            }
+            // The first request overflows; the one after compaction fits.
+            if n2.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Response::json(400, overflow);
+            }
+            Response::json(200, &openai_text("Water them on Sunday."))
+        });
+        home.write_config(&config(&f.url(), ""));
+        let out = ok(&home.run(&["agent", "-m", "and when next?"]));
+        assert!(out.contains("Water them on Sunday."), "{out}");
+        let reqs = chats(&f);
+        assert_eq!(reqs.len(), 2, "one retry only");
+        assert_eq!(summaries(&f), 1, "compacted before the retry");
+        assert!(
+            reqs[1].body.len() < reqs[0].body.len(),
+            "the retry is smaller: {} then {}",
+            reqs[0].body.len(),
+            reqs[1].body.len()
+        );
+        assert!(
+            reqs[1].body.contains("SUMMARY: tomatoes"),
+            "{}",
+            reqs[1].body
+        );
+        assert!(reqs[1].body.contains("and when next?"));
+        // And the session goes on.
+        let out = ok(&home.run(&["agent", "-m", "thanks"]));
+        assert!(out.contains("Water them on Sunday."), "{out}");
+    }
+}
+
+#[test]
+fn an_overflow_that_persists_is_one_sentence_naming_the_window_and_the_key_and_the_next_message_works()
+ {
+    let home = TempHome::onboarded("overflow-stuck", "{}");
+    fill(&home, 3, 300);
+    let fail = Arc::new(AtomicUsize::new(1));
+    let fail2 = fail.clone();
+    let f = FakeServer::start(move |req| {
+        if req.body.contains(SUMMARY_MARK) {
+            return Response::json(200, &openai_text("SUMMARY"));
+        }
+        if fail2.load(Ordering::SeqCst) == 1 {
+            return Response::json(400, LLAMA_CPP_PYTHON_OVERFLOW);
+        }
+        Response::json(200, &openai_text("Fine again."))
+    });
+    home.write_config(&config(&f.url(), ""));
+    let out = home.run(&["agent", "-m", &"a very long paste ".repeat(200)]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("context window"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.contains("1024 tokens"), "{line}");
+    assert!(line.contains("provider.context_window"), "{line}");
+    assert!(!line.contains("127.0.0.1") && !line.contains('{'), "{line}");
+    assert_eq!(chats(&f).len(), 2, "asked again once, not forever");
+    // The next message works without /new.
+    fail.store(0, Ordering::SeqCst);
+    let out = ok(&home.run(&["agent", "-m", "hello?"]));
+    assert!(out.contains("Fine again."), "{out}");
+}
+
+/// Estimated prompt tokens of a body the way a 4-bytes-a-token tokenizer counts it.
+fn tokens(body: &str) -> usize {
+    body.len() / 4
+}
+
+#[test]
+fn a_small_window_gets_a_short_prompt_short_tools_and_requests_that_fit() {
+    let home = TempHome::onboarded("small-window", "{}");
+    fill(&home, 12, 300);
+    // Usage as a 4-bytes-a-token tokenizer would count it (the agent calibrates on it).
+    let f = FakeServer::start(|req| {
+        let body = openai_text("Sure.").replace(
+            "\"prompt_tokens\":10",
+            &format!("\"prompt_tokens\":{}", tokens(&req.body)),
+        );
+        Response::json(200, &body)
+    });
+    // 1024 tokens, 256 of them for the answer.
+    home.write_config(&config(
+        &f.url(),
+        r#","context_window":1024,"max_tokens":256"#,
+    ));
+    ok(&home.run(&["agent", "-m", "what about the tomatoes?"]));
+    let reqs = chats(&f);
+    let body = &reqs.last().unwrap().body;
+    assert!(
+        tokens(body) <= 1024 - 256,
+        "{} bytes: about {} tokens: {body}",
+        body.len(),
+        tokens(body)
+    );
+    assert!(body.contains("what about the tomatoes?"));
+    // The newest exchange stays, the oldest went.
+    assert!(body.contains("question 11"), "{body}");
+    assert!(!body.contains("question 0:"), "{body}");
+    // Tools without their parameter descriptions.
+    assert!(body.contains("\"name\":\"read_file\"") || !body.contains("\"tools\""));
+    assert!(
+        !body.contains("File path relative to the workspace"),
+        "{body}"
+    );
+
+    // The same history with the default window (8192 for a local URL) keeps more.
+    let f2 = FakeServer::start(|_| Response::json(200, &openai_text("Sure.")));
+    home.write_config(&config(&f2.url(), ""));
+    ok(&home.run(&["agent", "-m", "and the peppers?"]));
+    let big = &chats(&f2).last().unwrap().body.clone();
+    assert!(
+        big.len() > body.len() * 2,
+        "{} vs {}",
+        big.len(),
+        body.len()
+    );
+    assert!(big.contains("File path relative to the workspace"));
+}
+
+#[test]
+fn a_server_that_refuses_tools_gets_them_as_text_for_the_rest_of_the_run_and_doctor_says_so() {
+    let home = TempHome::onboarded("tools-refused", "{}");
+    let n = Arc::new(AtomicUsize::new(0));
+    let n2 = n.clone();
+    let f = FakeServer::start(move |req| {
+        if req.body.contains("\"tools\":") {
+            return Response::json(400, OLLAMA_NO_TOOLS);
+        }
+        match n2.fetch_add(1, Ordering::SeqCst) {
+            0 => Response::json(
+                200,
+                &openai_text("<tool_call>{\"name\":\"list_dir\",\"arguments\":{}}</tool_call>"),
+            ),
+            _ => Response::json(200, &openai_text("Your workspace has SOUL.md and more.")),
+        }
+    });
+    home.write_config(&config(&f.url(), ""));
+    let out = home.run(&["agent", "-m", "what is in my workspace?"]);
+    let stdout = ok(&out);
+    assert!(stdout.contains("Your workspace has SOUL.md"), "{stdout}");
+    let err = text(&out.stderr);
+    assert_eq!(
+        err.matches("refused native tools").count(),
+        1,
+        "logged once: {err}"
+    );
+    let reqs = chats(&f);
+    assert_eq!(reqs.len(), 3, "refused, then text call, then answer");
+    assert!(reqs[0].body.contains("\"tools\":"));
+    for r in &reqs[1..] {
+        assert!(!r.body.contains("\"tools\":"), "{}", r.body);
+        assert!(!r.body.contains("tool_choice"), "{}", r.body);
+        // The schemas are described in the system prompt.
+        assert!(r.body.contains("list_dir"), "{}", r.body);
+    }
+    // The tool ran: its result went back as text.
+    assert!(reqs[2].body.contains("<tool_result"), "{}", reqs[2].body);
+    assert!(reqs[2].body.contains("SOUL.md"), "{}", reqs[2].body);
+    // A new run asks natively once more (the model may have changed), and doctor says
+    // what to set.
+    let out = ok(&home.run(&["agent", "-m", "again?"]));
+    assert!(out.contains("SOUL.md"), "{out}");
+    assert_eq!(chats(&f).len(), 5);
+    assert!(!chats(&f)[4].body.contains("\"tools\":"));
+    let doc = home.run(&["doctor"]);
+    let all = text(&doc.stdout) + &text(&doc.stderr);
+    let line = all
+        .lines()
+        .find(|l| l.contains("tool_mode"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(line.contains("text"), "{line}");
+}
+
+#[test]
+fn tool_mode_text_and_none_are_what_the_requests_carry() {
+    let home = TempHome::onboarded("tool-modes", "{}");
+    let f = FakeServer::start(|_| Response::json(200, &openai_text("ok")));
+    home.write_config(&config(&f.url(), r#","tool_mode":"text""#));
+    ok(&home.run(&["agent", "-m", "hi"]));
+    let body = chats(&f).last().unwrap().body.clone();
+    assert!(!body.contains("\"tools\":"), "{body}");
+    assert!(
+        body.contains("<tool_call>"),
+        "the format is described: {body}"
+    );
+    assert!(body.contains("memory_search"), "{body}");
+
+    home.write_config(&config(&f.url(), r#","tool_mode":"none""#));
+    ok(&home.run(&["agent", "-m", "hi"]));
+    let body = chats(&f).last().unwrap().body.clone();
+    assert!(!body.contains("\"tools\":"), "{body}");
+    assert!(!body.contains("memory_search"), "{body}");
+
+    home.write_config(&config(&f.url(), r#","tool_mode":"sometimes""#));
+    let out = home.run(&["agent", "-m", "hi"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("tool_mode"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_same_call_three_times_in_a_row_gets_one_last_request_without_tools() {
+    let home = TempHome::onboarded("loop-guard", "{}");
+    let f = FakeServer::start(|req| {
+        if req.body.contains("\"tools\":") {
+            let args = json_str(r#"{"path":"."}"#);
+            return Response::json(200, &openai_tool_call("call_x", "list_dir", &args));
+        }
+        Response::json(200, &openai_text("I listed it: SOUL.md and others."))
+    });
+    home.write_config(&config(&f.url(), ""));
+    let out = home.run(&["agent", "-m", "list my files"]);
+    let stdout = ok(&out);
+    assert!(stdout.contains("I listed it"), "{stdout}");
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("same arguments 3 times in a row"),
+        "the log says why: {err}"
+    );
+    let reqs = chats(&f);
+    // Three requests with tools: the first two calls ran, the third is the loop.
+    assert_eq!(reqs.len(), 4, "three with tools, one final without");
+    assert!(!reqs[3].body.contains("\"tools\":"));
+    assert_eq!(reqs[3].body.matches("\"role\":\"tool\"").count(), 2);
+}
