@@ -306,3 +306,99 @@ fn the_same_call_three_times_in_a_row_gets_one_last_request_without_tools() {
     assert!(!reqs[3].body.contains("\"tools\":"));
     assert_eq!(reqs[3].body.matches("\"role\":\"tool\"").count(), 2);
 }
+
+fn doctor_line(home: &TempHome, name: &str) -> String {
+    let out = home.run(&["doctor"]);
+    let all = text(&out.stdout) + &text(&out.stderr);
+    all.lines()
+        .find(|l| l.contains(name))
+        .unwrap_or_else(|| panic!("no {name} line: {all}"))
+        .to_string()
+}
+
+#[test]
+fn doctor_reads_the_window_from_llama_cpp_lm_studio_and_ollama() {
+    let home = TempHome::onboarded("doctor-window", "{}");
+    // llama.cpp's llama-server: GET /props.
+    let llama = FakeServer::start(|req| match req.path.as_str() {
+        "/props" => Response::json(
+            200,
+            r#"{"default_generation_settings":{"n_ctx":2048,"temperature":0.8},"total_slots":1,"model_path":"/models/qwen.gguf","chat_template":"{{ x }}","build_info":"b6000"}"#,
+        ),
+        "/v1/chat/completions" => Response::json(200, &openai_text("p")),
+        _ => Response::json(
+            404,
+            r#"{"error":{"code":404,"message":"File Not Found","type":"not_found_error"}}"#,
+        ),
+    });
+    home.write_config(&config(&llama.url(), ""));
+    let line = doctor_line(&home, "context window");
+    assert!(
+        line.contains("llama.cpp") && line.contains("2048"),
+        "{line}"
+    );
+    assert!(
+        line.contains("set provider.context_window to 2048"),
+        "{line}"
+    );
+    home.write_config(&config(&llama.url(), r#","context_window":2048"#));
+    let line = doctor_line(&home, "context window");
+    assert!(line.contains("2048 tokens, as llama.cpp"), "{line}");
+
+    // LM Studio: GET /api/v0/models/NAME.
+    let lms = FakeServer::start(|req| match req.path.as_str() {
+        "/api/v0/models/local-model" => Response::json(
+            200,
+            r#"{"id":"local-model","object":"model","type":"llm","publisher":"lmstudio-community","arch":"qwen2","compatibility_type":"gguf","quantization":"Q4_K_M","state":"loaded","max_context_length":32768,"loaded_context_length":4096}"#,
+        ),
+        "/v1/chat/completions" => Response::json(200, &openai_text("p")),
+        _ => Response::json(404, r#"{"error":"Unexpected endpoint or method."}"#),
+    });
+    home.write_config(&config(&lms.url(), r#","context_window":8192"#));
+    let line = doctor_line(&home, "context window");
+    assert!(
+        line.contains("is 8192") && line.contains("LM Studio") && line.contains("set it to 4096"),
+        "{line}"
+    );
+
+    // Ollama: POST /api/show, num_ctx in the parameters or Ollama's default.
+    for (params, want) in [
+        (
+            "num_ctx                        16384\nstop \"<|im_end|>\"",
+            "16384",
+        ),
+        ("stop \"<|im_end|>\"", "4096"),
+    ] {
+        let body = format!(
+            r#"{{"modelfile":"FROM x","parameters":{},"template":"{{{{ .Prompt }}}}","details":{{"format":"gguf","family":"qwen2"}},"model_info":{{"general.architecture":"qwen2","qwen2.context_length":32768}}}}"#,
+            json_str(params)
+        );
+        let ollama = FakeServer::start(move |req| match req.path.as_str() {
+            "/api/show" => Response::json(200, &body),
+            "/v1/chat/completions" => Response::json(200, &openai_text("p")),
+            _ => Response::text(404, "404 page not found"),
+        });
+        home.write_config(&config(&ollama.url(), ""));
+        let line = doctor_line(&home, "context window");
+        assert!(line.contains("Ollama") && line.contains(want), "{line}");
+        let show = ollama.requests_to("/api/show");
+        assert_eq!(show.len(), 1);
+        assert!(
+            show[0].body.contains("\"model\":\"local-model\""),
+            "{}",
+            show[0].body
+        );
+    }
+
+    // A server that says nothing: the assumed window, and the key to set.
+    let quiet = FakeServer::start(|req| match req.path.as_str() {
+        "/v1/chat/completions" => Response::json(200, &openai_text("p")),
+        _ => Response::text(404, "not found"),
+    });
+    home.write_config(&config(&quiet.url(), ""));
+    let line = doctor_line(&home, "context window");
+    assert!(
+        line.contains("8192 tokens assumed") && line.contains("provider.context_window"),
+        "{line}"
+    );
+}

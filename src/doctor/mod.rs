@@ -185,6 +185,9 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
         if deep && works {
             emit(net::tool_calls(&cfg.provider, &env));
         }
+        if let Some(c) = net::context_window(&cfg.provider) {
+            emit(c);
+        }
     } else {
         emit(Check::new(
             Verdict::Warn,
