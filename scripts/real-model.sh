@@ -94,6 +94,10 @@ check() { # name, command...
     else
         failed=$((failed + 1)); echo "FAIL $name (${secs} s)"
         sed 's/^/    | /' "$work/err" | tail -n 15
+        for l in "$work"/server-*.log; do
+            echo "    server log $(basename "$l"), last lines:"
+            grep -v '^llama_graph\|^llama_model_loader\|^print_info\|^load' "$l" | tail -n 4 | sed 's/^/    : /'
+        done
     fi
 }
 

@@ -402,3 +402,36 @@ fn doctor_reads_the_window_from_llama_cpp_lm_studio_and_ollama() {
         "{line}"
     );
 }
+
+#[test]
+fn an_empty_answer_with_tools_offered_is_asked_again_without_them() {
+    // What llama-cpp-python's chatml-function-calling answers for a small model that
+    // picks neither text nor a call: `"content":""`, no tool_calls, finish_reason stop.
+    let home = TempHome::onboarded("empty-with-tools", "{}");
+    let f = FakeServer::start(|req| {
+        if req.body.contains("\"tools\":") {
+            return Response::json(
+                200,
+                r#"{"id":"chatcmpl-1","object":"chat.completion","created":1795790175,"model":"smollm2","choices":[{"index":0,"message":{"content":"","role":"assistant"},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":197,"completion_tokens":9,"total_tokens":206}}"#,
+            );
+        }
+        Response::json(200, &openai_text("Hello there!"))
+    });
+    home.write_config(&config(&f.url(), ""));
+    let out = ok(&home.run(&["agent", "-m", "Say hello."]));
+    assert!(out.contains("Hello there!"), "{out}");
+    let reqs = chats(&f);
+    assert_eq!(reqs.len(), 2, "asked once more, once");
+    assert!(!reqs[1].body.contains("\"tools\":"));
+    // A model that answers nothing even then gets the one sentence, not a loop.
+    let f2 = FakeServer::start(|_| {
+        Response::json(
+            200,
+            r#"{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"content":"","role":"assistant"},"finish_reason":"stop"}]}"#,
+        )
+    });
+    home.write_config(&config(&f2.url(), ""));
+    let out = ok(&home.run(&["agent", "-m", "Say hello."]));
+    assert!(out.contains("no answer"), "{out}");
+    assert_eq!(chats(&f2).len(), 2);
+}

@@ -58,6 +58,7 @@ use std::sync::Arc;
 use streaming::StreamSink;
 
 /// Said to the model on the last allowed round.
+const LOOP_NOTE: &str = "\n\nYou called the same tool with the same arguments several times. Do not call tools now: answer the user with what you have.";
 const FORCE_FINAL_NOTE: &str = "\n\nYou have used all tool rounds for this message. Do not call tools now: answer the user with what you have.";
 
 /// Why a turn failed.
@@ -314,6 +315,8 @@ impl Agent {
         let mut system = with_tools_text(&base_system, mode, &all_specs);
         let mut repeats = Repeats::default();
         let mut force_final = false;
+        let mut final_note = FORCE_FINAL_NOTE;
+        let mut asked_again_empty = false;
         let mut round = 0;
         while round <= max_rounds {
             let last = round == max_rounds || force_final;
@@ -323,7 +326,7 @@ impl Agent {
                 &[]
             };
             let asked = if last {
-                let sys = format!("{system}{FORCE_FINAL_NOTE}");
+                let sys = format!("{system}{final_note}");
                 self.chat(&sys, &history, &[], sink).await
             } else {
                 self.chat(&system, &history, native, sink).await
@@ -357,6 +360,23 @@ impl Agent {
                 let found = toolcall::extract(&reply.content, &|n| self.tools.is_tool(n));
                 (found.calls, true)
             };
+            // An empty answer with tools offered (a small model under llama-cpp-python's
+            // function-calling grammar chose neither text nor a call): asked once more
+            // without tools rather than shown as nothing.
+            if calls.is_empty()
+                && !last
+                && !asked_again_empty
+                && !native.is_empty()
+                && reply.content.trim().is_empty()
+            {
+                log::info!(
+                    "{session}: the model answered nothing with tools offered; asking again without them"
+                );
+                asked_again_empty = true;
+                force_final = true;
+                final_note = "";
+                continue;
+            }
             sink.round_end(!calls.is_empty());
             if calls.is_empty() {
                 // The usage row and the answer in one commit, the turn's only disk sync.
@@ -380,6 +400,7 @@ impl Agent {
                     MAX_SAME_CALLS
                 );
                 force_final = true;
+                final_note = LOOP_NOTE;
                 continue;
             }
             // A round is stored whole once its tools ran (one commit): a crash never
