@@ -141,10 +141,21 @@ sys.exit(0 if n >= 1 and a >= 1 else 1)
 EOF
 }
 
+# Run a command, keeping the largest peak RSS (KiB) seen in $work/peak_kib.
+rss() {
+    if [ -x /usr/bin/time ]; then
+        /usr/bin/time -f %M -o "$work/rss" "$@" || return 1
+        local k; k=$(tail -n 1 "$work/rss")
+        [ "$k" -gt "$(cat "$work/peak_kib" 2>/dev/null || echo 0)" ] 2>/dev/null && echo "$k" >"$work/peak_kib"
+        return 0
+    fi
+    "$@"
+}
+
 long_conversation() { # home: 14 turns in one session on a 512-token window
     local i out
     for i in $(seq 1 14); do
-        out=$("$bin" --home "$1" agent -s long -m "Note $i: my favourite colour today is colour number $i, and I would like you to remember the garden, the bicycle and the kettle. Reply in one sentence.") \
+        out=$(rss "$bin" --home "$1" agent -s long -m "Note $i: my favourite colour today is colour number $i, and I would like you to remember the garden, the bicycle and the kettle. Reply in one sentence.") \
             || { echo "turn $i failed" >&2; return 1; }
         [ -n "$(echo "$out" | tr -d '[:space:]')" ] || { echo "turn $i: empty reply" >&2; return 1; }
     done
@@ -160,5 +171,6 @@ for stream in 0 1; do
     check "conversation past 512 tokens keeps working ($s)" long_conversation "$h"
 done
 
+[ -f "$work/peak_kib" ] && say "peak RSS of one agent -m turn on the 512-token window: $(cat "$work/peak_kib") KiB ($bin)"
 say "$passed passed, $failed failed in $(( $(date +%s) - start )) s"
 [ $failed = 0 ]

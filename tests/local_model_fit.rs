@@ -435,3 +435,59 @@ fn an_empty_answer_with_tools_offered_is_asked_again_without_them() {
     assert!(out.contains("no answer"), "{out}");
     assert_eq!(chats(&f2).len(), 2);
 }
+
+#[test]
+fn a_stream_with_tools_that_breaks_before_any_text_is_asked_again_unstreamed() {
+    // llama-cpp-python's chatml-function-calling: streamed with tool_choice auto, a model
+    // that picks a tool raises "Automatic streaming tool choice is not supported" after
+    // the headers; the stream ends with no data and no [DONE].
+    let home = TempHome::onboarded("stream-tools", "{}");
+    let n = Arc::new(AtomicUsize::new(0));
+    let n2 = n.clone();
+    let f = FakeServer::start(move |req| {
+        let streamed = req.body.contains("\"stream\":true");
+        let tools = req.body.contains("\"tools\":");
+        if streamed && tools {
+            return Response::Chunked {
+                status: 200,
+                content_type: "text/event-stream; charset=utf-8".into(),
+                chunks: vec![],
+                pause: std::time::Duration::from_millis(1),
+            };
+        }
+        assert!(!streamed, "only requests with tools go unstreamed");
+        match n2.fetch_add(1, Ordering::SeqCst) {
+            0 => Response::json(
+                200,
+                &openai_tool_call("call__0_list_dir_cmpl-1", "list_dir", &json_str("{}")),
+            ),
+            _ => Response::json(200, &openai_text("You have SOUL.md and friends.")),
+        }
+    });
+    home.write_config(&config(&f.url(), r#","stream":true"#));
+    let out = home.run(&["agent", "-m", "list my files"]);
+    let stdout = ok(&out);
+    assert!(stdout.contains("You have SOUL.md"), "{stdout}");
+    assert_eq!(
+        text(&out.stderr).matches("without streaming").count(),
+        1,
+        "{}",
+        text(&out.stderr)
+    );
+    let reqs = chats(&f);
+    assert_eq!(
+        reqs.len(),
+        3,
+        "broken stream, unstreamed call, unstreamed answer"
+    );
+    assert!(reqs[0].body.contains("\"stream\":true"));
+    assert!(reqs[1].body.contains("\"stream\":false"));
+    assert!(
+        reqs[2].body.contains("\"stream\":false"),
+        "remembered for the run"
+    );
+    assert!(
+        reqs[2].body.contains("SOUL.md"),
+        "the tool's result went back"
+    );
+}

@@ -125,6 +125,10 @@ pub struct Agent {
     /// Per provider: the server refused native tools, so tools go as text for the rest of
     /// the run (`provider.tool_mode`).
     tools_refused: RefCell<Vec<bool>>,
+    /// Per provider: a streamed request with tools broke off before any text (what
+    /// llama-cpp-python's function-calling format does when the model picks a tool), so
+    /// requests with tools go unstreamed for the rest of the run.
+    unstreamed_tools: RefCell<Vec<bool>>,
 }
 
 impl Agent {
@@ -155,6 +159,7 @@ impl Agent {
             ratios: RefCell::new(vec![fit::INITIAL_TOKENS_PER_KIB; n]),
             fit_scale: Cell::new(100),
             tools_refused: RefCell::new(vec![false; n]),
+            unstreamed_tools: RefCell::new(vec![false; n]),
         }
     }
 
