@@ -152,19 +152,18 @@ impl Agent {
                     && !tools.is_empty()
                     && !a.shown
                     && matches!(error, ProviderError::StreamCut { .. })
+                    && let Ok(b) = self.fitted_body(index, p, system, history, tools, false)
                 {
-                    if let Ok(b) = self.fitted_body(index, p, system, history, tools, false) {
-                        log::warn!(
-                            "provider {} broke off a streamed answer with tools before any text ({error}): asking again without streaming, and so with tools from now on",
-                            p.label()
-                        );
-                        if let Some(u) = self.unstreamed_tools.borrow_mut().get_mut(index) {
-                            *u = true;
-                        }
-                        stream = false;
-                        body = b;
-                        continue;
+                    log::warn!(
+                        "provider {} broke off a streamed answer with tools before any text ({error}): asking again without streaming, and so with tools from now on",
+                        p.label()
+                    );
+                    if let Some(u) = self.unstreamed_tools.borrow_mut().get_mut(index) {
+                        *u = true;
                     }
+                    stream = false;
+                    body = b;
+                    continue;
                 }
                 if a.shown && !sink.retract() {
                     log::warn!("provider {} failed mid-answer: {error}", p.label());
