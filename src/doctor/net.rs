@@ -1,5 +1,6 @@
 //! The network checks of `doctor`: reaching a host (DNS, TCP, TLS), the bot token
-//! (`getMe`) and the model (a one-token request; with `--deep`, a tool call).
+//! (`getMe`), the model (a one-token request; with `--deep`, a tool call) and, for a
+//! local server, its context window.
 //!
 //! Every text that reaches a check line names hosts, never URLs (a Bot API URL holds the
 //! token), and is scrubbed by `Check::new` as a last guard.
@@ -336,6 +337,109 @@ pub fn tool_calls(p: &ProviderConfig, env: &crate::config::Env) -> Check {
         ),
         Err(e) => Check::new(Verdict::Fail, NAME, e.to_string()),
     }
+}
+
+/// Where a local server says its context window: llama.cpp's `/props`, LM Studio's
+/// `/api/v0/models/NAME`, Ollama's `/api/show` (`num_ctx` in the model's parameters,
+/// else Ollama's own default). `None` for a server that says nothing (or a remote one).
+fn server_window(p: &ProviderConfig) -> Option<(u64, &'static str)> {
+    use crate::json;
+    let root = p.base_url.trim_end_matches('/');
+    let root = root.strip_suffix("/v1").unwrap_or(root);
+    let agent = http::agent(NET_TIMEOUT_SECS);
+    let get = |path: &str| {
+        http::get(
+            &agent,
+            &format!("{root}{path}"),
+            MAX_SMALL_REPLY_BYTES,
+            None,
+        )
+        .ok()
+        .filter(|(s, _, _)| *s == 200)
+        .and_then(|(_, body, _)| json::parse_value(&body).ok())
+    };
+    if let Some(v) = get("/props") {
+        let n = json::path(&v, &["default_generation_settings", "n_ctx"])
+            .or_else(|| json::get(&v, "n_ctx"))
+            .and_then(json::as_u64);
+        if let Some(n) = n.filter(|n| *n > 0) {
+            return Some((n, "llama.cpp's /props"));
+        }
+    }
+    if let Some(v) = get(&format!("/api/v0/models/{}", p.model)) {
+        let n = json::get(&v, "loaded_context_length")
+            .or_else(|| json::get(&v, "max_context_length"))
+            .and_then(json::as_u64);
+        if let Some(n) = n.filter(|n| *n > 0) {
+            return Some((n, "LM Studio's /api/v0/models"));
+        }
+    }
+    let body = format!(r#"{{"model":{}}}"#, json::quote(&p.model));
+    let headers = [("Content-Type", "application/json".to_string())];
+    let (status, text, _) =
+        http::post(&agent, &format!("{root}/api/show"), &headers, &body).ok()?;
+    let v = json::parse_value(&text).ok().filter(|_| status == 200)?;
+    json::get(&v, "model_info")?;
+    let set = json::str_at(&v, "parameters").and_then(|params| {
+        params.lines().find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("num_ctx"))
+                .then(|| w.next()?.parse().ok())
+                .flatten()
+        })
+    });
+    Some(match set {
+        Some(n) => (n, "num_ctx in Ollama's /api/show"),
+        None => (OLLAMA_DEFAULT_NUM_CTX, "Ollama's default num_ctx"),
+    })
+}
+
+/// Ollama's context window for a model whose parameters do not set `num_ctx` (since
+/// 0.6.4; `OLLAMA_CONTEXT_LENGTH` on the server changes it, which doctor cannot see).
+pub const OLLAMA_DEFAULT_NUM_CTX: u64 = 4096;
+
+/// The context window yoctoclaw fits requests into, against the one a local server says
+/// it has. `None` for a remote provider without `provider.context_window`.
+pub fn context_window(p: &ProviderConfig) -> Option<Check> {
+    const NAME: &str = "context window";
+    let assumed = p.window()?;
+    let server = if p.kind == ProviderKind::OpenAi {
+        server_window(p)
+    } else {
+        None
+    };
+    let set = p.context_window > 0;
+    Some(match server {
+        Some((n, from)) if n == assumed => {
+            Check::new(Verdict::Ok, NAME, format!("{n} tokens, as {from} says"))
+        }
+        Some((n, from)) if !set => Check::new(
+            Verdict::Warn,
+            NAME,
+            format!(
+                "{from} says {n} tokens, {assumed} are assumed: set provider.context_window to {n}"
+            ),
+        ),
+        Some((n, from)) => Check::new(
+            Verdict::Warn,
+            NAME,
+            format!(
+                "provider.context_window is {assumed} but {from} says {n} tokens: set it to {n}"
+            ),
+        ),
+        None if set => Check::new(
+            Verdict::Ok,
+            NAME,
+            format!("{assumed} tokens (provider.context_window)"),
+        ),
+        None => Check::new(
+            Verdict::Ok,
+            NAME,
+            format!(
+                "{assumed} tokens assumed for a local server (it does not say): set provider.context_window to the server's context size"
+            ),
+        ),
+    })
 }
 
 /// A one-token request: checks the key and the model in one go.

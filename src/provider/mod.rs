@@ -343,9 +343,28 @@ impl Provider {
 
     /// Build the request body on the caller's thread (cheap, no I/O).
     pub fn build_body(&self, req: &ChatRequest<'_>) -> Result<String, ProviderError> {
-        let body = match self.cfg.kind {
-            ProviderKind::OpenAi => openai::request_body(&self.cfg, req),
-            ProviderKind::Anthropic => anthropic::request_body(&self.cfg, req),
+        self.build_body_as(req, self.cfg.stream)
+    }
+
+    /// `build_body`, streamed or not whatever `provider.stream` says.
+    pub fn build_body_as(
+        &self,
+        req: &ChatRequest<'_>,
+        stream: bool,
+    ) -> Result<String, ProviderError> {
+        let unstreamed;
+        let cfg = if stream == self.cfg.stream {
+            &self.cfg
+        } else {
+            unstreamed = ProviderConfig {
+                stream,
+                ..self.cfg.clone()
+            };
+            &unstreamed
+        };
+        let body = match cfg.kind {
+            ProviderKind::OpenAi => openai::request_body(cfg, req),
+            ProviderKind::Anthropic => anthropic::request_body(cfg, req),
         };
         if body.len() > crate::limits::MAX_PROVIDER_REQUEST_BYTES {
             return Err(ProviderError::RequestTooLarge);

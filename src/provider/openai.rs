@@ -380,6 +380,7 @@ fn window_in(msg: &str) -> Option<u64> {
         "n_ctx=",
         "context size (",
         "context size of ",
+        "context window of ",
     ] {
         if let Some(at) = lower.find(marker) {
             let digits: String = lower[at + marker.len()..]
@@ -468,8 +469,14 @@ pub fn status_error(
         };
     }
     if (400..500).contains(&status) && is_context_overflow(code, &words) {
+        // llama.cpp's server names the window in a field of its own.
+        let n_ctx = v
+            .as_ref()
+            .and_then(|v| json::get(v, "error"))
+            .and_then(|e| json::get(e, "n_ctx"))
+            .and_then(json::as_u64);
         return ProviderError::ContextOverflow {
-            window: window_in(&words),
+            window: n_ctx.or_else(|| window_in(&words)),
             detail: cut_chars(&words, MAX_ERROR_DETAIL_CHARS),
         };
     }
@@ -518,7 +525,12 @@ mod tests {
             (
                 400,
                 r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":600,"n_ctx":512}}"#,
-                None,
+                Some(512),
+            ),
+            (
+                400,
+                r#"{"error":{"message":"Requested tokens (1491) exceed context window of 1024","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+                Some(1024),
             ),
             (
                 400,

@@ -25,7 +25,7 @@ pub const DEFAULT_SEARCH_RESULTS: u64 = 5;
 pub const MEMORY_STORE: ToolSpec = ToolSpec {
     name: "memory_store",
     description: "Save a fact to long-term memory so it is remembered in later conversations. Storing under an existing key replaces that memory. Use category core for lasting facts about the user (always shown to you), daily for notes about today, conversation for context of this chat, custom for anything else.",
-    parameters: r#"{"type":"object","properties":{"text":{"type":"string","description":"The fact to remember, one or two short sentences","maxLength":4096},"key":{"type":"string","description":"Short unique name, e.g. user_name or favourite_tea; reuse a key to update that memory. Derived from the text when omitted","maxLength":128},"category":{"type":"string","enum":["core","daily","conversation","custom"],"description":"How long to keep it: core forever (default), daily 30 days, conversation 7 days, custom 90 days"}},"required":["text"],"additionalProperties":false}"#,
+    parameters: r#"{"type":"object","properties":{"text":{"type":"string","description":"The fact to remember, one or two short sentences (at most 4096 bytes)"},"key":{"type":"string","description":"Short unique name, e.g. user_name or favourite_tea; reuse a key to update that memory. Derived from the text when omitted (at most 128 bytes)"},"category":{"type":"string","enum":["core","daily","conversation","custom"],"description":"How long to keep it: core forever (default), daily 30 days, conversation 7 days, custom 90 days"}},"required":["text"],"additionalProperties":false}"#,
 };
 
 pub const MEMORY_SEARCH: ToolSpec = ToolSpec {

@@ -513,6 +513,19 @@ mod tests {
     }
 
     #[test]
+    fn schemas_carry_no_length_bounds_that_grammar_servers_unroll() {
+        // llama-cpp-python turns a schema into a grammar when the model picks the tool,
+        // and unrolls maxLength 4096 into a rule 4096 deep: the server dies ("failed to
+        // parse grammar"). Lengths are checked by the tools themselves.
+        for t in ALL {
+            for bound in ["maxLength", "minLength", "maxItems", "minItems"] {
+                assert!(!t.parameters.contains(bound), "{} has {bound}", t.name);
+            }
+            assert!(crate::json::parse_value(t.parameters).is_ok(), "{}", t.name);
+        }
+    }
+
+    #[test]
     fn the_config_knows_every_tool_by_name() {
         let names: Vec<&str> = ALL.iter().map(|t| t.name).collect();
         assert_eq!(names, crate::config::tool_rules::TOOL_NAMES);
