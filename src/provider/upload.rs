@@ -240,15 +240,6 @@ pub struct Transcriber {
     pub agent: ureq::Agent,
 }
 
-impl std::fmt::Debug for Transcriber {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Transcriber")
-            .field("host", &http::host_of(&self.url))
-            .field("model", &self.model)
-            .finish()
-    }
-}
-
 /// Why a transcription failed; the Display is the user's sentence.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TranscribeError {

@@ -39,7 +39,6 @@ pub const INBOX_DIR: &str = "inbox";
 pub const NO_TRANSCRIPTION: &str = "I can't listen to voice notes yet: set transcription.base_url (an OpenAI-compatible speech-to-text server such as OpenAI, Groq or whisper.cpp) in config.json and its key in YOCTOCLAW_TRANSCRIPTION_API_KEY.";
 
 /// What media handling needs; cheap to share between threads.
-#[derive(Debug)]
 pub struct Media {
     /// A Bot API client with the download timeout.
     pub api: Api,
@@ -238,7 +237,7 @@ fn read_head(path: &Path) -> Vec<u8> {
 /// `_`), no leading dot, at most `MAX_SAFE_NAME_BYTES`; `file` when nothing is left.
 pub fn safe_name(name: &str) -> String {
     let last = name.rsplit(['/', '\\']).next().unwrap_or("");
-    let mut s: String = last
+    let s: String = last
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
@@ -248,21 +247,13 @@ pub fn safe_name(name: &str) -> String {
             }
         })
         .collect();
-    s = s.trim_start_matches('.').to_string();
-    if s.len() > MAX_SAFE_NAME_BYTES {
-        // Keep the extension.
-        let ext = s
-            .rfind('.')
-            .map(|i| s[i..].to_string())
-            .filter(|e| e.len() <= 10);
-        let ext = ext.unwrap_or_default();
-        s.truncate(MAX_SAFE_NAME_BYTES - ext.len());
-        s.push_str(&ext);
-    }
+    // Over the length: the end is kept (it holds the extension). All ASCII by now.
+    let from = s.len().saturating_sub(MAX_SAFE_NAME_BYTES);
+    let s = s[from..].trim_start_matches('.');
     if s.is_empty() || s.chars().all(|c| c == '_') {
         "file".into()
     } else {
-        s
+        s.to_string()
     }
 }
 
