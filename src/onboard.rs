@@ -28,7 +28,7 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "tool_mode": "native",
     "// context_window": "the model's context size in tokens (llama.cpp --ctx-size, Ollama num_ctx); 0: 8192 for a local server, unknown for a cloud one",
     "context_window": 0,
-    "// vision": "photos sent on Telegram go to the model as images; a model that refuses them gets their path instead (remembered until restart); false: always the path",
+    "// vision": "photos go to the model as images (one that refuses them gets their path); false: always the path",
     "vision": true
   },
   "fallbacks": [],
@@ -91,14 +91,14 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "ca_file": ""
   },
   "transcription": {
-    "//": "voice notes: an OpenAI-compatible speech-to-text server (POST base_url/audio/transcriptions): https://api.openai.com/v1, https://api.groq.com/openai/v1 (model whisper-large-v3), whisper.cpp's server http://127.0.0.1:8080/v1; empty: off",
+    "//": "voice notes: OpenAI-compatible speech to text, e.g. https://api.openai.com/v1 or whisper.cpp http://127.0.0.1:8080/v1; empty: off",
     "base_url": "",
     "model": "whisper-1",
     "api_key_env": "YOCTOCLAW_TRANSCRIPTION_API_KEY",
     "timeout_secs": 120
   },
   "media": {
-    "//": "files sent on Telegram: max_file_mb per file (Telegram lets bots download 20 MB), inbox_max_mb for the workspace's inbox folder",
+    "//": "files sent on Telegram: per file (at most 20), and in workspace/inbox",
     "max_file_mb": 20,
     "inbox_max_mb": 200
   },

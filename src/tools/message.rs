@@ -30,7 +30,7 @@ pub const SEND_MESSAGE: ToolSpec = ToolSpec {
 
 pub const SEND_FILE: ToolSpec = ToolSpec {
     name: "send_file",
-    description: "Send a file from the workspace to the current Telegram chat (or another allowed one, 'telegram:<numeric id>'): images as photos, Ogg voice recordings as voice notes, anything else as a document (at most 50 MB; photos 10 MB).",
+    description: "Send a workspace file to the current Telegram chat (or 'telegram:<numeric id>' if allowed): images as photos, Ogg as voice notes, else a document (50 MB at most).",
     parameters: r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace"},"to":{"type":"string","description":"Optional target 'telegram:<numeric chat id>' listed in telegram.allow_from. Default: the current chat"}},"required":["path"]}"#,
 };
 

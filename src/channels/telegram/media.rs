@@ -36,7 +36,7 @@ pub const MAX_SAFE_NAME_BYTES: usize = 64;
 pub const INBOX_DIR: &str = "inbox";
 
 /// The sentence for a voice note when `transcription` is not set.
-pub const NO_TRANSCRIPTION: &str = "I can't listen to voice notes yet: set transcription.base_url (an OpenAI-compatible speech-to-text server such as OpenAI, Groq or whisper.cpp) in config.json and its key in YOCTOCLAW_TRANSCRIPTION_API_KEY.";
+pub const NO_TRANSCRIPTION: &str = "I can't listen to voice notes yet: set transcription.base_url (OpenAI-compatible speech to text) in config.json and its key in YOCTOCLAW_TRANSCRIPTION_API_KEY.";
 
 /// What media handling needs; cheap to share between threads.
 pub struct Media {
@@ -124,7 +124,9 @@ pub fn prepare(ctx: &Media, m: &MediaRef, caption: &str) -> Result<Prepared, Str
     let image = sniff_image(&head);
     if audio {
         if m.kind == MediaKind::Voice && !head.starts_with(b"OggS") {
-            return Err("That voice note is not in a format I know (Telegram's Ogg); please record it again.".into());
+            return Err(
+                "That voice note is not in Telegram's Ogg format; please record it again.".into(),
+            );
         }
         let t = ctx
             .transcriber
@@ -155,10 +157,7 @@ pub fn prepare(ctx: &Media, m: &MediaRef, caption: &str) -> Result<Prepared, Str
         return Ok(Prepared { text, heard });
     }
     if m.kind == MediaKind::Photo && image.is_none() {
-        return Err(
-            "That photo is not an image I can read (its bytes are not JPEG, PNG, WebP or GIF)."
-                .into(),
-        );
+        return Err("That photo is not an image I can read (JPEG, PNG, WebP, GIF).".into());
     }
     let inbox = ctx.workspace.join(INBOX_DIR);
     if inbox_size(&inbox).saturating_add(size) > ctx.inbox_max {
