@@ -136,27 +136,18 @@ impl Agent {
                 };
                 // A model that cannot see: remembered, and asked again at once without
                 // the photos (their placeholder lines say where they are).
-                if body.contains(crate::provider::upload::FILE_MARK) && refuses_images(&error) {
-                    if a.shown {
-                        sink.retract();
-                    }
+                if !a.shown
+                    && body.contains(crate::provider::upload::FILE_MARK)
+                    && refuses_images(&error)
+                {
                     log::warn!(
                         "provider {} refused a request with a photo ({error}): photos go to it as their path from now on (set provider.vision to false to skip the try)",
                         p.label()
                     );
                     self.blind.borrow_mut().push(index);
-                    match self.fitted_body(index, p, system, history, tools, stream) {
-                        Ok(b) => {
-                            body = b;
-                            continue;
-                        }
-                        Err(error) => {
-                            failures.push(Failure {
-                                provider: p.label(),
-                                error,
-                            });
-                            break;
-                        }
+                    if let Ok(b) = self.fitted_body(index, p, system, history, tools, stream) {
+                        body = b;
+                        continue;
                     }
                 }
                 // A server that refuses tools, or a request that does not fit: retrying

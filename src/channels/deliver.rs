@@ -172,7 +172,6 @@ pub async fn send_file(
                 .and_then(|n| n.to_str())
                 .map(crate::channels::telegram::media::safe_name)
                 .unwrap_or_else(|| "file".into());
-            let _ = api.send_action(chat_id, "upload_document");
             api.send_file(chat_id, (method, field), &path, (&name, mime))
                 .map_err(|e| DeliverError::File(e.to_string()))
         })
