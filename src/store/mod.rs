@@ -34,6 +34,14 @@ use std::time::Duration;
 /// Current schema version (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 2;
 
+/// Page size of a new database file, in bytes. Every commit writes each page it changed
+/// to the WAL whole, and a turn changes a few rows on a handful of pages (history, its
+/// index, the session, usage, state): with SQLite's default 4 KiB pages that was ~50 KB
+/// written to the SD card per message, with 1 KiB pages it is a quarter
+/// (docs/DECISIONS.md, 91). A file created with another size keeps it (changing it needs
+/// a VACUUM outside WAL mode).
+pub const DB_PAGE_SIZE: u32 = 1024;
+
 #[derive(Debug)]
 pub enum StoreError {
     /// The database could not be opened or created.
@@ -127,6 +135,9 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(
     key, text, content='memories', content_rowid='id',
     tokenize='unicode61 remove_diacritics 2'
 );
+-- Index leaves of at most ~900 bytes: each fits one 1 KiB database page (DB_PAGE_SIZE)
+-- without an overflow page (the default, 1,000, would not).
+INSERT INTO memories_fts(memories_fts, rank) VALUES ('pgsz', 900);
 CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
     INSERT INTO memories_fts(rowid, key, text) VALUES (new.id, new.key, new.text);
 END;
@@ -217,6 +228,8 @@ impl Db {
         // `LIMIT ?` gets a new value is parsed and planned again on every step (SQLite
         // inlines bound LIMITs), which was a fifth of the gateway's CPU per message.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        // Takes effect only on a file with no pages yet (a new database).
+        conn.execute_batch(&format!("PRAGMA page_size={DB_PAGE_SIZE}"))?;
         set_wal(&conn)?;
         conn.execute_batch(&format!(
             "PRAGMA cache_size=-{cache_kib};
