@@ -4,8 +4,9 @@
 //!
 //! # Bounds
 //! Page cache `memory.cache_kib` (default `DB_CACHE_KIB`), no lookaside allocator, no
-//! mmap, temp store on file, `DB_STATEMENT_CACHE` prepared statements, WAL auto-checkpoint every 256 pages and the
-//! WAL file truncated to 1 MiB after checkpoints.
+//! mmap, temp store on file, `DB_STATEMENT_CACHE` prepared statements, 1 KiB pages in a new
+//! file (`DB_PAGE_SIZE`), a WAL auto-checkpoint every `WAL_CHECKPOINT_BYTES` (1 MiB) of
+//! pages and the WAL file truncated to that size after checkpoints.
 //!
 //! # Blocking
 //! Calls block the calling thread for the length of one small statement (SQLite with
@@ -41,6 +42,12 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// (docs/DECISIONS.md, 91). A file created with another size keeps it (changing it needs
 /// a VACUUM outside WAL mode).
 pub const DB_PAGE_SIZE: u32 = 1024;
+
+/// The WAL is copied back into the database file (a checkpoint: two disk syncs and every
+/// page changed since the last one rewritten) once it holds this many bytes of pages:
+/// 1,024 pages of a new database, 256 of one with 4 KiB pages. Also the size the WAL file
+/// is cut back to after a checkpoint (`journal_size_limit`).
+pub const WAL_CHECKPOINT_BYTES: i64 = 1024 * 1024;
 
 #[derive(Debug)]
 pub enum StoreError {
@@ -231,14 +238,16 @@ impl Db {
         // Takes effect only on a file with no pages yet (a new database).
         conn.execute_batch(&format!("PRAGMA page_size={DB_PAGE_SIZE}"))?;
         set_wal(&conn)?;
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let checkpoint_pages = WAL_CHECKPOINT_BYTES / page_size.max(512);
         conn.execute_batch(&format!(
             "PRAGMA cache_size=-{cache_kib};
              PRAGMA mmap_size=0;
              PRAGMA temp_store=FILE;
              PRAGMA synchronous=FULL;
              PRAGMA foreign_keys=ON;
-             PRAGMA wal_autocheckpoint=256;
-             PRAGMA journal_size_limit=1048576;"
+             PRAGMA wal_autocheckpoint={checkpoint_pages};
+             PRAGMA journal_size_limit={WAL_CHECKPOINT_BYTES};"
         ))?;
         let db = Db {
             conn,
