@@ -118,8 +118,11 @@ CREATE TABLE sessions (
     summary   TEXT
 );
 
+-- Plain rowid ids (no AUTOINCREMENT, whose sqlite_sequence row was one more page
+-- written per message): messages are never deleted, so ids are never reused either way.
+-- Files made before keep AUTOINCREMENT; both behave the same.
 CREATE TABLE messages (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           INTEGER PRIMARY KEY,
     session      TEXT NOT NULL,
     role         TEXT NOT NULL,
     content      TEXT NOT NULL DEFAULT '',
@@ -179,7 +182,6 @@ CREATE TABLE usage (
     prompt_tokens     INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL
 );
-CREATE INDEX usage_by_day ON usage(day);
 "#,
     // 2: Telegram messages waiting for a turn, and turns owed a delivered answer
     // (`inbox`; docs/DECISIONS.md 88). No index: both tables stay small.
@@ -254,6 +256,11 @@ impl Db {
             deferred: std::cell::Cell::new(0),
         };
         db.migrate()?;
+        // Files made before had an index on usage(day) that no query can use (the day is
+        // matched with LIKE): one more page written with every usage row. Best effort.
+        if let Err(e) = db.conn.execute_batch("DROP INDEX IF EXISTS usage_by_day") {
+            log::debug!("cannot drop the unused usage index: {e}");
+        }
         Ok(db)
     }
 
