@@ -11,8 +11,8 @@ import json
 import os
 import sys
 
-W, H = 760, 560
-LEFT, RIGHT = 70, 150
+W, H = 820, 560
+LEFT, RIGHT = 70, 200
 PANEL_H = 200
 TOP1, TOP2 = 50, 310
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
@@ -33,7 +33,7 @@ def nice_max(v):
         e *= 10
 
 
-def panel(out, top, title, unit, runs, key, ymax, xmax, budget=None):
+def panel(out, top, title, unit, runs, key, ymax, xmax, budgets=()):
     x0, x1 = LEFT, W - RIGHT
     y0, y1 = top + PANEL_H, top
     out.append(f'<text x="{x0}" y="{top - 12}" font-size="14" font-weight="bold">{esc(title)}</text>')
@@ -51,12 +51,18 @@ def panel(out, top, title, unit, runs, key, ymax, xmax, budget=None):
     out.append(f'<text x="{x1}" y="{y0 + 32}" font-size="11" text-anchor="end">messages answered</text>')
     out.append(f'<text x="{x0 - 50}" y="{(y0 + y1) / 2:.1f}" font-size="11" '
                f'transform="rotate(-90 {x0 - 50} {(y0 + y1) / 2:.1f})" text-anchor="middle">{esc(unit)}</text>')
-    if budget is not None and budget <= ymax:
+    for budget, label in budgets:
+        if budget > ymax:
+            continue
         y = y0 - (y0 - y1) * budget / ymax
         out.append(f'<line x1="{x0}" y1="{y:.1f}" x2="{x1}" y2="{y:.1f}" stroke="#999" stroke-dasharray="5,4"/>')
-        out.append(f'<text x="{x1 + 4}" y="{y + 4:.1f}" font-size="11" fill="#666">target {budget:g}</text>')
+        out.append(f'<text x="{x0 + 6}" y="{y - 4:.1f}" font-size="10" fill="#666">{esc(label)}</text>')
     for idx, (name, run) in enumerate(runs):
         pts = [(p["messages"], p[key]) for p in run.get("series", []) if p.get(key) is not None]
+        fig = run.get("figures", {})
+        if key == "rss_mib" and fig.get("idle_rss_kib"):
+            # Idle after start, before the first message.
+            pts.insert(0, (0, fig["idle_rss_kib"] / 1024.0))
         if not pts:
             continue
         color = COLORS[idx % len(COLORS)]
@@ -67,6 +73,13 @@ def panel(out, top, title, unit, runs, key, ymax, xmax, budget=None):
         for m, v in pts:
             out.append(f'<circle cx="{x0 + (x1 - x0) * m / xmax:.1f}" '
                        f'cy="{y0 - (y0 - y1) * min(v, ymax) / ymax:.1f}" r="2.5" fill="{color}"/>')
+        if key == "rss_mib" and fig.get("quiet_rss_kib"):
+            # Idle again after the traffic and the quiet period: a hollow marker past the end.
+            v = fig["quiet_rss_kib"] / 1024.0
+            y = y0 - (y0 - y1) * min(v, ymax) / ymax
+            out.append(f'<circle cx="{x1 + 8}" cy="{y:.1f}" r="4" fill="none" stroke="{color}" stroke-width="2"/>')
+            out.append(f'<text x="{x1 + 16}" y="{y + 4:.1f}" font-size="10" fill="{color}">'
+                       f'{v:.2f} after {fig.get("quiet_secs", 0)} s quiet</text>')
 
 
 def main(argv):
@@ -99,12 +112,12 @@ def main(argv):
            f'viewBox="0 0 {W} {H}" font-family="sans-serif">',
            f'<rect width="{W}" height="{H}" fill="white"/>']
     panel(out, TOP1, "Gateway RSS while answering (whole process tree)", "MiB", runs, "rss_mib",
-          rss_max, xmax, budget=3.0)
+          rss_max, xmax, budgets=((3.0, "peak target 3 MiB"), (2.0, "idle target 2 MiB")))
     panel(out, TOP2, "Gateway CPU per message, per 100 messages (model excluded)", "ms / message",
-          runs, "cpu_ms_per_msg", cpu_max, xmax, budget=0.5)
+          runs, "cpu_ms_per_msg", cpu_max, xmax, budgets=((0.5, "target 0.5 ms"),))
     for idx, (name, run) in enumerate(runs):
         fig = run.get("figures", {})
-        y = TOP1 + 10 + idx * 36
+        y = TOP2 + 10 + idx * 36
         color = COLORS[idx % len(COLORS)]
         out.append(f'<rect x="{W - RIGHT + 20}" y="{y}" width="12" height="12" fill="{color}"/>')
         out.append(f'<text x="{W - RIGHT + 38}" y="{y + 10}" font-size="12">{esc(name)}</text>')
