@@ -558,6 +558,116 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    fn pragma(db: &Db, name: &str) -> i64 {
+        db.conn
+            .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
+    fn count(db: &Db, sql: &str) -> i64 {
+        db.conn.query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    fn usage() -> crate::chat::Usage {
+        crate::chat::Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            estimated: false,
+        }
+    }
+
+    #[test]
+    fn a_new_file_has_small_pages_and_writes_few_of_them() {
+        let dir = std::env::temp_dir().join(format!("yc-db-pages-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = Db::open(&dir.join("t.db"), 128).unwrap();
+        assert_eq!(pragma(&db, "page_size"), i64::from(DB_PAGE_SIZE));
+        assert_eq!(
+            pragma(&db, "wal_autocheckpoint"),
+            WAL_CHECKPOINT_BYTES / i64::from(DB_PAGE_SIZE)
+        );
+        assert_eq!(pragma(&db, "journal_size_limit"), WAL_CHECKPOINT_BYTES);
+        // An FTS5 index leaf fits one page.
+        let pgsz = count(&db, "SELECT v FROM memories_fts_config WHERE k = 'pgsz'");
+        assert!(pgsz > 0 && pgsz < i64::from(DB_PAGE_SIZE) - 64, "{pgsz}");
+        let msg = crate::chat::Message::new(crate::chat::Role::User, "hello");
+        db.append_message("s", &msg, 1).unwrap();
+        db.append_message("s", &msg, 2).unwrap();
+        db.record_usage("s", "p", "m", usage(), 1_764_000_000)
+            .unwrap();
+        // No sequence row and no index page written with every message and usage row.
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM sqlite_sequence WHERE name = 'messages'"
+            ),
+            0
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'usage_by_day'"
+            ),
+            0
+        );
+        assert_eq!(count(&db, "SELECT max(id) FROM messages"), 2);
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_made_before_keeps_its_pages_and_loses_the_unused_index() {
+        let dir = std::env::temp_dir().join(format!("yc-db-old-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        // The schema as the releases before made it: 4 KiB pages, messages with
+        // AUTOINCREMENT, an index on usage(day).
+        let old = MIGRATIONS[0].replacen(
+            "id           INTEGER PRIMARY KEY,",
+            "id           INTEGER PRIMARY KEY AUTOINCREMENT,",
+            1,
+        ) + "CREATE INDEX usage_by_day ON usage(day);";
+        assert_ne!(
+            old,
+            MIGRATIONS[0].to_string() + "CREATE INDEX usage_by_day ON usage(day);"
+        );
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch("PRAGMA page_size=4096; PRAGMA journal_mode=WAL;")
+                .unwrap();
+            c.execute_batch(&old).unwrap();
+            c.execute_batch(MIGRATIONS[1]).unwrap();
+            c.execute_batch("PRAGMA user_version=2").unwrap();
+        }
+        let db = Db::open(&path, 128).unwrap();
+        assert_eq!(pragma(&db, "page_size"), 4096);
+        assert_eq!(pragma(&db, "wal_autocheckpoint"), 256);
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'usage_by_day'"
+            ),
+            0
+        );
+        let msg = crate::chat::Message::new(crate::chat::Role::User, "hello");
+        db.append_message("s", &msg, 1).unwrap();
+        assert_eq!(
+            count(
+                &db,
+                "SELECT seq FROM sqlite_sequence WHERE name = 'messages'"
+            ),
+            1
+        );
+        db.record_usage("s", "p", "m", usage(), 1_764_000_000)
+            .unwrap();
+        let day = crate::store::usage::day_of(1_764_000_000);
+        assert_eq!(db.usage_totals(&day).unwrap(), (10, 5));
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn concurrent_first_opens_migrate_once() {
         let dir = std::env::temp_dir().join(format!("yc-db-race-{}", std::process::id()));
