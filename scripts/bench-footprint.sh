@@ -18,18 +18,29 @@
 # the table's smaps line shows it as "libs"). BENCH_TARGET=host forces the host build,
 # BENCH_TARGET=rustup the rustup musl build.
 #
-# Four runs: the mixed soak (35 % tool turns, 5 % long replies, 5 % provider 500s;
-# RSS, CPU, speed, --version time, binary size), a plain-answer soak (the cheapest
-# message), a burst (all N messages arrive at once, as after a reboot or a Wi-Fi outage,
-# and are answered as collected turns: peak RSS), and the mixed soak on a `bench-alloc`
-# host build (heap allocations and bytes per message; set BENCH_ALLOC=0 to skip its extra
-# release build). Each prints a table and one `BENCH key=value ...` line.
+# Five runs: the mixed soak (35 % tool turns, 5 % long replies, 5 % provider 500s;
+# RSS, CPU, speed, --version time, binary size; then 60 s quiet: idle RSS after the
+# traffic, and writes and wake-ups over 30 s with the long poll held), a plain-answer
+# soak (the cheapest message), a burst (all N messages arrive at once, as after a reboot
+# or a Wi-Fi outage, and are answered as collected turns: peak RSS), the SD-card run (200
+# plain messages: bytes written and disk syncs per message, syncs counted by `strace -c`
+# when strace is installed), and the mixed soak on a `bench-alloc` host build (heap
+# allocations and bytes per message; set BENCH_ALLOC=0 to skip its extra release build).
+# Each prints a table and one `BENCH key=value ...` line, and writes its figures as JSON
+# to $BENCH_OUT (default docs/footprint/: mixed.json, plain.json, burst.json, sd.json,
+# alloc.json); scripts/footprint-chart.py then draws $BENCH_OUT/footprint.svg (RSS over
+# messages and CPU per message, per run). BENCH_QUIET_SECS (default 60) sets the quiet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TLS_FLAG=()
 if [ "${1:-}" = --tls ]; then TLS_FLAG=(--tls); shift; fi
 N="${1:-1000}"
 TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+OUT="${BENCH_OUT:-docs/footprint}"
+QUIET="${BENCH_QUIET_SECS:-60}"
+mkdir -p "$OUT"
+SUFFIX=""
+if [ ${#TLS_FLAG[@]} -gt 0 ]; then SUFFIX="-tls"; fi
 MUSL=x86_64-unknown-linux-musl
 
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), kernel $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -54,11 +65,13 @@ else
 fi
 
 echo
-"$SOAK" --bin "$BIN" -n "$N" "${TLS_FLAG[@]}"
+"$SOAK" --bin "$BIN" -n "$N" --quiet-secs "$QUIET" --json "$OUT/mixed$SUFFIX.json" "${TLS_FLAG[@]}"
 echo
-"$SOAK" --bin "$BIN" -n "$N" --plain --version-runs 0 "${TLS_FLAG[@]}"
+"$SOAK" --bin "$BIN" -n "$N" --plain --version-runs 0 --json "$OUT/plain$SUFFIX.json" "${TLS_FLAG[@]}"
 echo
-"$SOAK" --bin "$BIN" -n "$N" --burst --version-runs 0 "${TLS_FLAG[@]}"
+"$SOAK" --bin "$BIN" -n "$N" --burst --version-runs 0 --json "$OUT/burst$SUFFIX.json" "${TLS_FLAG[@]}"
+echo
+"$SOAK" --bin "$BIN" -n 200 --plain --version-runs 0 --syncs --json "$OUT/sd$SUFFIX.json" "${TLS_FLAG[@]}"
 
 if [ "${BENCH_ALLOC:-1}" != 0 ]; then
   # A separate target dir, so the normal release binary is not rebuilt afterwards.
@@ -66,5 +79,9 @@ if [ "${BENCH_ALLOC:-1}" != 0 ]; then
   CARGO_TARGET_DIR="$TARGET_DIR/bench-alloc" nice -n 10 \
     cargo build --quiet --release --features bench-alloc --bin yoctoclaw
   echo
-  "$SOAK" --bin "$TARGET_DIR/bench-alloc/release/yoctoclaw" -n "$N" --alloc --version-runs 0 "${TLS_FLAG[@]}"
+  "$SOAK" --bin "$TARGET_DIR/bench-alloc/release/yoctoclaw" -n "$N" --alloc --version-runs 0 \
+    --json "$OUT/alloc$SUFFIX.json" "${TLS_FLAG[@]}"
 fi
+echo
+python3 scripts/footprint-chart.py "$OUT/footprint$SUFFIX.svg" \
+  "$OUT/mixed$SUFFIX.json" "$OUT/plain$SUFFIX.json" "$OUT/burst$SUFFIX.json" || true

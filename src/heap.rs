@@ -1,6 +1,7 @@
 //! The process's one heap: dlmalloc behind a mutex, installed as the global allocator by
 //! `main.rs` (SQLite allocates from it too, see `store::sqlite_alloc`), and [`trim`],
-//! which hands the free memory at the top of the heap back to the system.
+//! which hands the free memory at the top of the heap back to the system, and
+//! [`release_code`], which unmaps the binary's code pages (they stay in the page cache).
 //!
 //! Why not `dlmalloc::GlobalDlmalloc`: its instance is private, so nothing can trim it,
 //! and dlmalloc on its own keeps up to 2 MiB of free memory mapped. A daemon that is idle
@@ -9,7 +10,8 @@
 //!
 //! # Bounds
 //! [`trim`] leaves `TRIM_PAD_BYTES` free at the top, so the next message does not map
-//! fresh pages at once. Nothing here allocates.
+//! fresh pages at once. Nothing here allocates but [`release_code`] (one read of
+//! /proc/self/maps, a few KiB).
 //!
 //! # Threads
 //! Any thread: the global allocator, one mutex around dlmalloc.
@@ -67,6 +69,47 @@ pub fn trim() -> bool {
     unsafe { heap().0.trim(TRIM_PAD_BYTES) }
 }
 
+/// Unmap the binary's code from this process; the pages stay in the kernel's page
+/// cache. A daemon idle most of the day then holds only the code it runs while idle
+/// (the long poll, a timer), and the next message maps back what it runs from the page
+/// cache (minor faults, no disk read while the cache holds them). Only the code mapping
+/// (read-only, never written, so nothing is lost: `MADV_DONTNEED` on it drops page-table
+/// entries, not data). Returns the bytes unmapped, 0 when /proc is not there.
+/// docs/DECISIONS.md, 93.
+pub fn release_code() -> usize {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return 0;
+    };
+    let here = release_code as fn() -> usize as usize;
+    for line in maps.lines() {
+        let mut f = line.split_whitespace();
+        let (Some(range), Some(perms)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let Some((a, z)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(a), Ok(z)) = (usize::from_str_radix(a, 16), usize::from_str_radix(z, 16)) else {
+            continue;
+        };
+        if perms != "r-xp" || !(a..z).contains(&here) {
+            continue;
+        }
+        // SAFETY: [a, z) is this process's own code mapping, page-aligned, read-only and
+        // private: dropping its pages only makes the next use fault them back in.
+        let rc = unsafe { madvise(a as *mut std::ffi::c_void, z - a, MADV_DONTNEED) };
+        return if rc == 0 { z - a } else { 0 };
+    }
+    0
+}
+
+const MADV_DONTNEED: std::ffi::c_int = 4;
+
+unsafe extern "C" {
+    fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: std::ffi::c_int)
+    -> std::ffi::c_int;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +131,19 @@ mod tests {
         }
         trim();
         assert!(!trim(), "nothing left to give back right after a trim");
+    }
+
+    #[test]
+    fn code_pages_come_back_after_release() {
+        let released = release_code();
+        assert!(
+            released > 0,
+            "the code mapping was not found in /proc/self/maps"
+        );
+        assert_eq!(released % 4096, 0);
+        // Code runs on after its pages were unmapped (faulted back from the page cache).
+        let v: Vec<u64> = (1..=100).collect();
+        assert_eq!(v.iter().sum::<u64>(), 5050);
+        assert!(release_code() > 0);
     }
 }

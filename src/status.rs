@@ -183,7 +183,10 @@ pub fn write_gateway_record(
         sys_at: sys,
         clock: crate::time::clock::source(),
     };
-    db.set_state(GATEWAY_STATUS_KEY, &r.encode())
+    // Not synced to disk: a record lost to a power cut describes a process that is gone
+    // anyway. An idle gateway then costs the SD card no sync a minute (docs/DECISIONS.md,
+    // 95); the next answer's commit, or the kernel's writeback, puts it on the card.
+    db.deferred_sync(|| db.set_state(GATEWAY_STATUS_KEY, &r.encode()))
 }
 
 /// Whether a gateway is running, by its record.

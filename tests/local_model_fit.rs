@@ -477,17 +477,18 @@ fn a_stream_with_tools_that_breaks_before_any_text_is_asked_again_unstreamed() {
     let reqs = chats(&f);
     assert_eq!(
         reqs.len(),
-        3,
-        "broken stream, unstreamed call, unstreamed answer"
+        4,
+        "broken stream twice (a blip is retried streamed once), unstreamed call, unstreamed answer"
     );
     assert!(reqs[0].body.contains("\"stream\":true"));
-    assert!(reqs[1].body.contains("\"stream\":false"));
+    assert!(reqs[1].body.contains("\"stream\":true"));
+    assert!(reqs[2].body.contains("\"stream\":false"));
     assert!(
-        reqs[2].body.contains("\"stream\":false"),
+        reqs[3].body.contains("\"stream\":false"),
         "remembered for the run"
     );
     assert!(
-        reqs[2].body.contains("SOUL.md"),
+        reqs[3].body.contains("SOUL.md"),
         "the tool's result went back"
     );
 }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use yoctoclaw::json;
 
 /// Longest a `getUpdates` with nothing to return is held.
-const MAX_HOLD_SECS: u64 = 25;
+const MAX_HOLD_SECS: u64 = 50;
 /// Most updates in one `getUpdates` answer (Telegram's own limit).
 const MAX_BATCH: usize = 100;
 /// The first chat's (and user's) id; the others follow.

@@ -16,13 +16,24 @@
 //! overrides such as `YOCTOCLAW_MEMORY_CACHE_KIB=64`, for experiments).
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
-//! [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--keep-home]`
+//! [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls]
+//! [--syncs] [--json FILE] [--keep-home]`
 //! (`--plain`: every turn a plain answer, for the cost of the simplest message;
 //! `--burst`: all N messages arrive at once, as after a reboot or a Wi-Fi outage, and
 //! each chat's waiting messages are answered as collected turns; `--tls`: both fakes serve
 //! HTTPS with a CA made for the run, which the gateway trusts through `tls.ca_file`). The
 //! report counts the connections each fake accepted (over TLS: the handshakes), during the
 //! traffic and in all: kept-alive connections make them few.
+//!
+//! Storage: bytes the gateway caused to be written (`/proc/PID/io` `write_bytes`: a page
+//! counts when it is first dirtied, which is what an SD card ends up writing) and write
+//! calls, per message. `--syncs` also counts the disk syncs (`fsync`, `fdatasync`) during
+//! the traffic by attaching `strace -c` (slows the gateway: CPU figures of such a run do
+//! not count). `--quiet-secs Q`: after the traffic, the gateway sits idle Q seconds with
+//! its long poll held; the soak counts writes and wake-ups (context switches of all its
+//! threads) from second 2 to second 32 of that, and samples RSS at the end ("idle after
+//! traffic"). `--json FILE` writes every figure, with RSS and CPU per 100 messages, as JSON
+//! (`scripts/footprint-chart.py` draws them).
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
@@ -67,11 +78,14 @@ struct Opts {
     plain: bool,
     tls: bool,
     burst: bool,
+    quiet_secs: u64,
+    syncs: bool,
+    json: Option<PathBuf>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--keep-home]"
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--syncs] [--json FILE] [--keep-home]"
     );
     std::process::exit(2)
 }
@@ -90,6 +104,9 @@ fn opts() -> Opts {
         plain: false,
         tls: false,
         burst: false,
+        quiet_secs: 0,
+        syncs: false,
+        json: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -110,6 +127,9 @@ fn opts() -> Opts {
             "--plain" => o.plain = true,
             "--tls" => o.tls = true,
             "--burst" => o.burst = true,
+            "--quiet-secs" => o.quiet_secs = num(),
+            "--syncs" => o.syncs = true,
+            "--json" => o.json = Some(args.next().map(PathBuf::from).unwrap_or_else(|| usage())),
             "--bin" => o.bin = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             _ => usage(),
         }
@@ -203,7 +223,7 @@ fn prepare_home(
     let config = format!(
         r#"{{
   "provider": {{ "kind": "openai", "base_url": "{}", "model": "fake-model", "stream": false }},
-  "telegram": {{ "enabled": true, "api_base": "{}", "allow_from": [{}], "poll_timeout_secs": 25 }},
+  "telegram": {{ "enabled": true, "api_base": "{}", "allow_from": [{}], "poll_timeout_secs": 50 }},
 {tls_key}
   "log_level": "info"
 }}
@@ -372,6 +392,28 @@ struct Report {
     /// Connections the fakes accepted (bot, model): before the traffic, at its end.
     conns_start: (u64, u64),
     conns_end: (u64, u64),
+    /// Per 100 messages answered: (messages, RSS KiB, gateway CPU ns since the traffic began).
+    series: Vec<(u64, u64, u64)>,
+    /// Storage during the traffic: bytes written, write calls.
+    io_traffic: (u64, u64),
+    /// Disk syncs during the traffic (`--syncs`).
+    syncs: Option<u64>,
+    quiet: Option<Quiet>,
+}
+
+/// The quiet period after the traffic (`--quiet-secs`).
+#[derive(Default)]
+struct Quiet {
+    secs: u64,
+    /// The measured window (seconds) and what happened in it.
+    window_secs: u64,
+    write_bytes: u64,
+    syscw: u64,
+    wakeups: u64,
+    polls: u64,
+    /// At the end of the quiet period.
+    mem: Mem,
+    smaps: procfs::Breakdown,
 }
 
 fn run(o: &Opts) -> Result<i32, String> {
@@ -494,6 +536,9 @@ fn soak(
     // Traffic.
     let conns = || (bot.server.connections(), model.server.connections());
     r.conns_start = conns();
+    let mut strace = if o.syncs { start_strace(pid) } else { None };
+    let io0 = procfs::io(pid).unwrap_or_default();
+    let ns0 = procfs::cpu_ns(pid);
     let t0 = Instant::now();
     bot.start_traffic();
     let mut last_done = 0;
@@ -512,6 +557,11 @@ fn soak(
                 r.after100 = m;
             }
             r.checkpoints.push((next_mark, m.rss_kib));
+            r.series.push((
+                next_mark,
+                m.rss_kib,
+                procfs::cpu_ns(pid).saturating_sub(ns0),
+            ));
             next_mark += 100;
         }
         if done >= o.n {
@@ -532,6 +582,14 @@ fn soak(
     r.traffic_s = t0.elapsed().as_secs_f64();
     r.conns_end = conns();
     let cpu2 = cpu_ticks(pid);
+    let io1 = procfs::io(pid).unwrap_or_default();
+    r.io_traffic = (
+        io1.write_bytes.saturating_sub(io0.write_bytes),
+        io1.syscw.saturating_sub(io0.syscw),
+    );
+    if let Some((child, out)) = strace.take() {
+        r.syncs = stop_strace(child, &out);
+    }
     r.cpu_s = (cpu2 - cpu1) as f64 / tck;
     std::thread::sleep(Duration::from_millis(500));
     r.end = sample(pid);
@@ -552,7 +610,89 @@ fn soak(
     };
     r.lat_p50_ms = pct(0.5);
     r.lat_p99_ms = pct(0.99);
+    if o.quiet_secs > 0 {
+        r.quiet = Some(quiet(o, bot, pid));
+        alive(child)?;
+    }
     Ok(r)
+}
+
+/// Sit out `--quiet-secs` after the traffic: writes and wake-ups from second 2 to 32
+/// (the long poll is held for 50 s), RSS at the end.
+fn quiet(o: &Opts, bot: &FakeBot, pid: u32) -> Quiet {
+    let t = Instant::now();
+    let settle = Duration::from_secs(2.min(o.quiet_secs));
+    std::thread::sleep(settle);
+    let window = o.quiet_secs.saturating_sub(2).min(30);
+    let io0 = procfs::io(pid).unwrap_or_default();
+    let ctx0 = procfs::ctx_switches(pid);
+    let polls0 = bot.with(|s| s.polls);
+    std::thread::sleep(Duration::from_secs(window));
+    let io1 = procfs::io(pid).unwrap_or_default();
+    let ctx1 = procfs::ctx_switches(pid);
+    let polls1 = bot.with(|s| s.polls);
+    let rest = Duration::from_secs(o.quiet_secs).saturating_sub(t.elapsed());
+    std::thread::sleep(rest);
+    Quiet {
+        secs: o.quiet_secs,
+        window_secs: window,
+        write_bytes: io1.write_bytes.saturating_sub(io0.write_bytes),
+        syscw: io1.syscw.saturating_sub(io0.syscw),
+        wakeups: ctx1.saturating_sub(ctx0),
+        polls: polls1.saturating_sub(polls0),
+        mem: sample(pid),
+        smaps: procfs::smaps(pid, &o.bin).unwrap_or_default(),
+    }
+}
+
+/// `strace -c` on every thread of the gateway, counting sync calls; `None` when strace
+/// is not installed or cannot attach (the report then says so).
+fn start_strace(pid: u32) -> Option<(Child, PathBuf)> {
+    let out = std::env::temp_dir().join(format!("yc-soak-strace-{}", std::process::id()));
+    let child = Command::new("strace")
+        .args([
+            "-f",
+            "-c",
+            "-e",
+            "trace=fsync,fdatasync,sync_file_range,syncfs,msync",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["-p", &pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    // strace attaches to each thread in turn; give it time before the traffic starts.
+    std::thread::sleep(Duration::from_millis(500));
+    Some((child, out))
+}
+
+/// Detach strace (SIGINT) and read the total of its summary's `calls` column.
+fn stop_strace(mut child: Child, out: &Path) -> Option<u64> {
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let st = child.wait().ok()?;
+    let text = std::fs::read_to_string(out).ok();
+    let _ = std::fs::remove_file(out);
+    if !st.success() && text.is_none() {
+        return None;
+    }
+    let text = text?;
+    // "% time seconds usecs/call calls [errors] syscall"; no line at all: no sync calls.
+    let mut n = 0;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() >= 5
+            && f.last().is_some_and(|s| s.contains("sync"))
+            && f[0].parse::<f64>().is_ok()
+        {
+            n += f[3].parse::<u64>().unwrap_or(0);
+        }
+    }
+    Some(n)
 }
 
 /// Median and p90 wall time of `yoctoclaw --version` (spawn to exit, as a shell sees it).
@@ -681,8 +821,43 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         format!("{} bytes", r.bin_bytes),
         "aarch64 <= 2.5 MB",
     );
+    let n = r.n as f64;
+    row(
+        "bytes written to storage per message",
+        format!("{:.0} B", r.io_traffic.0 as f64 / n),
+        "<= 16 KB",
+    );
+    row(
+        "  write calls per message",
+        format!("{:.1}", r.io_traffic.1 as f64 / n),
+        "",
+    );
+    if o.syncs {
+        row(
+            "disk syncs per message (strace)",
+            r.syncs
+                .map_or("no strace".to_string(), |s| format!("{:.2}", s as f64 / n)),
+            "<= 1 per turn",
+        );
+    }
+    if let Some(q) = &r.quiet {
+        row(
+            &format!("idle RSS after the traffic and {} s quiet", q.secs),
+            mib(q.mem.rss_kib),
+            "<= 2 MiB",
+        );
+        row(
+            &format!("quiet {} s (poll held): written, wake-ups", q.window_secs),
+            format!("{} B, {}", q.write_bytes, q.wakeups),
+            "0, 0",
+        );
+        row(
+            "  write calls, getUpdates in that window",
+            format!("{}, {}", q.syscw, q.polls),
+            "",
+        );
+    }
     if let Some((a, z)) = r.alloc {
-        let n = r.n as f64;
         row(
             "heap allocations per message",
             format!("{:.0}", (z[0] - a[0]) as f64 / n),
@@ -699,9 +874,13 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
             "",
         );
     }
-    for (when, b) in [("idle", &r.idle_smaps), ("end", b)] {
+    let quiet_smaps = r.quiet.as_ref().map(|q| ("quiet", &q.smaps));
+    for (when, b) in [("idle", &r.idle_smaps), ("end", b)]
+        .into_iter()
+        .chain(quiet_smaps)
+    {
         println!(
-            "  smaps {when:<4} (resident KiB): exe text {} + exe ro {} + exe rw {} + libs {} + heap {} + anon {} + stack {} + other {} = {}",
+            "  smaps {when:<5} (resident KiB): exe text {} + exe ro {} + exe rw {} + libs {} + heap {} + anon {} + stack {} + other {} = {}",
             b.exe_text,
             b.exe_ro,
             b.exe_rw,
@@ -778,6 +957,20 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
     if !o.alloc {
         line.push_str(&format!(" version_ms={:.2}", r.version_med_ms));
     }
+    line.push_str(&format!(
+        " write_bytes_per_msg={:.0} write_calls_per_msg={:.1}",
+        r.io_traffic.0 as f64 / r.n as f64,
+        r.io_traffic.1 as f64 / r.n as f64
+    ));
+    if let Some(s) = r.syncs {
+        line.push_str(&format!(" syncs_per_msg={:.2}", s as f64 / r.n as f64));
+    }
+    if let Some(q) = &r.quiet {
+        line.push_str(&format!(
+            " quiet_secs={} quiet_rss_kib={} quiet_window_secs={} quiet_write_bytes={} quiet_write_calls={} quiet_wakeups={} quiet_polls={} quiet_smaps_exe_text_kib={}",
+            q.secs, q.mem.rss_kib, q.window_secs, q.write_bytes, q.syscw, q.wakeups, q.polls, q.smaps.exe_text
+        ));
+    }
     if let Some((a, z)) = r.alloc {
         let n = r.n as f64;
         line.push_str(&format!(
@@ -790,4 +983,44 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         ));
     }
     println!("{line}");
+    if let Some(path) = &o.json {
+        let json = to_json(&line, r);
+        if let Err(e) = std::fs::write(path, json) {
+            eprintln!("soak: cannot write {}: {e}", path.display());
+        }
+    }
+}
+
+/// The BENCH line's figures as one JSON object (numbers as numbers, `na` as null), with
+/// the per-100-messages series (RSS KiB, CPU ms per message in that stretch).
+fn to_json(bench_line: &str, r: &Report) -> String {
+    let mut out = String::from("{\n  \"figures\": {");
+    let mut first = true;
+    for kv in bench_line.split_whitespace().skip(1) {
+        let Some((k, v)) = kv.split_once('=') else {
+            continue;
+        };
+        let v = if v == "na" {
+            "null".to_string()
+        } else if v.parse::<f64>().is_ok() {
+            v.to_string()
+        } else {
+            format!("\"{v}\"")
+        };
+        out.push_str(if first { "\n    " } else { ",\n    " });
+        out.push_str(&format!("\"{k}\": {v}"));
+        first = false;
+    }
+    out.push_str("\n  },\n  \"series\": [");
+    let mut prev = (0u64, 0u64);
+    for (i, (n, rss, ns)) in r.series.iter().enumerate() {
+        let per = (ns - prev.1.min(*ns)) as f64 / 1e6 / (n - prev.0).max(1) as f64;
+        out.push_str(if i == 0 { "\n    " } else { ",\n    " });
+        out.push_str(&format!(
+            "{{\"messages\": {n}, \"rss_kib\": {rss}, \"cpu_ms_per_msg\": {per:.3}}}"
+        ));
+        prev = (*n, *ns);
+    }
+    out.push_str("\n  ]\n}\n");
+    out
 }

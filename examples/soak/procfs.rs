@@ -211,3 +211,66 @@ pub fn smaps(pid: u32, exe: &Path) -> Option<Breakdown> {
     b.anon_maps.sort_by_key(|m| std::cmp::Reverse(m.1));
     Some(b)
 }
+
+/// Storage figures from /proc/PID/io: bytes the process caused to be written to storage
+/// (counted when a page-cache page is first dirtied, so rewriting a page before it is
+/// written back costs nothing more) and its write-type system calls.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Io {
+    pub write_bytes: u64,
+    pub syscw: u64,
+}
+
+/// /proc/PID/io of one process (all its threads).
+pub fn io(pid: u32) -> Option<Io> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let mut io = Io::default();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v: u64 = v.trim().parse().unwrap_or(0);
+        match k {
+            "write_bytes" => io.write_bytes = v,
+            "syscw" => io.syscw = v,
+            _ => {}
+        }
+    }
+    Some(io)
+}
+
+/// Context switches (voluntary + involuntary) of every thread of `pid`: each is a
+/// wake-up, so an idle process whose count does not move never woke.
+pub fn ctx_switches(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    let mut n = 0;
+    for t in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(t.path().join("status")) else {
+            continue;
+        };
+        for line in text.lines() {
+            if let Some(v) = line
+                .strip_prefix("voluntary_ctxt_switches:")
+                .or_else(|| line.strip_prefix("nonvoluntary_ctxt_switches:"))
+            {
+                n += v.trim().parse::<u64>().unwrap_or(0);
+            }
+        }
+    }
+    n
+}
+
+/// CPU time in nanoseconds of every live thread of `pid` (/proc/PID/task/*/schedstat):
+/// finer than clock ticks, for the per-100-messages curve.
+pub fn cpu_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}

@@ -106,6 +106,7 @@ impl Agent {
             };
             let first = Instant::now();
             let mut attempt = 1u32;
+            let mut cuts_before_text = 0u32;
             loop {
                 let a = self.attempt(p, &body, stream, sink).await?;
                 let error = match a.result {
@@ -162,12 +163,14 @@ impl Agent {
                     log::warn!("provider {} failed: {error}", p.label());
                     return Err(AgentError::Provider(error));
                 }
-                // A stream with tools that broke off before any text: asked again at
-                // once without streaming, and so for the rest of the run.
+                // A stream with tools that broke off before any text twice in a row (a
+                // server that cannot stream tool calls, not a network blip): asked again
+                // at once without streaming, and so for the rest of the run.
+                let cut_early = !a.shown && matches!(error, ProviderError::StreamCut { .. });
+                cuts_before_text = if cut_early { cuts_before_text + 1 } else { 0 };
                 if stream
                     && !tools.is_empty()
-                    && !a.shown
-                    && matches!(error, ProviderError::StreamCut { .. })
+                    && cuts_before_text >= 2
                     && let Ok(b) = self.fitted_body(index, p, system, history, tools, false)
                 {
                     log::warn!(

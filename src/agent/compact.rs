@@ -129,22 +129,33 @@ async fn compact_with(
                 .trim()
                 .is_empty() =>
         {
-            agent.record_usage(session, index, &reply);
             let said = crate::agent::toolcall::strip_thinking(&reply.content).0;
             let summary = cap_text(said.trim(), MAX_SUMMARY_BYTES);
-            agent
-                .db
-                .compact_session(session, first_kept, Some(&summary))?;
+            // One commit, not synced to disk here: the turn's answer syncs it (a turn
+            // costs one disk sync; docs/DECISIONS.md 59, 92). Lost to a power cut before
+            // that, the history is only compacted again.
+            agent.db.deferred_sync(|| {
+                agent.db.write_batch(|| {
+                    agent.record_usage(session, index, &reply);
+                    agent
+                        .db
+                        .compact_session(session, first_kept, Some(&summary))
+                })
+            })?;
             Ok(Outcome::Summarised(dropped))
         }
         Ok(_) => {
             log::warn!("the model gave an empty summary; trimming {session} instead");
-            agent.db.compact_session(session, first_kept, None)?;
+            agent
+                .db
+                .deferred_sync(|| agent.db.compact_session(session, first_kept, None))?;
             Ok(Outcome::Trimmed(dropped))
         }
         Err(e) => {
             log::warn!("summarising {session} failed ({e}); trimming instead");
-            agent.db.compact_session(session, first_kept, None)?;
+            agent
+                .db
+                .deferred_sync(|| agent.db.compact_session(session, first_kept, None))?;
             Ok(Outcome::Trimmed(dropped))
         }
     }

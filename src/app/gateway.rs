@@ -23,7 +23,8 @@
 //!   before its network); a refused token (401/404) is fatal at once. The scheduler and
 //!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
 //! - The status record is rewritten every `STATUS_RECORD_SECS`; the heap is trimmed then
-//!   (`heap::trim`) and once start-up is done.
+//!   (`heap::trim`) and once start-up is done, and the code pages are unmapped
+//!   (`heap::release_code`: an idle gateway keeps resident only the code it runs).
 //!
 //! # Test hook
 //! `YOCTOCLAW_TEST_BACKOFF_SCALE` (a number in 0.001..=1) multiplies every Telegram
@@ -196,9 +197,11 @@ async fn status_task(db: Rc<Db>, bot: BotSlot) {
         let sessions = bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
         // What start-up or the last minute read into SQLite's page cache, and what is
         // then free at the top of the heap, goes back to the system.
+        write_status_record(&db, sessions);
         db.release_memory();
         crate::heap::trim();
-        write_status_record(&db, sessions);
+        // And the code pages, last: an idle gateway keeps only the code it runs idle.
+        crate::heap::release_code();
         smol::Timer::after(Duration::from_secs(STATUS_RECORD_SECS)).await;
     }
 }
@@ -392,6 +395,7 @@ async fn serve_telegram(
     }
     db.release_memory();
     crate::heap::trim();
+    crate::heap::release_code();
     log::info!(
         "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
         me.username,

@@ -1,7 +1,7 @@
 //! How media reach the conversation as text: the one-line placeholders the Telegram
 //! channel writes into the user's message (a saved photo or file, a voice note's
 //! transcript) and the reading of a photo placeholder back by the providers, which send
-//! the photo itself to a vision model (docs/DECISIONS.md 92). History keeps only these
+//! the photo itself to a vision model (docs/DECISIONS.md 97). History keeps only these
 //! lines, never bytes.
 //!
 //! # Threads

@@ -6,7 +6,7 @@
 //!
 //! Why it exists: a 20 MB voice note or photo must never sit in RAM (a 64 MB board).
 //! Everything here reads the file through a buffer of `UPLOAD_CHUNK_BYTES` while ureq
-//! writes it out (docs/DECISIONS.md 92).
+//! writes it out (docs/DECISIONS.md 97).
 //!
 //! A JSON body marks where a file's base64 goes with [`FILE_MARK`] (a raw control
 //! byte, which the JSON writer always escapes, so text cannot forge one) around the

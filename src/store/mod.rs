@@ -4,8 +4,9 @@
 //!
 //! # Bounds
 //! Page cache `memory.cache_kib` (default `DB_CACHE_KIB`), no lookaside allocator, no
-//! mmap, temp store on file, `DB_STATEMENT_CACHE` prepared statements, WAL auto-checkpoint every 256 pages and the
-//! WAL file truncated to 1 MiB after checkpoints.
+//! mmap, temp store on file, `DB_STATEMENT_CACHE` prepared statements, 1 KiB pages in a new
+//! file (`DB_PAGE_SIZE`), a WAL auto-checkpoint every `WAL_CHECKPOINT_BYTES` (1 MiB) of
+//! pages and the WAL file truncated to that size after checkpoints.
 //!
 //! # Blocking
 //! Calls block the calling thread for the length of one small statement (SQLite with
@@ -33,6 +34,20 @@ use std::time::Duration;
 
 /// Current schema version (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 2;
+
+/// Page size of a new database file, in bytes. Every commit writes each page it changed
+/// to the WAL whole, and a turn changes a few rows on a handful of pages (history, its
+/// index, the session, usage, state): with SQLite's default 4 KiB pages that was ~50 KB
+/// written to the SD card per message, with 1 KiB pages it is a quarter
+/// (docs/DECISIONS.md, 91). A file created with another size keeps it (changing it needs
+/// a VACUUM outside WAL mode).
+pub const DB_PAGE_SIZE: u32 = 1024;
+
+/// The WAL is copied back into the database file (a checkpoint: two disk syncs and every
+/// page changed since the last one rewritten) once it holds this many bytes of pages:
+/// 1,024 pages of a new database, 256 of one with 4 KiB pages. Also the size the WAL file
+/// is cut back to after a checkpoint (`journal_size_limit`).
+pub const WAL_CHECKPOINT_BYTES: i64 = 1024 * 1024;
 
 #[derive(Debug)]
 pub enum StoreError {
@@ -103,8 +118,11 @@ CREATE TABLE sessions (
     summary   TEXT
 );
 
+-- Plain rowid ids (no AUTOINCREMENT, whose sqlite_sequence row was one more page
+-- written per message): messages are never deleted, so ids are never reused either way.
+-- Files made before keep AUTOINCREMENT; both behave the same.
 CREATE TABLE messages (
-    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    id           INTEGER PRIMARY KEY,
     session      TEXT NOT NULL,
     role         TEXT NOT NULL,
     content      TEXT NOT NULL DEFAULT '',
@@ -127,6 +145,9 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(
     key, text, content='memories', content_rowid='id',
     tokenize='unicode61 remove_diacritics 2'
 );
+-- Index leaves of at most ~900 bytes: each fits one 1 KiB database page (DB_PAGE_SIZE)
+-- without an overflow page (the default, 1,000, would not).
+INSERT INTO memories_fts(memories_fts, rank) VALUES ('pgsz', 900);
 CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
     INSERT INTO memories_fts(rowid, key, text) VALUES (new.id, new.key, new.text);
 END;
@@ -161,7 +182,6 @@ CREATE TABLE usage (
     prompt_tokens     INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL
 );
-CREATE INDEX usage_by_day ON usage(day);
 "#,
     // 2: Telegram messages waiting for a turn, and turns owed a delivered answer
     // (`inbox`; docs/DECISIONS.md 88). No index: both tables stay small.
@@ -217,21 +237,30 @@ impl Db {
         // `LIMIT ?` gets a new value is parsed and planned again on every step (SQLite
         // inlines bound LIMITs), which was a fifth of the gateway's CPU per message.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+        // Takes effect only on a file with no pages yet (a new database).
+        conn.execute_batch(&format!("PRAGMA page_size={DB_PAGE_SIZE}"))?;
         set_wal(&conn)?;
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0))?;
+        let checkpoint_pages = WAL_CHECKPOINT_BYTES / page_size.max(512);
         conn.execute_batch(&format!(
             "PRAGMA cache_size=-{cache_kib};
              PRAGMA mmap_size=0;
              PRAGMA temp_store=FILE;
              PRAGMA synchronous=FULL;
              PRAGMA foreign_keys=ON;
-             PRAGMA wal_autocheckpoint=256;
-             PRAGMA journal_size_limit=1048576;"
+             PRAGMA wal_autocheckpoint={checkpoint_pages};
+             PRAGMA journal_size_limit={WAL_CHECKPOINT_BYTES};"
         ))?;
         let db = Db {
             conn,
             deferred: std::cell::Cell::new(0),
         };
         db.migrate()?;
+        // Files made before had an index on usage(day) that no query can use (the day is
+        // matched with LIKE): one more page written with every usage row. Best effort.
+        if let Err(e) = db.conn.execute_batch("DROP INDEX IF EXISTS usage_by_day") {
+            log::debug!("cannot drop the unused usage index: {e}");
+        }
         Ok(db)
     }
 
@@ -526,6 +555,116 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn pragma(db: &Db, name: &str) -> i64 {
+        db.conn
+            .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+            .unwrap()
+    }
+
+    fn count(db: &Db, sql: &str) -> i64 {
+        db.conn.query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    fn usage() -> crate::chat::Usage {
+        crate::chat::Usage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            estimated: false,
+        }
+    }
+
+    #[test]
+    fn a_new_file_has_small_pages_and_writes_few_of_them() {
+        let dir = std::env::temp_dir().join(format!("yc-db-pages-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = Db::open(&dir.join("t.db"), 128).unwrap();
+        assert_eq!(pragma(&db, "page_size"), i64::from(DB_PAGE_SIZE));
+        assert_eq!(
+            pragma(&db, "wal_autocheckpoint"),
+            WAL_CHECKPOINT_BYTES / i64::from(DB_PAGE_SIZE)
+        );
+        assert_eq!(pragma(&db, "journal_size_limit"), WAL_CHECKPOINT_BYTES);
+        // An FTS5 index leaf fits one page.
+        let pgsz = count(&db, "SELECT v FROM memories_fts_config WHERE k = 'pgsz'");
+        assert!(pgsz > 0 && pgsz < i64::from(DB_PAGE_SIZE) - 64, "{pgsz}");
+        let msg = crate::chat::Message::new(crate::chat::Role::User, "hello");
+        db.append_message("s", &msg, 1).unwrap();
+        db.append_message("s", &msg, 2).unwrap();
+        db.record_usage("s", "p", "m", usage(), 1_764_000_000)
+            .unwrap();
+        // No sequence row and no index page written with every message and usage row.
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM sqlite_sequence WHERE name = 'messages'"
+            ),
+            0
+        );
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'usage_by_day'"
+            ),
+            0
+        );
+        assert_eq!(count(&db, "SELECT max(id) FROM messages"), 2);
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_file_made_before_keeps_its_pages_and_loses_the_unused_index() {
+        let dir = std::env::temp_dir().join(format!("yc-db-old-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("old.db");
+        // The schema as the releases before made it: 4 KiB pages, messages with
+        // AUTOINCREMENT, an index on usage(day).
+        let old = MIGRATIONS[0].replacen(
+            "id           INTEGER PRIMARY KEY,",
+            "id           INTEGER PRIMARY KEY AUTOINCREMENT,",
+            1,
+        ) + "CREATE INDEX usage_by_day ON usage(day);";
+        assert_ne!(
+            old,
+            MIGRATIONS[0].to_string() + "CREATE INDEX usage_by_day ON usage(day);"
+        );
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch("PRAGMA page_size=4096; PRAGMA journal_mode=WAL;")
+                .unwrap();
+            c.execute_batch(&old).unwrap();
+            c.execute_batch(MIGRATIONS[1]).unwrap();
+            c.execute_batch("PRAGMA user_version=2").unwrap();
+        }
+        let db = Db::open(&path, 128).unwrap();
+        assert_eq!(pragma(&db, "page_size"), 4096);
+        assert_eq!(pragma(&db, "wal_autocheckpoint"), 256);
+        assert_eq!(
+            count(
+                &db,
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'usage_by_day'"
+            ),
+            0
+        );
+        let msg = crate::chat::Message::new(crate::chat::Role::User, "hello");
+        db.append_message("s", &msg, 1).unwrap();
+        assert_eq!(
+            count(
+                &db,
+                "SELECT seq FROM sqlite_sequence WHERE name = 'messages'"
+            ),
+            1
+        );
+        db.record_usage("s", "p", "m", usage(), 1_764_000_000)
+            .unwrap();
+        let day = crate::store::usage::day_of(1_764_000_000);
+        assert_eq!(db.usage_totals(&day).unwrap(), (10, 5));
+        drop(db);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -2,7 +2,7 @@
 //! downloaded to a spool file and transcribed; a photo or a file is downloaded and saved
 //! under the workspace's `inbox/` (a photo is then sent to a model that can see by the
 //! provider, from its placeholder: `chat::media`). Every failure is one sentence for the
-//! user; the spool file is removed whatever happens (docs/DECISIONS.md 92).
+//! user; the spool file is removed whatever happens (docs/DECISIONS.md 97).
 //!
 //! Why it exists: the bytes never pass through RAM. `Api::download` writes the file in
 //! `HTTP_BUFFER_BYTES` pieces, `upload` streams it out again.
