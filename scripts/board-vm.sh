@@ -213,7 +213,7 @@ fi
 say "initramfs ready in $(( $(date +%s) - s )) s; booting (timeout $timeout s)"
 log="$work/console.log"
 vm_boot $arch "$work/initrd.gz" "$log" "$timeout" "cma=0" -- \
-    -rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0 "${disk_args[@]}"
+    -rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile= "${disk_args[@]}"
 boot_rc=$?
 say "VM ran $VM_SECS s, test script status $VM_RC"
 

@@ -125,11 +125,11 @@ run_vm() { # arch
     local mods=() qargs=() net=()
     echo "VERBOSE=$verbose" >"$work/env-$a"
     case $a in
-        arm64) mods=(--module gpio_keys); qargs=(-rtc base=1970-01-02) ;;
+        arm64) mods=(--module gpio_keys); qargs=(-rtc base=1970-01-02 -nic none) ;;
         amd64)
             mods=(--module i2c-dev --module "i2c-stub chip_addr=0x48" --module virtio_net --module virtio_pci)
             net=(--net)
-            qargs=(-rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0)
+            qargs=(-rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile=)
             if start_model; then
                 echo "export MODEL_URL=http://10.0.2.2:$MODEL_PORT/v1" >>"$work/env-$a"
             else
