@@ -27,14 +27,7 @@ fn config(url: &str, provider_extra: &str) -> String {
 }
 
 fn ok(out: &std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    support::succeeded(out)
 }
 
 fn chats(f: &FakeServer) -> Vec<Request> {

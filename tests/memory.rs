@@ -29,14 +29,7 @@ fn fake(turns: Vec<String>, summary: Response) -> FakeServer {
 }
 
 fn ok(out: &std::process::Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    text(&out.stdout)
+    support::succeeded(out)
 }
 
 /// The system prompt of a recorded chat request.

@@ -237,18 +237,8 @@ impl Agent {
         let mut tools = tools;
         let media_root =
             (!self.blind.borrow().contains(&index)).then_some(self.workspace.as_path());
-        let Some(window) = p.cfg.window() else {
-            return p.build_body_as(
-                &ChatRequest {
-                    system,
-                    messages: &msgs,
-                    tools,
-                    media_root,
-                },
-                stream,
-            );
-        };
-        let budget = fit::budget(window, p.cfg.max_tokens) * self.fit_scale.get() / 100;
+        // No window (a cloud provider without provider.context_window): built once, as is.
+        let window = p.cfg.window();
         let ratio = self.ratio(index);
         let mut steps = 0;
         loop {
@@ -261,6 +251,10 @@ impl Agent {
                 },
                 stream,
             )?;
+            let Some(window) = window else {
+                return Ok(body);
+            };
+            let budget = fit::budget(window, p.cfg.max_tokens) * self.fit_scale.get() / 100;
             let tokens = fit::estimate(body.len(), ratio);
             if tokens <= budget || steps >= fit::MAX_FIT_STEPS {
                 if steps > 0 {

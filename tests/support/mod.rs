@@ -75,6 +75,18 @@ pub fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_yoctoclaw"))
 }
 
+/// The stdout of a run that must have succeeded (else a panic showing both streams).
+pub fn succeeded(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    text(&out.stdout)
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
