@@ -17,6 +17,7 @@
 pub mod anthropic;
 pub mod http;
 pub mod openai;
+pub mod p256;
 pub mod resolve;
 pub mod retry;
 pub mod sse;

@@ -36,14 +36,17 @@
 //! or the sender), each bounded by ureq's timeouts. [`install_ca_file`] reads a file: call
 //! it at start, before the executor runs.
 
+use super::p256;
 use crate::time::{build_epoch, now as now_secs};
 use rustls::client::ClientConnection;
-use rustls::crypto::KeyProvider;
+use rustls::crypto::{
+    CryptoProvider, GetRandomFailed, KeyProvider, SecureRandom, WebPkiSupportedAlgorithms,
+};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, TrustAnchor, UnixTime};
 use rustls::sign::SigningKey;
 use rustls::time_provider::TimeProvider;
-use rustls::{ClientConfig, RootCertStore, StreamOwned};
+use rustls::{ClientConfig, RootCertStore, SignatureScheme, StreamOwned};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -90,6 +93,91 @@ impl KeyProvider for NoPrivateKeys {
         Err(rustls::Error::General(
             "client certificates are not supported".into(),
         ))
+    }
+}
+
+/// The system's random source (ring's), for the crypto provider.
+#[derive(Debug)]
+struct RingRandom;
+
+impl SecureRandom for RingRandom {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), GetRandomFailed> {
+        use ring::rand::SecureRandom as _;
+        ring::rand::SystemRandom::new()
+            .fill(buf)
+            .map_err(|_| GetRandomFailed)
+    }
+}
+
+/// Signature algorithms for certificates and handshake signatures: ring's (webpki's)
+/// except ECDSA with P-256 keys, which is [`super::p256`]'s (DECISIONS 98). The same list
+/// and order as rustls' ring provider.
+static SIG_ALGS: WebPkiSupportedAlgorithms = WebPkiSupportedAlgorithms {
+    all: &[
+        p256::ECDSA_P256_SHA256,
+        p256::ECDSA_P256_SHA384,
+        webpki::ring::ECDSA_P384_SHA256,
+        webpki::ring::ECDSA_P384_SHA384,
+        webpki::ring::ED25519,
+        webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY,
+        webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY,
+        webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY,
+        webpki::ring::RSA_PKCS1_2048_8192_SHA256,
+        webpki::ring::RSA_PKCS1_2048_8192_SHA384,
+        webpki::ring::RSA_PKCS1_2048_8192_SHA512,
+        webpki::ring::RSA_PKCS1_2048_8192_SHA256_ABSENT_PARAMS,
+        webpki::ring::RSA_PKCS1_2048_8192_SHA384_ABSENT_PARAMS,
+        webpki::ring::RSA_PKCS1_2048_8192_SHA512_ABSENT_PARAMS,
+    ],
+    mapping: &[
+        // TLS 1.2 does not tie the curve to the scheme; TLS 1.3 does.
+        (
+            SignatureScheme::ECDSA_NISTP384_SHA384,
+            &[webpki::ring::ECDSA_P384_SHA384, p256::ECDSA_P256_SHA384],
+        ),
+        (
+            SignatureScheme::ECDSA_NISTP256_SHA256,
+            &[p256::ECDSA_P256_SHA256, webpki::ring::ECDSA_P384_SHA256],
+        ),
+        (SignatureScheme::ED25519, &[webpki::ring::ED25519]),
+        (
+            SignatureScheme::RSA_PSS_SHA512,
+            &[webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY],
+        ),
+        (
+            SignatureScheme::RSA_PSS_SHA384,
+            &[webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY],
+        ),
+        (
+            SignatureScheme::RSA_PSS_SHA256,
+            &[webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY],
+        ),
+        (
+            SignatureScheme::RSA_PKCS1_SHA512,
+            &[webpki::ring::RSA_PKCS1_2048_8192_SHA512],
+        ),
+        (
+            SignatureScheme::RSA_PKCS1_SHA384,
+            &[webpki::ring::RSA_PKCS1_2048_8192_SHA384],
+        ),
+        (
+            SignatureScheme::RSA_PKCS1_SHA256,
+            &[webpki::ring::RSA_PKCS1_2048_8192_SHA256],
+        ),
+    ],
+};
+
+/// The crypto provider of every connection: rustls' ring provider (the same cipher
+/// suites, groups and signature algorithms, in the same order) with P-256 computed by
+/// [`super::p256`] instead of ring (DECISIONS 98) and no private-key loader.
+pub fn crypto_provider() -> CryptoProvider {
+    use rustls::crypto::ring::kx_group;
+    CryptoProvider {
+        cipher_suites: rustls::crypto::ring::DEFAULT_CIPHER_SUITES.to_vec(),
+        kx_groups: vec![kx_group::X25519, p256::SECP256R1, kx_group::SECP384R1],
+        signature_verification_algorithms: SIG_ALGS,
+        secure_random: &RingRandom,
+        key_provider: &NoPrivateKeys,
     }
 }
 
@@ -216,9 +304,7 @@ fn client_config() -> Result<Arc<ClientConfig>, ureq::Error> {
     if let Some(c) = CONFIG.get() {
         return Ok(c.clone());
     }
-    let mut provider = rustls::crypto::ring::default_provider();
-    provider.key_provider = &NoPrivateKeys;
-    let provider = Arc::new(provider);
+    let provider = Arc::new(crypto_provider());
     // `tls.ca_file`'s anchors first: the chain search stops at the first anchor that
     // signs, so a private CA's server never walks (and pages in) the embedded roots.
     let mut roots = RootCertStore {
@@ -758,5 +844,189 @@ mod tests {
             assert!(NoPrivateKeys.load_private_key(key).is_err());
         }
         assert!(!NoPrivateKeys.fips());
+    }
+
+    /// A CA with a key of `ca_alg` and a certificate for `yc.test` with a key of `leaf_alg`
+    /// signed by it: (the CA certificate, the server's chain, the server's key).
+    fn chain(
+        ca_alg: &'static rcgen::SignatureAlgorithm,
+        leaf_alg: &'static rcgen::SignatureAlgorithm,
+    ) -> (
+        CertificateDer<'static>,
+        Vec<CertificateDer<'static>>,
+        PrivateKeyDer<'static>,
+    ) {
+        let ca_key = rcgen::KeyPair::generate_for(ca_alg).unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "yc test CA");
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let key = rcgen::KeyPair::generate_for(leaf_alg).unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["yc.test".to_string()]).unwrap();
+        let cert = leaf.signed_by(&key, &issuer).unwrap();
+        let key = PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+        (ca_cert.der().clone(), vec![cert.der().clone()], key)
+    }
+
+    /// A whole handshake in memory: a client on [`crypto_provider`] that trusts `ca`, and a
+    /// rustls server (ring) with `chain`, limited to `groups` and `versions`. The group
+    /// agreed on, or the client's error.
+    fn handshake(
+        ca: CertificateDer<'static>,
+        chain: Vec<CertificateDer<'static>>,
+        key: PrivateKeyDer<'static>,
+        groups: &[&'static dyn rustls::crypto::SupportedKxGroup],
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> Result<rustls::NamedGroup, rustls::Error> {
+        let mut roots = RootCertStore::empty();
+        roots.add(ca).unwrap();
+        let client = ClientConfig::builder_with_provider(Arc::new(crypto_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut server_provider = rustls::crypto::ring::default_provider();
+        server_provider.kx_groups = groups.to_vec();
+        let server = rustls::ServerConfig::builder_with_provider(Arc::new(server_provider))
+            .with_protocol_versions(versions)
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        let name = ServerName::try_from("yc.test").unwrap();
+        let mut client = ClientConnection::new(Arc::new(client), name).unwrap();
+        let mut server = rustls::ServerConnection::new(Arc::new(server)).unwrap();
+        for _ in 0..16 {
+            let mut to_server = Vec::new();
+            while client.wants_write() {
+                client.write_tls(&mut to_server).unwrap();
+            }
+            let mut rd = &to_server[..];
+            let mut server_failed = None;
+            while !rd.is_empty() && server_failed.is_none() {
+                server.read_tls(&mut rd).unwrap();
+                server_failed = server.process_new_packets().err();
+            }
+            let mut to_client = Vec::new();
+            while server.wants_write() {
+                server.write_tls(&mut to_client).unwrap();
+            }
+            let mut rd = &to_client[..];
+            while !rd.is_empty() {
+                client.read_tls(&mut rd).unwrap();
+                client.process_new_packets()?;
+            }
+            if let Some(e) = server_failed {
+                return Err(e);
+            }
+            if !client.is_handshaking() && !server.is_handshaking() {
+                return Ok(client
+                    .negotiated_key_exchange_group()
+                    .expect("a group")
+                    .name());
+            }
+        }
+        panic!("the handshake did not finish");
+    }
+
+    #[test]
+    fn p256_key_exchange_and_signatures_complete_real_handshakes() {
+        use rustls::NamedGroup;
+        use rustls::crypto::ring::kx_group;
+        use rustls::version::{TLS12, TLS13};
+        let p256 = &rcgen::PKCS_ECDSA_P256_SHA256;
+        let p384 = &rcgen::PKCS_ECDSA_P384_SHA384;
+        let ed = &rcgen::PKCS_ED25519;
+        // (what, CA key, server key, server's groups, versions, group expected)
+        let cases: &[(&str, _, _, &[_], &[_], NamedGroup)] = &[
+            (
+                "TLS 1.3, P-256 key share, P-256 chain",
+                p256,
+                p256,
+                &[kx_group::SECP256R1],
+                &[&TLS13],
+                NamedGroup::secp256r1,
+            ),
+            (
+                "TLS 1.2, P-256 ECDHE, P-256 chain",
+                p256,
+                p256,
+                &[kx_group::SECP256R1],
+                &[&TLS12],
+                NamedGroup::secp256r1,
+            ),
+            (
+                "a server that offers all: X25519 first, as before",
+                p256,
+                p256,
+                &[kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
+                &[&TLS13],
+                NamedGroup::X25519,
+            ),
+            (
+                "P-384 CA signing a P-256 server key",
+                p384,
+                p256,
+                &[kx_group::SECP256R1],
+                &[&TLS13],
+                NamedGroup::secp256r1,
+            ),
+            (
+                "P-256 CA signing a P-384 server key, P-384 key share",
+                p256,
+                p384,
+                &[kx_group::SECP384R1],
+                &[&TLS13],
+                NamedGroup::secp384r1,
+            ),
+            (
+                "TLS 1.2, P-256 CA, P-384 server key",
+                p256,
+                p384,
+                &[kx_group::SECP256R1],
+                &[&TLS12],
+                NamedGroup::secp256r1,
+            ),
+            (
+                "Ed25519 server key under a P-256 CA",
+                p256,
+                ed,
+                &[kx_group::X25519],
+                &[&TLS13],
+                NamedGroup::X25519,
+            ),
+        ];
+        for (what, ca_alg, leaf_alg, groups, versions, want) in cases {
+            let (ca, chain, key) = chain(ca_alg, leaf_alg);
+            let got = handshake(ca, chain, key, groups, versions);
+            assert_eq!(got.as_ref().ok(), Some(want), "{what}: {got:?}");
+        }
+    }
+
+    #[test]
+    fn a_bad_p256_signature_on_the_certificate_fails_the_handshake() {
+        use rustls::crypto::ring::kx_group;
+        use rustls::version::{TLS12, TLS13};
+        for versions in [&[&TLS13][..], &[&TLS12][..]] {
+            let (ca, mut chain, key) = chain(
+                &rcgen::PKCS_ECDSA_P256_SHA256,
+                &rcgen::PKCS_ECDSA_P256_SHA256,
+            );
+            // The certificate's signature is its last bytes (the DER INTEGER s of the
+            // ECDSA signature): change one.
+            let mut der = chain[0].to_vec();
+            let last = der.len() - 2;
+            der[last] ^= 0x01;
+            chain[0] = CertificateDer::from(der);
+            let got = handshake(ca, chain, key, &[kx_group::SECP256R1], versions);
+            assert_eq!(
+                got,
+                Err(rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::BadSignature
+                ))
+            );
+        }
     }
 }
