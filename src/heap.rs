@@ -69,6 +69,25 @@ pub fn trim() -> bool {
     unsafe { heap().0.trim(TRIM_PAD_BYTES) }
 }
 
+/// Hand the whole free pages inside the heap back to the system (`MADV_DONTNEED`: they
+/// stay mapped and read back as zeros), where [`trim`] returns only the free memory at
+/// the top. After a burst of traffic most of the heap's resident memory can be free
+/// chunks between live ones. Returns the bytes handed back. docs/DECISIONS.md, 101.
+pub fn release_free_pages() -> usize {
+    let mut h = heap();
+    let mut done = 0;
+    // SAFETY: under the heap's lock; each range is whole pages inside a free chunk of this
+    // allocator (never a chunk header), which dlmalloc never reads before reusing.
+    unsafe {
+        h.0.free_pages(|p, len| {
+            if madvise(p.cast(), len, MADV_DONTNEED) == 0 {
+                done += len;
+            }
+        });
+    }
+    done
+}
+
 /// Unmap the binary's code and read-only data from this process; the pages stay in the
 /// kernel's page cache. A daemon idle most of the day then holds only the code and
 /// constants it uses while idle (the long poll, a timer), and the next message maps back
@@ -156,8 +175,121 @@ unsafe extern "C" {
 mod tests {
     use super::*;
 
+    /// The tests below share the one heap; those that look at where blocks land take
+    /// turns.
+    static TURN: Mutex<()> = Mutex::new(());
+
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        TURN.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    unsafe extern "C" {
+        fn mincore(addr: *mut std::ffi::c_void, len: usize, vec: *mut u8) -> std::ffi::c_int;
+    }
+
+    /// Whether the page at `p` (page-aligned) is resident.
+    fn resident(p: *mut u8) -> bool {
+        let mut v = 0u8;
+        unsafe { mincore(p.cast(), 4096, &mut v) == 0 && v & 1 == 1 }
+    }
+
+    fn fill(p: *mut u8, len: usize, seed: u8) {
+        for i in 0..len {
+            unsafe { *p.add(i) = seed.wrapping_add((i % 251) as u8) };
+        }
+    }
+
+    fn intact(p: *mut u8, len: usize, seed: u8) -> bool {
+        (0..len).all(|i| unsafe { *p.add(i) } == seed.wrapping_add((i % 251) as u8))
+    }
+
+    #[test]
+    fn free_pages_between_live_blocks_go_back_and_the_live_blocks_keep_their_bytes() {
+        let _t = turn();
+        let small = Layout::from_size_align(1000, 8).unwrap();
+        let big = Layout::from_size_align(256 * 1024, 8).unwrap();
+        unsafe {
+            let a = Heap.alloc(small);
+            let b = Heap.alloc(big);
+            let c = Heap.alloc(small);
+            fill(a, small.size(), 1);
+            fill(b, big.size(), 2);
+            fill(c, small.size(), 3);
+            assert!(resident(((b as usize + 8192) & !4095) as *mut u8));
+            // Wherever b lies (between live blocks, or next to the top of the heap), its
+            // whole pages are handed back and no longer resident.
+            Heap.dealloc(b, big);
+            let released = release_free_pages();
+            assert!(released >= big.size() - 3 * 4096, "{released}");
+            let first = (b as usize + 4096 + 64) & !4095;
+            let last = (b as usize + big.size() - 4096) & !4095;
+            for p in (first..last).step_by(4096) {
+                assert!(
+                    !resident(p as *mut u8),
+                    "page {p:#x} of the free block is resident"
+                );
+            }
+            assert!(intact(a, small.size(), 1) && intact(c, small.size(), 3));
+            // The memory is reused as usual: zeroed when asked, written and read back.
+            let z = Heap.alloc_zeroed(big);
+            assert!((0..big.size()).all(|i| *z.add(i) == 0));
+            fill(z, big.size(), 4);
+            assert!(intact(z, big.size(), 4));
+            Heap.dealloc(z, big);
+            Heap.dealloc(a, small);
+            Heap.dealloc(c, small);
+        }
+    }
+
+    #[test]
+    fn random_traffic_with_releases_never_changes_a_live_block() {
+        let _t = turn();
+        // A fixed pseudo-random sequence (LCG): sizes from 8 bytes to 300 KiB, frees in
+        // any order, a release every 37 steps, every live block checked each time.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) as usize
+        };
+        let mut live: Vec<(*mut u8, Layout, u8)> = Vec::new();
+        let mut released = 0;
+        for step in 0..3000 {
+            if live.len() < 64 && (next() % 3 != 0 || live.is_empty()) {
+                let size = match next() % 10 {
+                    0..=5 => 8 + next() % 512,
+                    6..=8 => 4096 + next() % 40_000,
+                    _ => 100_000 + next() % 200_000,
+                };
+                let l = Layout::from_size_align(size, 8 << (next() % 3)).unwrap();
+                let p = unsafe { Heap.alloc(l) };
+                assert!(!p.is_null());
+                let seed = (step % 256) as u8;
+                fill(p, size, seed);
+                live.push((p, l, seed));
+            } else {
+                let (p, l, seed) = live.swap_remove(next() % live.len());
+                assert!(intact(p, l.size(), seed), "step {step}");
+                unsafe { Heap.dealloc(p, l) };
+            }
+            if step % 37 == 0 {
+                released += release_free_pages();
+                for &(p, l, seed) in &live {
+                    assert!(intact(p, l.size(), seed), "after a release at step {step}");
+                }
+            }
+        }
+        assert!(released > 0, "nothing was ever handed back");
+        for (p, l, seed) in live {
+            assert!(intact(p, l.size(), seed));
+            unsafe { Heap.dealloc(p, l) };
+        }
+    }
+
     #[test]
     fn blocks_from_the_heap_are_usable_and_trim_is_safe() {
+        let _t = turn();
         unsafe {
             let l = Layout::from_size_align(300_000, 16).unwrap();
             let p = Heap.alloc(l);

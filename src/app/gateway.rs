@@ -23,7 +23,8 @@
 //!   before its network); a refused token (401/404) is fatal at once. The scheduler and
 //!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
 //! - The status record is rewritten every `STATUS_RECORD_SECS`; the heap is trimmed then
-//!   (`heap::trim`) and once start-up is done, and the code pages are unmapped
+//!   (`heap::trim`, and the free pages inside the heap: `heap::release_free_pages`) and
+//!   once start-up is done, and the code and read-only data pages are unmapped
 //!   (`heap::release_code`: an idle gateway keeps resident only the code it runs).
 //!
 //! # Test hook
@@ -200,6 +201,7 @@ async fn status_task(db: Rc<Db>, bot: BotSlot) {
         write_status_record(&db, sessions);
         db.release_memory();
         crate::heap::trim();
+        crate::heap::release_free_pages();
         // And the code pages, last: an idle gateway keeps only the code it runs idle.
         crate::heap::release_code();
         smol::Timer::after(Duration::from_secs(STATUS_RECORD_SECS)).await;
@@ -395,6 +397,7 @@ async fn serve_telegram(
     }
     db.release_memory();
     crate::heap::trim();
+    crate::heap::release_free_pages();
     crate::heap::release_code();
     log::info!(
         "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
