@@ -390,7 +390,15 @@ async fn serve_telegram(
         let api = Api::new(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
         let (offset, stop, backoff) = (bot.next_offset(), t.stop.clone(), t.backoff);
         spawn_thread("yc-tg-poll", move || {
-            let fetch = |off| api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
+            let fetch = |off| {
+                let got = api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
+                // A long poll that ended empty: the gateway is idle. What its return
+                // mapped back (HTTP, JSON) is dropped again, as each idle minute does.
+                if matches!(&got, Ok(u) if u.is_empty()) {
+                    crate::heap::release_code();
+                }
+                got
+            };
             poll_loop(fetch, offset, &backoff, &tx, &stop);
         })
         .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
