@@ -534,11 +534,26 @@ impl Writer {
 
 /// `s` as a JSON string literal, appended to `out` (RFC 8259: quote, backslash and control
 /// characters escaped; everything else, non-ASCII included, as is).
+///
+/// Request bodies (the whole history, each model call) go through here: runs of 8 bytes
+/// with nothing to escape are skipped with one word test ([`needs_escape`]) instead of a
+/// call per byte (the profile of DECISIONS 103 had the per-byte iterator at 2.4 %).
 pub fn push_escaped(out: &mut String, s: &str) {
     out.reserve(s.len() + 2);
     out.push('"');
+    let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
+    let mut i = 0;
+    while i < bytes.len() {
+        if let Some(word) = bytes.get(i..i + 8) {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(word);
+            if !needs_escape(u64::from_le_bytes(w)) {
+                i += 8;
+                continue;
+            }
+        }
+        let b = bytes[i];
         let esc = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -546,7 +561,10 @@ pub fn push_escaped(out: &mut String, s: &str) {
             b'\r' => "\\r",
             b'\t' => "\\t",
             0..=0x1f => "",
-            _ => continue,
+            _ => {
+                i += 1;
+                continue;
+            }
         };
         // `i` is at an ASCII byte, so both slices end on character boundaries.
         out.push_str(s.get(start..i).unwrap_or(""));
@@ -558,15 +576,66 @@ pub fn push_escaped(out: &mut String, s: &str) {
         } else {
             out.push_str(esc);
         }
-        start = i + 1;
+        i += 1;
+        start = i;
     }
     out.push_str(s.get(start..).unwrap_or(""));
     out.push('"');
 }
 
+/// Whether any of the 8 bytes of `w` may need escaping: below 0x20, `"` or `\`. Exact
+/// when it says no; a yes is checked byte by byte (the classic "has a zero byte" /
+/// "has a byte less than n" word tests).
+fn needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+    let q = w ^ (ONES * u64::from(b'"'));
+    let quote = q.wrapping_sub(ONES) & !q & HIGHS;
+    let b = w ^ (ONES * u64::from(b'\\'));
+    let backslash = b.wrapping_sub(ONES) & !b & HIGHS;
+    below_space | quote | backslash != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_byte_that_needs_escaping_is_escaped_at_every_offset_of_a_word() {
+        for c in (0u8..0x20).chain([b'"', b'\\']) {
+            for offset in 0..24 {
+                let mut text = "x".repeat(offset);
+                text.push(c as char);
+                text.push_str(&"é".repeat(9));
+                let mut out = String::new();
+                push_escaped(&mut out, &text);
+                let inner = &out[1..out.len() - 1];
+                assert!(
+                    !inner.bytes().any(|b| b < 0x20),
+                    "{c:#x} at {offset}: {out}"
+                );
+                let slashes = if c == b'\\' { 2 } else { 1 };
+                assert_eq!(
+                    inner.matches('\\').count(),
+                    slashes,
+                    "{c:#x} at {offset}: {out}"
+                );
+                let back: String = miniserde::json::from_str(&out).unwrap();
+                assert_eq!(back, text);
+            }
+        }
+        // Bytes that look like them in other positions of a word are left alone.
+        for w in [
+            0x2121_2121_2121_2121u64,
+            0x7f7f_7f7f_7f7f_7f7f,
+            0xc3a9_c3a9_c3a9_c3a9,
+        ] {
+            assert!(!needs_escape(w), "{w:#x}");
+        }
+        assert!(needs_escape(u64::from_le_bytes(*b"abcdefg\\")));
+        assert!(needs_escape(u64::from_le_bytes(*b"\x00bcdefgh")));
+    }
 
     #[test]
     fn escaped_strings_parse_back_to_themselves() {
