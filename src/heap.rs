@@ -1,7 +1,9 @@
 //! The process's one heap: dlmalloc behind a mutex, installed as the global allocator by
 //! `main.rs` (SQLite allocates from it too, see `store::sqlite_alloc`), and [`trim`],
-//! which hands the free memory at the top of the heap back to the system, and
-//! [`release_code`], which unmaps the binary's code pages (they stay in the page cache).
+//! which hands the free memory at the top of the heap back to the system,
+//! [`release_free_pages`], which does the same for whole free pages inside the heap
+//! (dlmalloc vendored for it: vendor/dlmalloc/PATCH.md), and [`release_code`], which
+//! unmaps the binary's code and read-only data pages (they stay in the page cache).
 //!
 //! Why not `dlmalloc::GlobalDlmalloc`: its instance is private, so nothing can trim it,
 //! and dlmalloc on its own keeps up to 2 MiB of free memory mapped. A daemon that is idle
