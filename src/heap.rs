@@ -21,6 +21,7 @@
 use dlmalloc::Dlmalloc;
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Free bytes left mapped at the top of the heap after a trim.
 pub const TRIM_PAD_BYTES: usize = 64 * 1024;
@@ -88,6 +89,28 @@ pub fn release_free_pages() -> usize {
         });
     }
     done
+}
+
+/// Set by [`release_code_at_next_wait`], taken by [`release_code_if_asked`].
+static RELEASE_AT_NEXT_WAIT: AtomicBool = AtomicBool::new(false);
+
+/// Ask for [`release_code`] the next time a connection that carries the hook
+/// (`provider::http::idle_agent`: the Telegram long poll) starts waiting for an answer.
+/// The poller asks after a poll that came back empty: released then, after the next
+/// request went out, the pages stay unmapped for the whole wait, where a release before
+/// the request would be undone by the request itself (docs/DECISIONS.md 105).
+pub fn release_code_at_next_wait() {
+    RELEASE_AT_NEXT_WAIT.store(true, Ordering::Relaxed);
+}
+
+/// [`release_code`] if [`release_code_at_next_wait`] asked for it since the last time;
+/// returns whether it ran.
+pub fn release_code_if_asked() -> bool {
+    let asked = RELEASE_AT_NEXT_WAIT.swap(false, Ordering::Relaxed);
+    if asked {
+        release_code();
+    }
+    asked
 }
 
 /// Unmap the binary's code and read-only data from this process; the pages stay in the

@@ -17,7 +17,7 @@
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
 //! [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls]
-//! [--syncs] [--json FILE] [--keep-home]`
+//! [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD]`
 //! (`--plain`: every turn a plain answer, for the cost of the simplest message;
 //! `--burst`: all N messages arrive at once, as after a reboot or a Wi-Fi outage, and
 //! each chat's waiting messages are answered as collected turns; `--tls`: both fakes serve
@@ -34,6 +34,10 @@
 //! threads) from second 2 to second 32 of that, and samples RSS at the end ("idle after
 //! traffic"). `--json FILE` writes every figure, with RSS and CPU per 100 messages, as JSON
 //! (`scripts/footprint-chart.py` draws them).
+//!
+//! `--phase-cmd CMD`: run `CMD PHASE PID` (and wait for it) where a phase ends: `start`
+//! (start-up and the idle seconds before the traffic), `traffic`, `quiet` (before the
+//! gateway is stopped). `scripts/link-order.sh` dumps a profiler's counters there.
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
@@ -81,11 +85,12 @@ struct Opts {
     quiet_secs: u64,
     syncs: bool,
     json: Option<PathBuf>,
+    phase_cmd: Option<PathBuf>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--syncs] [--json FILE] [--keep-home]"
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD]"
     );
     std::process::exit(2)
 }
@@ -107,6 +112,7 @@ fn opts() -> Opts {
         quiet_secs: 0,
         syncs: false,
         json: None,
+        phase_cmd: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -130,6 +136,9 @@ fn opts() -> Opts {
             "--quiet-secs" => o.quiet_secs = num(),
             "--syncs" => o.syncs = true,
             "--json" => o.json = Some(args.next().map(PathBuf::from).unwrap_or_else(|| usage())),
+            "--phase-cmd" => {
+                o.phase_cmd = Some(args.next().map(PathBuf::from).unwrap_or_else(|| usage()))
+            }
             "--bin" => o.bin = args.next().map(PathBuf::from).unwrap_or_else(|| usage()),
             _ => usage(),
         }
@@ -526,6 +535,7 @@ fn soak(
     r.idle_smaps = procfs::smaps(pid, &o.bin).unwrap_or_default();
     let cpu1 = cpu_ticks(pid);
     r.cpu_idle_s = (cpu1 - cpu0) as f64 / tck;
+    phase(o, "start", pid);
     let alloc0 = if o.alloc {
         std::thread::sleep(Duration::from_millis(250));
         alloc_stats(stats)
@@ -610,11 +620,23 @@ fn soak(
     };
     r.lat_p50_ms = pct(0.5);
     r.lat_p99_ms = pct(0.99);
+    phase(o, "traffic", pid);
     if o.quiet_secs > 0 {
         r.quiet = Some(quiet(o, bot, pid));
         alive(child)?;
     }
+    phase(o, "quiet", pid);
     Ok(r)
+}
+
+/// `--phase-cmd CMD PHASE PID`, waited for; a command that fails is reported, not fatal.
+fn phase(o: &Opts, name: &str, pid: u32) {
+    if let Some(cmd) = &o.phase_cmd {
+        match Command::new(cmd).arg(name).arg(pid.to_string()).status() {
+            Ok(st) if st.success() => {}
+            other => eprintln!("soak: --phase-cmd at {name}: {other:?}"),
+        }
+    }
 }
 
 /// Sit out `--quiet-secs` after the traffic: writes and wake-ups from second 2 to 32

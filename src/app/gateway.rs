@@ -387,15 +387,16 @@ async fn serve_telegram(
     let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
     {
         let poll_timeout = tg.poll_timeout_secs;
-        let api = Api::new(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
+        let api = Api::for_long_polls(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
         let (offset, stop, backoff) = (bot.next_offset(), t.stop.clone(), t.backoff);
         spawn_thread("yc-tg-poll", move || {
             let fetch = |off| {
                 let got = api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
-                // A long poll that ended empty: the gateway is idle. What its return
-                // mapped back (HTTP, JSON) is dropped again, as each idle minute does.
+                // A long poll that ended empty: the gateway is idle. What its return and
+                // the next request map back (HTTP, JSON) is dropped again once that
+                // request is out and its wait begins (DECISIONS 105).
                 if matches!(&got, Ok(u) if u.is_empty()) {
-                    crate::heap::release_code();
+                    crate::heap::release_code_at_next_wait();
                 }
                 got
             };

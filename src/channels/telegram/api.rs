@@ -305,12 +305,22 @@ impl fmt::Debug for Api {
 impl Api {
     /// A client whose every request may take up to `timeout_secs` in total.
     pub fn new(api_base: &str, token: &str, timeout_secs: u64) -> Api {
+        Api::with_agent(api_base, token, http::agent(timeout_secs))
+    }
+
+    /// [`Api::new`] for the long poll: its connections release the code pages before a
+    /// wait when asked (`http::idle_agent`, docs/DECISIONS.md 105).
+    pub fn for_long_polls(api_base: &str, token: &str, timeout_secs: u64) -> Api {
+        Api::with_agent(api_base, token, http::idle_agent(timeout_secs))
+    }
+
+    fn with_agent(api_base: &str, token: &str, agent: ureq::Agent) -> Api {
         let base = api_base.trim_end_matches('/');
         Api {
             prefix: format!("{base}/bot{token}/"),
             file_prefix: format!("{base}/file/bot{token}/"),
             host: http::host_of(base),
-            agent: http::agent(timeout_secs),
+            agent,
             down: Arc::default(),
         }
     }

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Link yoctoclaw through zig, then again with its functions in a chosen order.
+
+Called by zcc (only for the link of the yoctoclaw binary) as
+
+    relink.py ORDER-LIST ZIG-LAUNCHER... -- cc -target T ARGS...
+
+Why (docs/DECISIONS.md 104): the kernel maps a binary's code in 64 KiB runs around each
+page it touches, so which functions sit together decides how much code an idle gateway
+keeps resident. ld.lld can place sections in a given order (--symbol-ordering-file), but
+zig's cc driver refuses that option; zig prints the ld.lld command it runs
+(ZIG_VERBOSE_LINK=1), so this script runs that command again with the ordering added.
+
+ORDER-LIST (boards/link-order.txt) names functions without their per-build parts: Rust's
+legacy hash (`17h` + 16 hex digits before the final `E`) and LLVM's `.llvm.N` suffix are
+taken off both the list and the binary's symbols, so one list serves every target and
+survives rebuilds. Names absent from a target are skipped.
+
+Whatever goes wrong after zig's own link succeeded (no ld.lld line, a failed relink, an
+unreadable symbol table), zig's output is kept as it is and one warning line is printed:
+the ordering only moves code, it never decides whether the build works. With
+ZCC_ORDER_STRICT=1 (scripts/ci-boards.sh) such a failure fails the link instead, so CI
+notices when a zig release changes what this relies on.
+
+`relink.py --self-test ZCC` links a small C program through ZCC (a boards/zig symlink)
+with a list that reverses its functions and checks their order in the result.
+"""
+import os
+import re
+import struct
+import subprocess
+import sys
+
+STRIP_ARGS = {"-s", "--strip-all", "-S", "--strip-debug"}
+HASH = re.compile(r"17h[0-9a-f]{16}E")
+LLVM_SUFFIX = re.compile(r"\.llvm\.\d+$")
+# The allocator shims rustc generates keep v0 names with a crate id: `_RNvCs<id>_7___rustc…`.
+V0_CRATE_ROOT = re.compile(r"^_RNvCs[0-9A-Za-z]*_")
+
+
+def key(name):
+    """A symbol's name without the parts that change between builds and targets."""
+    name = LLVM_SUFFIX.sub("", name)
+    if name.startswith("_ZN"):
+        return HASH.sub("E", name)
+    return V0_CRATE_ROOT.sub("_RNvC", name)
+
+
+def functions(path):
+    """Names of the FUNC symbols in an ELF file's .symtab (32/64-bit, little-endian)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[5] != 1:
+        raise ValueError("not a little-endian ELF file")
+    wide = data[4] == 2
+    if wide:
+        shoff, = struct.unpack_from("<Q", data, 0x28)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    else:
+        shoff, = struct.unpack_from("<I", data, 0x20)
+        shentsize, shnum = struct.unpack_from("<HH", data, 0x2E)
+    sections = []
+    for i in range(shnum):
+        at = shoff + i * shentsize
+        if wide:
+            _, stype, _, _, off, size, link, _, _, entsize = struct.unpack_from("<IIQQQQIIQQ", data, at)
+        else:
+            _, stype, _, _, off, size, link, _, _, entsize = struct.unpack_from("<IIIIIIIIII", data, at)
+        sections.append((stype, off, size, link, entsize))
+    names = []
+    for stype, off, size, link, entsize in sections:
+        if stype != 2 or entsize == 0:  # SHT_SYMTAB
+            continue
+        _, stroff, strsize, _, _ = sections[link]
+        for at in range(off, off + size, entsize):
+            if wide:
+                st_name, st_info = struct.unpack_from("<IB", data, at)
+            else:
+                st_name, = struct.unpack_from("<I", data, at)
+                st_info = data[at + 12]
+            if st_info & 0xF != 2 or st_name == 0 or st_name >= strsize:  # STT_FUNC
+                continue
+            end = data.index(b"\0", stroff + st_name)
+            names.append(data[stroff + st_name:end].decode("utf-8", "replace"))
+    return names
+
+
+def ordering(order_list, symbols):
+    """The binary's symbols in the list's order (every instance of a key), then nothing else."""
+    by_key = {}
+    for s in symbols:
+        by_key.setdefault(key(s), []).append(s)
+    out, seen = [], set()
+    with open(order_list, encoding="utf-8") as f:
+        for line in f:
+            k = line.strip()
+            if not k or k.startswith("#") or k in seen:
+                continue
+            seen.add(k)
+            out.extend(sorted(by_key.get(k, ())))
+    return out
+
+
+def relink(order_list, zig, ld_args):
+    if "-o" not in ld_args:
+        raise ValueError("no -o in zig's ld.lld command")
+    at = ld_args.index("-o") + 1
+    out = ld_args[at]
+    full, ordered, order_file = out + ".syms", out + ".ordered", out + ".order"
+    try:
+        # Once without stripping, for the names of the functions this build holds.
+        args = [a for a in ld_args if a not in STRIP_ARGS]
+        args[args.index("-o") + 1] = full
+        subprocess.run(zig + ["ld.lld"] + args, check=True)
+        names = ordering(order_list, functions(full))
+        with open(order_file, "w", encoding="utf-8") as f:
+            f.write("".join(n + "\n" for n in names))
+        args = list(ld_args)
+        args[at] = ordered
+        args += ["--symbol-ordering-file=" + order_file, "--no-warn-symbol-ordering"]
+        subprocess.run(zig + ["ld.lld"] + args, check=True)
+        os.replace(ordered, out)
+        return len(names)
+    finally:
+        for p in (full, ordered, order_file):
+            if os.path.exists(p):
+                os.remove(p)
+
+
+def main(argv):
+    sep = argv.index("--")
+    order_list, zig, cc = argv[0], argv[1:sep], argv[sep + 1:]
+    env = dict(os.environ, ZIG_VERBOSE_LINK="1")
+    p = subprocess.run(zig + cc, env=env, stderr=subprocess.PIPE)
+    ld_line = None
+    for line in p.stderr.decode("utf-8", "replace").splitlines(keepends=True):
+        # Verbose zig also prints the commands of a first build of its libc (`ar rcs`,
+        # `ld.lld -r`); the link of the binary is the last ld.lld command.
+        at = line.find("ld.lld ")
+        if at >= 0 and not line[at:].startswith("ld.lld -r "):
+            ld_line, line = line[at:], line[:at]
+        if line.strip() and not line.startswith(("ar rcs ", "ld.lld -r ")):
+            sys.stderr.write(line)
+    if p.returncode != 0:
+        return p.returncode
+    try:
+        if ld_line is None:
+            raise ValueError("zig printed no ld.lld command")
+        relink(order_list, zig, ld_line.split()[1:])
+    except (OSError, ValueError, IndexError, struct.error, subprocess.CalledProcessError) as e:
+        if os.environ.get("ZCC_ORDER_STRICT") == "1":
+            sys.stderr.write("relink.py: error: the ordered relink failed (%s)\n" % e)
+            return 1
+        sys.stderr.write("relink.py: warning: functions left in zig's order (%s)\n" % e)
+    return 0
+
+
+def addresses(path):
+    """FUNC symbol name -> address, for the self-test."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out = {}
+    wide = data[4] == 2
+    shoff, = struct.unpack_from("<Q" if wide else "<I", data, 0x28 if wide else 0x20)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A if wide else 0x2E)
+    fmt = "<IIQQQQIIQQ" if wide else "<IIIIIIIIII"
+    secs = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
+    for sec in secs:
+        if sec[1] != 2:
+            continue
+        stroff = secs[sec[6]][4]
+        for at in range(sec[4], sec[4] + sec[5], sec[9]):
+            if wide:
+                st_name, st_info, _, _, value = struct.unpack_from("<IBBHQ", data, at)
+            else:
+                st_name, value, _, st_info = struct.unpack_from("<IIIB", data, at)
+            if st_info & 0xF == 2 and st_name:
+                end = data.index(b"\0", stroff + st_name)
+                out[data[stroff + st_name:end].decode()] = value
+    return out
+
+
+def self_test(zcc):
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        src, order, out = os.path.join(d, "t.c"), os.path.join(d, "order.txt"), os.path.join(d, "yoctoclaw-selftest")
+        names = ["yc_first", "yc_second", "yc_third"]
+        with open(src, "w") as f:
+            for i, n in enumerate(names):
+                f.write("__attribute__((noinline)) int %s(int x) { return x * %d + %d; }\n" % (n, i + 3, i))
+            f.write("int main(int c, char **v) { (void)v; return %s; }\n" % " + ".join(n + "(c)" for n in names))
+        with open(order, "w") as f:
+            # Names with a Rust legacy hash and an LLVM suffix must match too.
+            f.write("# test\n_ZN3foo3bar17h0123456789abcdefE.llvm.42\n" + "".join(n + "\n" for n in reversed(names)))
+        if key("_ZN3foo3bar17h0123456789abcdefE.llvm.42") != "_ZN3foo3barE" or \
+                key("_RNvCsfgHYwM92fyn_7___rustc12___rust_alloc") != "_RNvC7___rustc12___rust_alloc":
+            print("relink.py self-test: FAIL: key() kept a hash or suffix")
+            return 1
+        env = dict(os.environ, YOCTO_LINK_ORDER=order, ZCC_ORDER_STRICT="1")
+        subprocess.run([zcc, "-O2", "-ffunction-sections", src, "-o", out], env=env, check=True)
+        got = addresses(out)
+        where = [got.get(n) for n in reversed(names)]
+        if None in where or where != sorted(where):
+            print("relink.py self-test: FAIL: functions at %s, expected in the list's order" % where)
+            return 1
+        print("relink.py self-test: ok (%s placed in the list's order)" % ", ".join(reversed(names)))
+        return 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--self-test"] and len(sys.argv) == 3:
+        sys.exit(self_test(sys.argv[2]))
+    sys.exit(main(sys.argv[1:]))
