@@ -244,12 +244,9 @@ build_one() {
             # std rebuilt for size; no panic location strings; no unwind tables (panic=abort);
             # derived Debug prints the type's name only (log lines of {:?} on our own types;
             # strings, numbers and collections print in full): -25 KB, DECISIONS 96.
-            # Legacy symbol names (hash-suffixed, no crate ids inside): boards/zig/relink.py
-            # matches them against boards/link-order.txt on every target (DECISIONS 104).
             # shellcheck disable=SC2054 # the comma is part of one argument
             extra=(-Zbuild-std=std,panic_abort -Zbuild-std-features=optimize_for_size)
-            user_flags=(-Zlocation-detail=none -Zfmt-debug=shallow -Cforce-unwind-tables=no
-                -Zunstable-options -Csymbol-mangling-version=legacy "${user_flags[@]}")
+            user_flags=(-Zlocation-detail=none -Zfmt-debug=shallow -Cforce-unwind-tables=no "${user_flags[@]}")
             if [ $tiny = 1 ]; then
                 extra+=(-Zpanic-immediate-abort --config 'profile.release.panic="immediate-abort"')
             fi

@@ -12,9 +12,9 @@ zig's cc driver refuses that option; zig prints the ld.lld command it runs
 (ZIG_VERBOSE_LINK=1), so this script runs that command again with the ordering added.
 
 ORDER-LIST (boards/link-order.txt) names functions without their per-build parts: Rust's
-legacy hash (`17h` + 16 hex digits before the final `E`) and LLVM's `.llvm.N` suffix are
-taken off both the list and the binary's symbols, so one list serves every target and
-survives rebuilds. Names absent from a target are skipped.
+v0 symbols demangled without their crates' ids, LLVM's `.llvm.N` suffix taken off (see
+`keys`), so one list serves every target and survives rebuilds. Names absent from a target
+are skipped.
 
 Whatever goes wrong after zig's own link succeeded (no ld.lld line, a failed relink, an
 unreadable symbol table), zig's output is kept as it is and one warning line is printed:
@@ -32,18 +32,28 @@ import subprocess
 import sys
 
 STRIP_ARGS = {"-s", "--strip-all", "-S", "--strip-debug"}
-HASH = re.compile(r"17h[0-9a-f]{16}E")
 LLVM_SUFFIX = re.compile(r"\.llvm\.\d+$")
-# The allocator shims rustc generates keep v0 names with a crate id: `_RNvCs<id>_7___rustc…`.
-V0_CRATE_ROOT = re.compile(r"^_RNvCs[0-9A-Za-z]*_")
+CRATE_ID = re.compile(r"\[[0-9a-f]+\]")
 
 
-def key(name):
-    """A symbol's name without the parts that change between builds and targets."""
-    name = LLVM_SUFFIX.sub("", name)
-    if name.startswith("_ZN"):
-        return HASH.sub("E", name)
-    return V0_CRATE_ROOT.sub("_RNvC", name)
+def keys(names):
+    """Each symbol's name without the parts that change between builds and targets.
+
+    Rust's v0 symbols are demangled (`c++filt`, binutils) and their crates' ids taken off:
+    `<alloc[24c7c48746ea4456]::vec::Vec<u8>>::push` -> `<alloc::vec::Vec<u8>>::push`. Each
+    instance of a generic function keeps its own key, so the list places only the
+    instances that run. Other names (C) stay as they are."""
+    names = [LLVM_SUFFIX.sub("", n) for n in names]
+    rust = [n for n in names if n.startswith("_R")]
+    if rust:
+        p = subprocess.run(["c++filt"], input="\n".join(rust) + "\n", capture_output=True,
+                           text=True, check=True)
+        plain = p.stdout.split("\n")[: len(rust)]
+        if len(plain) != len(rust):
+            raise ValueError("c++filt returned %d names for %d" % (len(plain), len(rust)))
+        demangled = dict(zip(rust, (CRATE_ID.sub("", d) for d in plain)))
+        names = [demangled.get(n, n) for n in names]
+    return names
 
 
 def functions(path):
@@ -86,10 +96,10 @@ def functions(path):
 
 
 def ordering(order_list, symbols):
-    """The binary's symbols in the list's order (every instance of a key), then nothing else."""
+    """The binary's symbols in the list's order, then nothing else."""
     by_key = {}
-    for s in symbols:
-        by_key.setdefault(key(s), []).append(s)
+    for s, k in zip(symbols, keys(symbols)):
+        by_key.setdefault(k, []).append(s)
     out, seen = [], set()
     with open(order_list, encoding="utf-8") as f:
         for line in f:
@@ -190,11 +200,11 @@ def self_test(zcc):
                 f.write("__attribute__((noinline)) int %s(int x) { return x * %d + %d; }\n" % (n, i + 3, i))
             f.write("int main(int c, char **v) { (void)v; return %s; }\n" % " + ".join(n + "(c)" for n in names))
         with open(order, "w") as f:
-            # Names with a Rust legacy hash and an LLVM suffix must match too.
-            f.write("# test\n_ZN3foo3bar17h0123456789abcdefE.llvm.42\n" + "".join(n + "\n" for n in reversed(names)))
-        if key("_ZN3foo3bar17h0123456789abcdefE.llvm.42") != "_ZN3foo3barE" or \
-                key("_RNvCsfgHYwM92fyn_7___rustc12___rust_alloc") != "_RNvC7___rustc12___rust_alloc":
-            print("relink.py self-test: FAIL: key() kept a hash or suffix")
+            f.write("# test\n" + "".join(n + "\n" for n in reversed(names)))
+        v0 = "_RNvMst_NtCs4yAG18Rosij_4core4cellINtB5_7RefCellINtNtCs39MpMoJ93Ks_5alloc3vec3VecNtNtNtCsbt6nHkH9HDV_9yoctoclaw5agent8approval7PendingEE10borrow_mutB1m_.llvm.42"
+        want = "<core::cell::RefCell<alloc::vec::Vec<yoctoclaw::agent::approval::Pending>>>::borrow_mut"
+        if keys([v0, "sqlite3VdbeExec"]) != [want, "sqlite3VdbeExec"]:
+            print("relink.py self-test: FAIL: keys() gave %s" % keys([v0, "sqlite3VdbeExec"]))
             return 1
         env = dict(os.environ, YOCTO_LINK_ORDER=order, ZCC_ORDER_STRICT="1")
         subprocess.run([zcc, "-O2", "-ffunction-sections", src, "-o", out], env=env, check=True)
