@@ -14,6 +14,21 @@ use std::fmt;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// Make the timer reactor forget the timers dropped before they fired. async-io queues
+/// a dropped timer's removal without waking the reactor, which then still wakes at that
+/// timer's deadline, once, for nothing: 4 s after the last turn for its "typing…"
+/// refresher, 20 s after a file tool for its deadline, inside what should be a silent
+/// idle (docs/DECISIONS.md 106). Registering a timer does wake the reactor, which then
+/// applies every queued change and sleeps until the next deadline still wanted. Called
+/// when the last running turn ends; costs one reactor wake-up then.
+pub fn forget_dropped_timers() {
+    use std::future::Future;
+    use std::task::{Context, Waker};
+    // Far enough that the timer never decides the reactor's next deadline itself.
+    let mut far = smol::Timer::after(std::time::Duration::from_secs(24 * 3600));
+    let _ = std::pin::Pin::new(&mut far).poll(&mut Context::from_waker(Waker::noop()));
+}
+
 /// The worker pool went away (only at shutdown).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WorkersGone;

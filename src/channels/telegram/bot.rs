@@ -397,7 +397,14 @@ impl Bot {
                     running.push(c);
                     chat_id = c;
                 }
-                None => return,
+                None => {
+                    if running.is_empty() {
+                        // The last turn ended: its cancelled timers must not wake the
+                        // idle gateway later (DECISIONS 106).
+                        crate::runtime::forget_dropped_timers();
+                    }
+                    return;
+                }
             }
         }
     }
