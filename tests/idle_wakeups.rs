@@ -29,7 +29,11 @@ fn reactor_switches() -> Option<u64> {
 /// deadline; returns the reactor thread's context switches during that wait.
 fn switches_past_a_dropped_timer(ms: u64, after: impl FnOnce()) -> u64 {
     let mut t = smol::Timer::after(Duration::from_millis(ms));
-    assert!(Pin::new(&mut t).poll(&mut Context::from_waker(Waker::noop())).is_pending());
+    assert!(
+        Pin::new(&mut t)
+            .poll(&mut Context::from_waker(Waker::noop()))
+            .is_pending()
+    );
     // The timer lives a while, as the refresher does during a turn: the reactor has
     // taken it in and sleeps until its deadline.
     std::thread::sleep(Duration::from_millis(50));
@@ -54,5 +58,8 @@ fn a_dropped_timer_never_wakes_the_reactor_after_forget_dropped_timers() {
     );
     // With it: not woken at all.
     let woken = switches_past_a_dropped_timer(400, yoctoclaw::runtime::forget_dropped_timers);
-    assert_eq!(woken, 0, "the reactor woke for a timer dropped before it fired");
+    assert_eq!(
+        woken, 0,
+        "the reactor woke for a timer dropped before it fired"
+    );
 }
