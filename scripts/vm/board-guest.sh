@@ -144,6 +144,8 @@ if [ "$done_n" -ge "$N" ]; then
     metric "per_msg_ms=$((traffic / N))"
 fi
 metric "gateway_start_to_first_message_ms=$(( ${t_first:-$t_end} - t_begin ))"
+# Peak so far: start-up and the traffic (the final VmHWM below also covers the heartbeat).
+metric "gateway_vmhwm_after_traffic_kib=$(procstat $gw VmHWM)"
 
 # ---- 6. (HTTPS) the time from the Date of an HTTPS answer; the gateway's own heartbeat ----
 if [ "$TLS" = 1 ]; then
