@@ -56,43 +56,33 @@ def keys(names):
     return names
 
 
-def functions(path):
-    """Names of the FUNC symbols in an ELF file's .symtab (32/64-bit, little-endian)."""
+def symbols(path):
+    """(name, address) of each FUNC symbol in an ELF file's .symtab (32/64-bit, little-endian)."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:4] != b"\x7fELF" or data[5] != 1:
         raise ValueError("not a little-endian ELF file")
     wide = data[4] == 2
-    if wide:
-        shoff, = struct.unpack_from("<Q", data, 0x28)
-        shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
-    else:
-        shoff, = struct.unpack_from("<I", data, 0x20)
-        shentsize, shnum = struct.unpack_from("<HH", data, 0x2E)
-    sections = []
-    for i in range(shnum):
-        at = shoff + i * shentsize
-        if wide:
-            _, stype, _, _, off, size, link, _, _, entsize = struct.unpack_from("<IIQQQQIIQQ", data, at)
-        else:
-            _, stype, _, _, off, size, link, _, _, entsize = struct.unpack_from("<IIIIIIIIII", data, at)
-        sections.append((stype, off, size, link, entsize))
-    names = []
-    for stype, off, size, link, entsize in sections:
-        if stype != 2 or entsize == 0:  # SHT_SYMTAB
+    shoff, = struct.unpack_from("<Q" if wide else "<I", data, 0x28 if wide else 0x20)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A if wide else 0x2E)
+    fmt = "<IIQQQQIIQQ" if wide else "<IIIIIIIIII"
+    # Each section: (name, type, flags, addr, offset, size, link, info, align, entsize).
+    secs = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
+    out = []
+    for sec in secs:
+        if sec[1] != 2 or sec[9] == 0:  # SHT_SYMTAB
             continue
-        _, stroff, strsize, _, _ = sections[link]
-        for at in range(off, off + size, entsize):
+        stroff, strsize = secs[sec[6]][4], secs[sec[6]][5]
+        for at in range(sec[4], sec[4] + sec[5], sec[9]):
             if wide:
-                st_name, st_info = struct.unpack_from("<IB", data, at)
+                st_name, st_info, _, _, value = struct.unpack_from("<IBBHQ", data, at)
             else:
-                st_name, = struct.unpack_from("<I", data, at)
-                st_info = data[at + 12]
+                st_name, value, _, st_info = struct.unpack_from("<IIIB", data, at)
             if st_info & 0xF != 2 or st_name == 0 or st_name >= strsize:  # STT_FUNC
                 continue
             end = data.index(b"\0", stroff + st_name)
-            names.append(data[stroff + st_name:end].decode("utf-8", "replace"))
-    return names
+            out.append((data[stroff + st_name:end].decode("utf-8", "replace"), value))
+    return out
 
 
 def ordering(order_list, symbols):
@@ -122,7 +112,7 @@ def relink(order_list, zig, ld_args):
         args = [a for a in ld_args if a not in STRIP_ARGS]
         args[args.index("-o") + 1] = full
         subprocess.run(zig + ["ld.lld"] + args, check=True)
-        names = ordering(order_list, functions(full))
+        names = ordering(order_list, [n for n, _ in symbols(full)])
         with open(order_file, "w", encoding="utf-8") as f:
             f.write("".join(n + "\n" for n in names))
         args = list(ld_args)
@@ -130,7 +120,6 @@ def relink(order_list, zig, ld_args):
         args += ["--symbol-ordering-file=" + order_file, "--no-warn-symbol-ordering"]
         subprocess.run(zig + ["ld.lld"] + args, check=True)
         os.replace(ordered, out)
-        return len(names)
     finally:
         for p in (full, ordered, order_file):
             if os.path.exists(p):
@@ -165,31 +154,6 @@ def main(argv):
     return 0
 
 
-def addresses(path):
-    """FUNC symbol name -> address, for the self-test."""
-    with open(path, "rb") as f:
-        data = f.read()
-    out = {}
-    wide = data[4] == 2
-    shoff, = struct.unpack_from("<Q" if wide else "<I", data, 0x28 if wide else 0x20)
-    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A if wide else 0x2E)
-    fmt = "<IIQQQQIIQQ" if wide else "<IIIIIIIIII"
-    secs = [struct.unpack_from(fmt, data, shoff + i * shentsize) for i in range(shnum)]
-    for sec in secs:
-        if sec[1] != 2:
-            continue
-        stroff = secs[sec[6]][4]
-        for at in range(sec[4], sec[4] + sec[5], sec[9]):
-            if wide:
-                st_name, st_info, _, _, value = struct.unpack_from("<IBBHQ", data, at)
-            else:
-                st_name, value, _, st_info = struct.unpack_from("<IIIB", data, at)
-            if st_info & 0xF == 2 and st_name:
-                end = data.index(b"\0", stroff + st_name)
-                out[data[stroff + st_name:end].decode()] = value
-    return out
-
-
 def self_test(zcc):
     import tempfile
     with tempfile.TemporaryDirectory() as d:
@@ -208,7 +172,7 @@ def self_test(zcc):
             return 1
         env = dict(os.environ, YOCTO_LINK_ORDER=order, ZCC_ORDER_STRICT="1")
         subprocess.run([zcc, "-O2", "-ffunction-sections", src, "-o", out], env=env, check=True)
-        got = addresses(out)
+        got = dict(symbols(out))
         where = [got.get(n) for n in reversed(names)]
         if None in where or where != sorted(where):
             print("relink.py self-test: FAIL: functions at %s, expected in the list's order" % where)
