@@ -7,9 +7,10 @@
 //! vocabulary (English stop words first, then ~250 common English words, then 20,000
 //! rarer made-up words), so a few words are in a large share of all memories, as in a
 //! real store. Queries are user messages: a set of hand-written ones and sentences drawn
-//! from the same distribution. Two searches are timed per message: the `memory_search`
-//! tool (`FtsQuery::from_text`, 5 results) and the prompt's relevant-memories lookup
-//! (`FtsQuery::keywords`, `inject_top_k` + slack = 10 results).
+//! from the same distribution. Two lookups are timed per message: the `memory_search`
+//! tool (`FtsQuery::from_text`, 5 results) and the prompt's memory section exactly as the
+//! agent builds it (`memory::inject::section` with the default `memory` settings, in one
+//! read transaction: the keywords' best matches, their relevance, then core memories).
 //!
 //! Usage: `memory_bench [--sizes 1000,10000,100000] [--queries 300] [--dir DIR] [--keep]`
 //! (`--keep` keeps the database, and a kept one in `--dir` is reused).
@@ -20,9 +21,14 @@
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use yoctoclaw::config::MemoryConfig;
+use yoctoclaw::memory::inject;
 use yoctoclaw::store::Db;
 use yoctoclaw::store::fts_query::FtsQuery;
 use yoctoclaw::store::memory::{Category, MAX_MEMORIES};
+
+/// "Now" for the prompt section's ages (after every stored memory).
+const NOW: i64 = 1_800_000_000;
 
 const STOP: &[&str] = &[
     "the", "to", "and", "a", "of", "i", "is", "it", "you", "that", "in", "my", "for", "on", "was",
@@ -504,6 +510,7 @@ fn main() {
                 let _ = db.memory_search(&fq, None, 5);
             }
         }
+        let mem_cfg = MemoryConfig::default();
         let mut tool = Vec::with_capacity(queries.len());
         let mut prompt = Vec::with_capacity(queries.len());
         let mut cpu = Vec::with_capacity(2 * queries.len());
@@ -524,10 +531,10 @@ fn main() {
                 }
                 tool.push(d);
             }
-            if let Some(fq) = FtsQuery::keywords(q) {
+            {
                 let c = cpu_ns();
                 let t = Instant::now();
-                let _ = db.memory_search(&fq, None, 10);
+                let _ = db.read_batch(|| inject::section(&db, &mem_cfg, q, NOW));
                 let d = t.elapsed();
                 cpu.push(Duration::from_nanos(cpu_ns().saturating_sub(c)));
                 if d > worst.0 {

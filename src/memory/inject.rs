@@ -37,6 +37,7 @@ use crate::config::MemoryConfig;
 use crate::store::fts_query::FtsQuery;
 use crate::store::memory::Category;
 use crate::store::{Db, StoreError};
+use std::fmt::Write as _;
 
 /// Core rows read while filling the budget.
 pub const MAX_CORE_SCANNED: usize = 500;
@@ -60,12 +61,14 @@ pub fn section(
     }
     let mut used_keys: Vec<String> = Vec::new();
     let mut relevant = String::new();
+    // One line at a time, the buffer reused.
+    let mut line = String::new();
     let top_k = usize::try_from(cfg.inject_top_k).unwrap_or(0);
     if top_k > 0
         && let Some(q) = FtsQuery::keywords(user_text)
     {
         let floor = cfg.min_relevance_milli as f64 / 1000.0;
-        for hit in db.memory_search(&q, None, top_k + SEARCH_SLACK_ROWS)? {
+        for hit in db.memory_matches(&q, None, top_k + SEARCH_SLACK_ROWS)? {
             if used_keys.len() >= top_k {
                 break;
             }
@@ -78,13 +81,12 @@ pub fn section(
             {
                 continue;
             }
-            let line = format!(
-                "- {} ({}, {}): {}\n",
-                one_line(&hit.key),
-                hit.category,
-                age(now, hit.updated),
-                one_line(&hit.text)
-            );
+            line.clear();
+            line.push_str("- ");
+            push_flat(&mut line, &hit.key);
+            let _ = write!(line, " ({}, {}): ", hit.category, age(now, hit.updated));
+            push_flat(&mut line, &hit.text);
+            line.push('\n');
             if line.len() <= budget {
                 budget -= line.len();
                 relevant.push_str(&line);
@@ -97,7 +99,12 @@ pub fn section(
         if used_keys.contains(&m.key) {
             return true;
         }
-        let line = format!("- {}: {}\n", one_line(&m.key), one_line(&m.text));
+        line.clear();
+        line.push_str("- ");
+        push_flat(&mut line, &m.key);
+        line.push_str(": ");
+        push_flat(&mut line, &m.text);
+        line.push('\n');
         if line.len() <= budget {
             budget -= line.len();
             core.push_str(&line);
@@ -119,20 +126,32 @@ pub fn section(
     Ok(Some(out))
 }
 
-/// Collapse whitespace to single spaces and defuse the section's delimiters.
-fn one_line(s: &str) -> String {
-    let mut flat = String::with_capacity(s.len());
-    for word in s.split_whitespace() {
-        if !flat.is_empty() {
-            flat.push(' ');
+/// Append `s` with its whitespace collapsed to single spaces (none at either end) and
+/// the section's delimiters defused.
+fn push_flat(out: &mut String, s: &str) {
+    let start = out.len();
+    let mut push = |w: &str| {
+        if out.len() > start {
+            out.push(' ');
         }
-        flat.push_str(word);
+        out.push_str(w);
+    };
+    if s.is_ascii() {
+        // Bytes, not characters: the same words as `split_whitespace` (which also counts
+        // U+000B), without decoding each character.
+        let space = |b: &u8| b.is_ascii_whitespace() || *b == 0x0b;
+        for w in s.as_bytes().split(space).filter(|w| !w.is_empty()) {
+            if let Ok(w) = std::str::from_utf8(w) {
+                push(w);
+            }
+        }
+    } else {
+        s.split_whitespace().for_each(push);
     }
     // Only a `<` can start a delimiter: most texts have none and are done here.
-    if flat.contains('<') {
-        defuse(&flat)
-    } else {
-        flat
+    if out.get(start..).is_some_and(|t| t.contains('<')) {
+        let flat = out.split_off(start);
+        out.push_str(&defuse(&flat));
     }
 }
 

@@ -254,6 +254,7 @@ impl Db {
                      created = MIN(created, excluded.created)",
             )?
             .execute(params![key, text, category.as_str(), created, updated])?;
+        self.vocab_changed();
         Ok(if exists {
             Stored::Updated
         } else {
@@ -376,12 +377,38 @@ impl Db {
     /// Ranking reads only the FTS index (and the category when filtering); texts are then
     /// fetched by id for the returned rows alone, and their snippets made in Rust
     /// (`store::snippet`): FTS5's `snippet()` would evaluate the MATCH again per row.
+    /// Words no memory holds are left out first (`store::vocab`): same results, fewer
+    /// index seeks.
     pub fn memory_search(
         &self,
         query: &FtsQuery,
         category: Option<Category>,
         limit: usize,
     ) -> Result<Vec<Hit>, StoreError> {
+        self.search(query, category, limit, true)
+    }
+
+    /// [`Db::memory_search`] without snippets (each `Hit::snippet` empty): the prompt's
+    /// lookup shows whole texts.
+    pub fn memory_matches(
+        &self,
+        query: &FtsQuery,
+        category: Option<Category>,
+        limit: usize,
+    ) -> Result<Vec<Hit>, StoreError> {
+        self.search(query, category, limit, false)
+    }
+
+    fn search(
+        &self,
+        query: &FtsQuery,
+        category: Option<Category>,
+        limit: usize,
+        snippets: bool,
+    ) -> Result<Vec<Hit>, StoreError> {
+        let Some(query) = &self.known_terms(query)? else {
+            return Ok(Vec::new());
+        };
         let limit = limit.min(MAX_MEMORY_LIST_ROWS) as i64;
         let cat = category.map(Category::as_str);
         let mut ranked: Vec<(i64, f64)> = Vec::new();
@@ -432,7 +459,11 @@ impl Db {
                     Ok(Hit {
                         key: r.get(0)?,
                         category: category_of(&r.get::<_, String>(1)?),
-                        snippet: snippet(&text, query.terms(), SNIPPET_TOKENS),
+                        snippet: if snippets {
+                            snippet(&text, query.terms(), SNIPPET_TOKENS)
+                        } else {
+                            String::new()
+                        },
                         text,
                         updated: r.get(3)?,
                         score,

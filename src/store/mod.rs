@@ -24,6 +24,7 @@ pub mod sqlite_alloc;
 pub mod state;
 pub mod summary;
 pub mod usage;
+mod vocab;
 
 use crate::limits::{DB_BUSY_TIMEOUT_MS, DB_STATEMENT_CACHE};
 use rusqlite::Connection;
@@ -97,6 +98,8 @@ pub struct Db {
     pub conn: Connection,
     /// Depth of [`Db::deferred_sync`] calls in progress (0: every commit waits for the disk).
     deferred: std::cell::Cell<u32>,
+    /// The memory index's words (`vocab`), read when a search needs them.
+    vocab: std::cell::RefCell<vocab::VocabCache>,
 }
 
 const MIGRATIONS: &[&str] = &[
@@ -254,12 +257,32 @@ impl Db {
         let db = Db {
             conn,
             deferred: std::cell::Cell::new(0),
+            vocab: Default::default(),
         };
         db.migrate()?;
         // Files made before had an index on usage(day) that no query can use (the day is
         // matched with LIKE): one more page written with every usage row. Best effort.
         if let Err(e) = db.conn.execute_batch("DROP INDEX IF EXISTS usage_by_day") {
             log::debug!("cannot drop the unused usage index: {e}");
+        }
+        // The memory index's word list (`vocab`): schema only, nothing stored. Made here
+        // rather than in a migration so an older yoctoclaw still opens the file; without
+        // it (a read-only file) searches work as before, only slower.
+        // Looked up first: a file that has it is not written to when opened.
+        let has_vocab = db
+            .conn
+            .query_row(
+                "SELECT 1 FROM sqlite_schema WHERE name = 'memories_vocab'",
+                [],
+                |_| Ok(()),
+            )
+            .is_ok();
+        if !has_vocab
+            && let Err(e) = db.conn.execute_batch(
+                "CREATE VIRTUAL TABLE memories_vocab USING fts5vocab(memories_fts, row)",
+            )
+        {
+            log::debug!("cannot make the memory word list: {e}");
         }
         Ok(db)
     }
