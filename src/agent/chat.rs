@@ -232,7 +232,7 @@ impl Agent {
         history: &[Message],
         tools: &[ToolSpec],
         stream: bool,
-    ) -> Result<String, ProviderError> {
+    ) -> Result<Arc<str>, ProviderError> {
         let mut msgs: Cow<'_, [Message]> = Cow::Borrowed(history);
         let mut tools = tools;
         let media_root =
@@ -251,8 +251,10 @@ impl Agent {
                 },
                 stream,
             )?;
+            // Shared with the worker thread that sends it, not copied for it: a turn
+            // waiting for a worker holds one copy of its request.
             let Some(window) = window else {
-                return Ok(body);
+                return Ok(body.into());
             };
             let budget = fit::budget(window, p.cfg.max_tokens) * self.fit_scale.get() / 100;
             let tokens = fit::estimate(body.len(), ratio);
@@ -264,12 +266,12 @@ impl Agent {
                         history.len()
                     );
                 }
-                return Ok(body);
+                return Ok(body.into());
             }
             steps += 1;
             if !fit::shrink(&mut msgs) {
                 if tools.is_empty() {
-                    return Ok(body); // nothing left to take: the server will say
+                    return Ok(body.into()); // nothing left to take: the server will say
                 }
                 // Without the tools, as much of the history as fits comes back.
                 log::info!(
@@ -301,7 +303,7 @@ impl Agent {
     async fn attempt(
         &self,
         p: &Arc<Provider>,
-        body: &str,
+        body: &Arc<str>,
         stream: bool,
         sink: &mut dyn StreamSink,
     ) -> Result<Attempt, AgentError> {
@@ -315,7 +317,7 @@ impl Agent {
             }
         };
         let p2 = p.clone();
-        let body = body.to_string();
+        let body = Arc::clone(body);
         let result = if stream {
             let (tx, rx) = async_channel::bounded::<String>(STREAM_QUEUE_LEN);
             let job = self.workers.run(move || {
