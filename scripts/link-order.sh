@@ -14,11 +14,14 @@
 #   1. what the idle gateway runs (the quiet phase: long polls returning empty, the status
 #      record every minute, the timers), plain and TLS;
 #   2. what a message runs (the traffic: mixed turns, tools, long replies, retries);
-#   3. what start-up runs (it is handed back a minute later, but packed it maps back less);
+#   3. what a heartbeat runs beyond that (a third soak: 5 messages, then a quiet of 6
+#      minutes with the heartbeat every 5; its turn comes long after the idle releases, and
+#      its code out of the list would map 64 KiB runs of its own all over the binary);
+#   4. what start-up runs (it is handed back a minute later, but packed it maps back less);
 #   then nothing else: the commands used by hand keep zig's order after them.
 # Names are Rust's demangled without their crates' ids, and C names (SQLite, musl): one list
 # for every target (a name a target lacks is skipped). Needs valgrind, c++filt and the build-std
-# toolchain of build-boards.sh. Takes about 10 minutes.
+# toolchain of build-boards.sh. Takes about 12 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-200}"
@@ -55,6 +58,14 @@ for run in plain tls; do
         --idle-secs 5 --quiet-secs 70 --phase-cmd "$WORK/phase" >"$WORK/soak-$run.log" 2>&1 \
         || { grep -v '^==' "$WORK/soak-$run.log" | tail -20; exit 1; }
 done
+echo "link-order.sh: callgrind soak (heartbeat: 5 messages, 360 s quiet, a heartbeat every 5 min)"
+RUN=heartbeat target/release/examples/soak --bin "$WORK/bin" -n 5 --chats 1 --version-runs 0 \
+    --idle-secs 5 --quiet-secs 360 --heartbeat-mins 5 --phase-cmd "$WORK/phase" \
+    >"$WORK/soak-heartbeat.log" 2>&1 \
+    || { grep -v '^==' "$WORK/soak-heartbeat.log" | tail -20; exit 1; }
+# The heartbeat's turn (scheduler::heartbeat::run_claimed) must be in the dump.
+grep -q 'run_claimed' "$WORK/heartbeat.quiet" \
+    || { echo "link-order.sh: the heartbeat soak ran no heartbeat turn" >&2; exit 1; }
 
 python3 - "$WORK" >boards/link-order.txt <<'EOF'
 import re, sys
@@ -82,6 +93,8 @@ def usable(name):
 seen, groups = set(), []
 for title, dumps in (("idle: the quiet phase, plain and TLS", ["plain.quiet", "tls.quiet"]),
                      ("a message: the traffic, plain and TLS", ["plain.traffic", "tls.traffic"]),
+                     ("a heartbeat: its soak's quiet phase, beyond the above",
+                      ["heartbeat.quiet", "heartbeat.traffic"]),
                      ("start-up, plain and TLS", ["plain.start", "tls.start"])):
     names = [re.sub(r"'\d+$", "", n)             # callgrind's recursion levels
              for d in dumps for n in executed(f"{work}/{d}")]

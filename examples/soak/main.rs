@@ -17,7 +17,7 @@
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
 //! [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls]
-//! [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD]`
+//! [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD] [--heartbeat-mins M]`
 //! (`--plain`: every turn a plain answer, for the cost of the simplest message;
 //! `--burst`: all N messages arrive at once, as after a reboot or a Wi-Fi outage, and
 //! each chat's waiting messages are answered as collected turns; `--tls`: both fakes serve
@@ -38,6 +38,9 @@
 //! `--phase-cmd CMD`: run `CMD PHASE PID` (and wait for it) where a phase ends: `start`
 //! (start-up and the idle seconds before the traffic), `traffic`, `quiet` (before the
 //! gateway is stopped). `scripts/link-order.sh` dumps a profiler's counters there.
+//! `--heartbeat-mins M`: the gateway's heartbeat on, every M minutes (at least 5), with a
+//! task in HEARTBEAT.md and its check-in delivered to the first chat: a quiet phase longer
+//! than M minutes then holds a heartbeat turn.
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
@@ -86,11 +89,12 @@ struct Opts {
     syncs: bool,
     json: Option<PathBuf>,
     phase_cmd: Option<PathBuf>,
+    heartbeat_mins: u64,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD]"
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD] [--heartbeat-mins M]"
     );
     std::process::exit(2)
 }
@@ -113,6 +117,7 @@ fn opts() -> Opts {
         syncs: false,
         json: None,
         phase_cmd: None,
+        heartbeat_mins: 0,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -135,6 +140,7 @@ fn opts() -> Opts {
             "--burst" => o.burst = true,
             "--quiet-secs" => o.quiet_secs = num(),
             "--syncs" => o.syncs = true,
+            "--heartbeat-mins" => o.heartbeat_mins = num(),
             "--json" => o.json = Some(args.next().map(PathBuf::from).unwrap_or_else(|| usage())),
             "--phase-cmd" => {
                 o.phase_cmd = Some(args.next().map(PathBuf::from).unwrap_or_else(|| usage()))
@@ -229,11 +235,19 @@ fn prepare_home(
         }
         None => String::new(),
     };
+    let heartbeat = match bot.user_ids().first() {
+        Some(first) if o.heartbeat_mins > 0 => format!(
+            r#"  "heartbeat": {{ "enabled": true, "interval_mins": {}, "deliver_to": "telegram:{first}" }},"#,
+            o.heartbeat_mins
+        ),
+        _ => String::new(),
+    };
     let config = format!(
         r#"{{
   "provider": {{ "kind": "openai", "base_url": "{}", "model": "fake-model", "stream": false }},
   "telegram": {{ "enabled": true, "api_base": "{}", "allow_from": [{}], "poll_timeout_secs": 50 }},
 {tls_key}
+{heartbeat}
   "log_level": "info"
 }}
 "#,
@@ -248,6 +262,11 @@ fn prepare_home(
         .map(|i| format!("- {i}: water the tomatoes, check the soil, note the weather\n"))
         .collect();
     std::fs::write(notes.join("today.md"), today).map_err(|e| e.to_string())?;
+    if o.heartbeat_mins > 0 {
+        let tasks = "# Heartbeat\n- Check the notes folder and tell me what is new.\n";
+        std::fs::write(home.join("workspace").join("HEARTBEAT.md"), tasks)
+            .map_err(|e| e.to_string())?;
+    }
     if o.seed_memories > 0 {
         seed_memories(&home.join("yoctoclaw.db"), o.seed_memories)?;
     }

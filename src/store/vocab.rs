@@ -144,7 +144,13 @@ impl Db {
     /// The index's words, or `None` past the bounds (or when the list cannot be read:
     /// searches then work as without it).
     fn read_words(&self) -> Result<Option<Words>, StoreError> {
-        if self.memory_total()? > MAX_VOCAB_MEMORIES {
+        // Row ids are the largest id plus one, so the count is at most the largest id:
+        // a big store is told by one index seek, its count only read when ids say little.
+        let max_id: i64 = self
+            .conn
+            .prepare_cached("SELECT IFNULL(MAX(id), 0) FROM memories")?
+            .query_row([], |r| r.get(0))?;
+        if max_id > MAX_VOCAB_MEMORIES as i64 && self.memory_total()? > MAX_VOCAB_MEMORIES {
             return Ok(None);
         }
         let mut stmt = match self
