@@ -109,9 +109,6 @@ impl Db {
             return Ok(Some(query.clone()));
         };
         let terms = query.terms();
-        if terms.iter().all(|(t, p)| !t.is_ascii() || words.has(t, *p)) {
-            return Ok(Some(query.clone()));
-        }
         Ok(query.subset(|i| {
             terms
                 .get(i)
@@ -174,10 +171,7 @@ impl Db {
             let start = w.text.len();
             // fts5vocab gives the words in byte order, which the binary search needs:
             // checked, not assumed.
-            let in_order = w
-                .text
-                .get(last..)
-                .is_none_or(|prev| start == 0 || prev < term);
+            let in_order = w.text.get(last..).is_none_or(|prev| prev < term);
             if w.starts.len() >= MAX_VOCAB_TERMS
                 || start + term.len() > MAX_VOCAB_BYTES
                 || !in_order
