@@ -362,7 +362,10 @@ fn a_failed_heartbeat_exits_1_and_records_the_failure() {
 
 #[test]
 fn two_overlapping_heartbeat_runs_deliver_once() {
-    let fake = fakes("Backup is 3 days old.", Duration::from_millis(1500));
+    // The model takes 4 s, so the two runs overlap even when a loaded machine starts
+    // the second process late (with 1.5 s a CI run once saw the second start after the
+    // first had finished, and run again, as a run by hand should).
+    let fake = fakes("Backup is 3 days old.", Duration::from_secs(4));
     let home = home_with(&fake.url(), r#""deliver_to":"telegram:42""#);
     std::fs::write(home.workspace().join("HEARTBEAT.md"), TASKS).unwrap();
     let spawn = || {
