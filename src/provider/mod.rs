@@ -17,7 +17,6 @@
 pub mod anthropic;
 pub mod http;
 pub mod openai;
-pub mod p256;
 pub mod resolve;
 pub mod retry;
 pub mod sse;

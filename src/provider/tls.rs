@@ -36,17 +36,14 @@
 //! or the sender), each bounded by ureq's timeouts. [`install_ca_file`] reads a file: call
 //! it at start, before the executor runs.
 
-use super::p256;
 use crate::time::{build_epoch, now as now_secs};
 use rustls::client::ClientConnection;
-use rustls::crypto::{
-    CryptoProvider, GetRandomFailed, KeyProvider, SecureRandom, WebPkiSupportedAlgorithms,
-};
+use rustls::crypto::{CryptoProvider, KeyProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, TrustAnchor, UnixTime};
 use rustls::sign::SigningKey;
 use rustls::time_provider::TimeProvider;
-use rustls::{ClientConfig, RootCertStore, SignatureScheme, StreamOwned};
+use rustls::{ClientConfig, RootCertStore, StreamOwned};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -97,87 +94,14 @@ impl KeyProvider for NoPrivateKeys {
 }
 
 /// The system's random source (ring's), for the crypto provider.
-#[derive(Debug)]
-struct RingRandom;
-
-impl SecureRandom for RingRandom {
-    fn fill(&self, buf: &mut [u8]) -> Result<(), GetRandomFailed> {
-        use ring::rand::SecureRandom as _;
-        ring::rand::SystemRandom::new()
-            .fill(buf)
-            .map_err(|_| GetRandomFailed)
-    }
-}
-
-/// Signature algorithms for certificates and handshake signatures: ring's (webpki's)
-/// except ECDSA with P-256 keys, which is [`super::p256`]'s (DECISIONS 98). The same list
-/// and order as rustls' ring provider.
-static SIG_ALGS: WebPkiSupportedAlgorithms = WebPkiSupportedAlgorithms {
-    all: &[
-        p256::ECDSA_P256_SHA256,
-        p256::ECDSA_P256_SHA384,
-        webpki::ring::ECDSA_P384_SHA256,
-        webpki::ring::ECDSA_P384_SHA384,
-        webpki::ring::ED25519,
-        webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY,
-        webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY,
-        webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY,
-        webpki::ring::RSA_PKCS1_2048_8192_SHA256,
-        webpki::ring::RSA_PKCS1_2048_8192_SHA384,
-        webpki::ring::RSA_PKCS1_2048_8192_SHA512,
-        webpki::ring::RSA_PKCS1_2048_8192_SHA256_ABSENT_PARAMS,
-        webpki::ring::RSA_PKCS1_2048_8192_SHA384_ABSENT_PARAMS,
-        webpki::ring::RSA_PKCS1_2048_8192_SHA512_ABSENT_PARAMS,
-    ],
-    mapping: &[
-        // TLS 1.2 does not tie the curve to the scheme; TLS 1.3 does.
-        (
-            SignatureScheme::ECDSA_NISTP384_SHA384,
-            &[webpki::ring::ECDSA_P384_SHA384, p256::ECDSA_P256_SHA384],
-        ),
-        (
-            SignatureScheme::ECDSA_NISTP256_SHA256,
-            &[p256::ECDSA_P256_SHA256, webpki::ring::ECDSA_P384_SHA256],
-        ),
-        (SignatureScheme::ED25519, &[webpki::ring::ED25519]),
-        (
-            SignatureScheme::RSA_PSS_SHA512,
-            &[webpki::ring::RSA_PSS_2048_8192_SHA512_LEGACY_KEY],
-        ),
-        (
-            SignatureScheme::RSA_PSS_SHA384,
-            &[webpki::ring::RSA_PSS_2048_8192_SHA384_LEGACY_KEY],
-        ),
-        (
-            SignatureScheme::RSA_PSS_SHA256,
-            &[webpki::ring::RSA_PSS_2048_8192_SHA256_LEGACY_KEY],
-        ),
-        (
-            SignatureScheme::RSA_PKCS1_SHA512,
-            &[webpki::ring::RSA_PKCS1_2048_8192_SHA512],
-        ),
-        (
-            SignatureScheme::RSA_PKCS1_SHA384,
-            &[webpki::ring::RSA_PKCS1_2048_8192_SHA384],
-        ),
-        (
-            SignatureScheme::RSA_PKCS1_SHA256,
-            &[webpki::ring::RSA_PKCS1_2048_8192_SHA256],
-        ),
-    ],
-};
-
-/// The crypto provider of every connection: rustls' ring provider (the same cipher
-/// suites, groups and signature algorithms, in the same order) with P-256 computed by
-/// [`super::p256`] instead of ring (DECISIONS 98) and no private-key loader.
+/// The crypto provider of every connection: rustls' ring provider as it is (its cipher
+/// suites, key-exchange groups X25519, P-256 and P-384, signature algorithms and
+/// randomness, in its order), with no private-key loader. Every operation on secret data
+/// (the ephemeral key shares, the traffic keys) runs on ring's audited code (DECISIONS NNN).
 pub fn crypto_provider() -> CryptoProvider {
-    use rustls::crypto::ring::kx_group;
     CryptoProvider {
-        cipher_suites: rustls::crypto::ring::DEFAULT_CIPHER_SUITES.to_vec(),
-        kx_groups: vec![kx_group::X25519, p256::SECP256R1, kx_group::SECP384R1],
-        signature_verification_algorithms: SIG_ALGS,
-        secure_random: &RingRandom,
         key_provider: &NoPrivateKeys,
+        ..rustls::crypto::ring::default_provider()
     }
 }
 
@@ -846,6 +770,37 @@ mod tests {
         assert!(!NoPrivateKeys.fips());
     }
 
+    /// The key exchange is ring's own code for every group (the ephemeral secret never goes
+    /// through anything else), and so are the certificate checks and the randomness: each
+    /// entry is the very object rustls' ring provider hands out, in its order.
+    #[test]
+    fn every_key_exchange_and_signature_check_is_rings() {
+        let ours = crypto_provider();
+        let ring = rustls::crypto::ring::default_provider();
+        assert_eq!(ours.kx_groups.len(), ring.kx_groups.len());
+        for (a, b) in ours.kx_groups.iter().zip(&ring.kx_groups) {
+            assert!(std::ptr::addr_eq(*a, *b), "{:?} is not ring's", a.name());
+        }
+        assert_eq!(
+            ours.kx_groups.iter().map(|g| g.name()).collect::<Vec<_>>(),
+            [
+                rustls::NamedGroup::X25519,
+                rustls::NamedGroup::secp256r1,
+                rustls::NamedGroup::secp384r1
+            ]
+        );
+        assert_eq!(ours.cipher_suites, ring.cipher_suites);
+        assert!(std::ptr::addr_eq(ours.secure_random, ring.secure_random));
+        let (sa, sb) = (
+            ours.signature_verification_algorithms,
+            ring.signature_verification_algorithms,
+        );
+        assert_eq!(sa.all.len(), sb.all.len());
+        for (a, b) in sa.all.iter().zip(sb.all) {
+            assert!(std::ptr::addr_eq(*a, *b), "{a:?} is not webpki's ring one");
+        }
+    }
+
     /// A CA with a key of `ca_alg` and a certificate for `yc.test` with a key of `leaf_alg`
     /// signed by it: (the CA certificate, the server's chain, the server's key).
     fn chain(
@@ -958,7 +913,7 @@ mod tests {
                 NamedGroup::secp256r1,
             ),
             (
-                "a server that offers all: X25519 first, as before",
+                "a server that offers all: X25519 first",
                 p256,
                 p256,
                 &[kx_group::X25519, kx_group::SECP256R1, kx_group::SECP384R1],
