@@ -408,30 +408,10 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)].as_secs_f64() * 1000.0
 }
 
-/// `struct timespec` on 64-bit Linux.
-#[repr(C)]
-struct Timespec {
-    tv_sec: i64,
-    tv_nsec: i64,
-}
-
-unsafe extern "C" {
-    fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-}
-
 /// Nanoseconds this thread has run on a CPU (`CLOCK_THREAD_CPUTIME_ID`): the search's own
 /// cost, without the time a busy machine spent on other work.
 fn cpu_ns() -> u64 {
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    let mut ts = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let rc = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     (ts.tv_sec.max(0) as u64) * 1_000_000_000 + ts.tv_nsec.max(0) as u64
 }
 

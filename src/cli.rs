@@ -6,19 +6,28 @@
 //! # Threads
 //! Main thread; each command says what it starts.
 
-use crate::app::{self, AppError, commands, load, open_db, version_text};
+use crate::app::{self, AppError, commands, open_db, version_text};
 use crate::args::{Cli, Cmd};
 use crate::config::Home;
 use argh::FromArgs;
 
 /// Run with the process's arguments; returns the exit status.
-pub fn main() -> i32 {
+///
+/// # Safety
+/// Call it from the main thread before any other thread that reads or changes the
+/// environment exists: the commands that load a home wipe the secrets out of the
+/// environment block in place (`app::load`).
+pub unsafe fn main() -> i32 {
     let args: Vec<String> = std::env::args().collect();
-    run(&args)
+    // SAFETY: this function's own contract.
+    unsafe { run(&args) }
 }
 
 /// Run with the given arguments (`args[0]` is the program name).
-pub fn run(args: &[String]) -> i32 {
+///
+/// # Safety
+/// As [`main`].
+pub unsafe fn run(args: &[String]) -> i32 {
     // Fast path: `--version` does nothing else.
     if args.len() == 2 && matches!(args[1].as_str(), "--version" | "-V" | "version") {
         println!("{}", version_text());
@@ -47,7 +56,8 @@ pub fn run(args: &[String]) -> i32 {
             path.display()
         );
     }
-    match dispatch(cli) {
+    // SAFETY: this function's own contract.
+    match unsafe { dispatch(cli) } {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("yoctoclaw: {e}");
@@ -56,7 +66,12 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
-fn dispatch(cli: Cli) -> Result<(), AppError> {
+/// # Safety
+/// As [`main`].
+unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
+    // SAFETY: passed on from this function's contract (no other thread touches the
+    // environment while a command loads its home).
+    let load = |home, quiet| unsafe { app::load(home, quiet) };
     if cli.version {
         println!("{}", version_text());
         return Ok(());
@@ -171,9 +186,12 @@ mod tests {
 
     #[test]
     fn bad_usage_exits_2_and_help_exits_0() {
-        assert_eq!(run(&["yoctoclaw".into(), "bogus".into()]), 2);
-        assert_eq!(run(&["yoctoclaw".into(), "--help".into()]), 0);
-        assert_eq!(run(&["yoctoclaw".into(), "--version".into()]), 0);
-        assert_eq!(run(&["yoctoclaw".into()]), 2);
+        // SAFETY: none of these reaches a command that loads a home, so nothing touches
+        // the environment while the test harness's other threads run.
+        let run = |a: &[&str]| unsafe { run(&a.iter().map(|s| s.to_string()).collect::<Vec<_>>()) };
+        assert_eq!(run(&["yoctoclaw", "bogus"]), 2);
+        assert_eq!(run(&["yoctoclaw", "--help"]), 0);
+        assert_eq!(run(&["yoctoclaw", "--version"]), 0);
+        assert_eq!(run(&["yoctoclaw"]), 2);
     }
 }

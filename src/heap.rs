@@ -45,18 +45,24 @@ pub struct Heap;
 // SAFETY: every call is forwarded to dlmalloc under the mutex, with the caller's layout.
 unsafe impl GlobalAlloc for Heap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: dlmalloc's contract is GlobalAlloc's: a non-zero size (the caller's) and a
+        // power-of-two alignment (a Layout's); under the heap's lock.
         unsafe { heap().0.malloc(layout.size(), layout.align()) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as in `alloc`.
         unsafe { heap().0.calloc(layout.size(), layout.align()) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator with this layout (GlobalAlloc's contract).
         unsafe { heap().0.free(ptr, layout.size(), layout.align()) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: `ptr` came from this allocator with `layout`, `new_size` is non-zero and
+        // fits an isize once rounded to the alignment (GlobalAlloc's contract).
         unsafe {
             heap()
                 .0
@@ -83,7 +89,7 @@ pub fn release_free_pages() -> usize {
     // allocator (never a chunk header), which dlmalloc never reads before reusing.
     unsafe {
         h.0.free_pages(|p, len| {
-            if madvise(p.cast(), len, MADV_DONTNEED) == 0 {
+            if dont_need(p, len) {
                 done += len;
             }
         });
@@ -148,15 +154,10 @@ pub fn release_code() -> usize {
         // page-aligned, read-only, private and never written (see above): dropping its
         // pages only makes the next use fault them back in.
         .map(|m| {
-            match unsafe {
-                madvise(
-                    m.start as *mut std::ffi::c_void,
-                    m.end - m.start,
-                    MADV_DONTNEED,
-                )
-            } {
-                0 => m.end - m.start,
-                _ => 0,
+            // SAFETY: as said above the closure.
+            match unsafe { dont_need(m.start as *mut u8, m.end - m.start) } {
+                true => m.end - m.start,
+                false => 0,
             }
         })
         .sum()
@@ -189,11 +190,16 @@ impl<'a> Mapping<'a> {
     }
 }
 
-const MADV_DONTNEED: std::ffi::c_int = 4;
-
-unsafe extern "C" {
-    fn madvise(addr: *mut std::ffi::c_void, len: usize, advice: std::ffi::c_int)
-    -> std::ffi::c_int;
+/// `madvise(MADV_DONTNEED)` on `len` bytes at `p`: the pages' contents are dropped (a
+/// private anonymous page reads back as zeros, a file page is read again from the file).
+/// Whether the kernel took it.
+///
+/// # Safety
+/// `p..p + len` is page-aligned memory of this process that nothing will read expecting
+/// the old contents (free heap pages, or read-only file pages that were never written).
+unsafe fn dont_need(p: *mut u8, len: usize) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { rustix::mm::madvise(p.cast(), len, rustix::mm::Advice::LinuxDontNeed) }.is_ok()
 }
 
 #[cfg(test)]
@@ -208,6 +214,7 @@ mod tests {
         TURN.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    // rustix has no mincore(2).
     unsafe extern "C" {
         fn mincore(addr: *mut std::ffi::c_void, len: usize, vec: *mut u8) -> std::ffi::c_int;
     }
@@ -215,16 +222,24 @@ mod tests {
     /// Whether the page at `p` (page-aligned) is resident.
     fn resident(p: *mut u8) -> bool {
         let mut v = 0u8;
+        // SAFETY: mincore only reads the page table for the range and writes one byte
+        // per page into `v` (one page asked); an unmapped address is an error, not UB.
         unsafe { mincore(p.cast(), 4096, &mut v) == 0 && v & 1 == 1 }
     }
 
-    fn fill(p: *mut u8, len: usize, seed: u8) {
+    /// # Safety
+    /// `p..p + len` is writable memory this test owns.
+    unsafe fn fill(p: *mut u8, len: usize, seed: u8) {
         for i in 0..len {
+            // SAFETY: the caller's contract.
             unsafe { *p.add(i) = seed.wrapping_add((i % 251) as u8) };
         }
     }
 
-    fn intact(p: *mut u8, len: usize, seed: u8) -> bool {
+    /// # Safety
+    /// `p..p + len` is readable, initialised memory this test owns.
+    unsafe fn intact(p: *mut u8, len: usize, seed: u8) -> bool {
+        // SAFETY: the caller's contract.
         (0..len).all(|i| unsafe { *p.add(i) } == seed.wrapping_add((i % 251) as u8))
     }
 
@@ -233,6 +248,8 @@ mod tests {
         let _t = turn();
         let small = Layout::from_size_align(1000, 8).unwrap();
         let big = Layout::from_size_align(256 * 1024, 8).unwrap();
+        // SAFETY: every block is used within its layout and freed once with it; the
+        // pointers checked after a release are of blocks still live.
         unsafe {
             let a = Heap.alloc(small);
             let b = Heap.alloc(big);
@@ -288,33 +305,45 @@ mod tests {
                     _ => 100_000 + next() % 200_000,
                 };
                 let l = Layout::from_size_align(size, 8 << (next() % 3)).unwrap();
+                // SAFETY: a non-zero size and a power-of-two alignment.
                 let p = unsafe { Heap.alloc(l) };
                 assert!(!p.is_null());
                 let seed = (step % 256) as u8;
-                fill(p, size, seed);
+                // SAFETY: a live block of `size` bytes.
+                unsafe { fill(p, size, seed) };
                 live.push((p, l, seed));
             } else {
                 let (p, l, seed) = live.swap_remove(next() % live.len());
-                assert!(intact(p, l.size(), seed), "step {step}");
-                unsafe { Heap.dealloc(p, l) };
+                // SAFETY: a live block, filled, of this layout, freed once here.
+                unsafe {
+                    assert!(intact(p, l.size(), seed), "step {step}");
+                    Heap.dealloc(p, l);
+                }
             }
             if step % 37 == 0 {
                 released += release_free_pages();
                 for &(p, l, seed) in &live {
-                    assert!(intact(p, l.size(), seed), "after a release at step {step}");
+                    // SAFETY: a live, filled block.
+                    let ok = unsafe { intact(p, l.size(), seed) };
+                    assert!(ok, "after a release at step {step}");
                 }
             }
         }
         assert!(released > 0, "nothing was ever handed back");
         for (p, l, seed) in live {
-            assert!(intact(p, l.size(), seed));
-            unsafe { Heap.dealloc(p, l) };
+            // SAFETY: a live, filled block of this layout, freed once here.
+            unsafe {
+                assert!(intact(p, l.size(), seed));
+                Heap.dealloc(p, l);
+            }
         }
     }
 
     #[test]
     fn blocks_from_the_heap_are_usable_and_trim_is_safe() {
         let _t = turn();
+        // SAFETY: each block is used within its layout (the realloc'd one within its new
+        // size) and freed once with the layout it has.
         unsafe {
             let l = Layout::from_size_align(300_000, 16).unwrap();
             let p = Heap.alloc(l);

@@ -18,5 +18,7 @@ static ALLOC: yoctoclaw::heap::Heap = yoctoclaw::heap::Heap;
 fn main() {
     #[cfg(feature = "bench-alloc")]
     yoctoclaw::alloc_count::start_reporter();
-    std::process::exit(yoctoclaw::cli::main());
+    // SAFETY: the main thread, before anything else starts; the only other thread that may
+    // exist is bench-alloc's reporter, which never reads or changes the environment.
+    std::process::exit(unsafe { yoctoclaw::cli::main() });
 }

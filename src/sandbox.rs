@@ -32,8 +32,8 @@
 //!
 //! # Blocking
 //! [`Ruleset::build`] reads directories and opens paths: call it on a worker thread.
-//! [`clear_environment`] must run before any other thread starts (nothing may read the
-//! environment while it is rewritten). The rest are single system calls.
+//! [`clear_environment`] is an `unsafe fn`: no other thread may read or change the
+//! environment while it rewrites it (its `# Safety`). The rest are single system calls.
 
 use std::ffi::CStr;
 use std::fmt;
@@ -55,7 +55,6 @@ const SYS_LANDLOCK_ADD_RULE: c_long = 445;
 const SYS_LANDLOCK_RESTRICT_SELF: c_long = 446;
 const LANDLOCK_CREATE_RULESET_VERSION: c_ulong = 1;
 const LANDLOCK_RULE_PATH_BENEATH: c_int = 1;
-const PR_SET_NO_NEW_PRIVS: c_int = 38;
 
 // Filesystem access rights (linux/landlock.h).
 const EXECUTE: u64 = 1 << 0;
@@ -81,9 +80,10 @@ const DEV_DIRS: &[&str] = &["shm", "pts"];
 /// Character devices never granted (physical and kernel memory, I/O ports).
 const DEV_NEVER: &[&str] = &["mem", "kmem", "port"];
 
+// rustix has no Landlock calls and no access to the C library's `environ`: these two are
+// declared here. Everything else (open, fstat, prctl) goes through rustix.
 unsafe extern "C" {
     fn syscall(num: c_long, ...) -> c_long;
-    fn prctl(option: c_int, ...) -> c_int;
     static mut environ: *mut *mut c_char;
 }
 
@@ -338,23 +338,13 @@ impl Ruleset {
 }
 
 /// In the child, between fork and exec: no new privileges, then the ruleset. Only
-/// async-signal-safe calls (two system calls, no allocation).
+/// async-signal-safe calls (two system calls, no allocation: rustix's Linux backend makes
+/// `prctl` inline).
 pub fn restrict_self(ruleset: RawFd) -> io::Result<()> {
-    // SAFETY: plain system calls on integers.
-    unsafe {
-        if prctl(
-            PR_SET_NO_NEW_PRIVS,
-            1 as c_ulong,
-            0 as c_ulong,
-            0 as c_ulong,
-            0 as c_ulong,
-        ) != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-        if syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0u32) != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    rustix::thread::set_no_new_privs(true)?;
+    // SAFETY: a plain system call on integers; `ruleset` is only read by the kernel.
+    if unsafe { syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0u32) } != 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
@@ -369,13 +359,17 @@ pub fn no_dumps() -> io::Result<()> {
 /// value)` holds, with zero bytes; returns those variables with their values. Afterwards
 /// `/proc/self/environ` and `getenv` show them empty.
 ///
-/// Must run before any other thread starts: nothing may read the environment meanwhile.
-pub fn clear_environment(mut wipe: impl FnMut(&str, &str) -> bool) -> Vec<(String, String)> {
+/// # Safety
+/// No other thread may exist while it runs (call it first thing in `main`, before the
+/// executor, the workers or any library starts one): another thread reading or changing
+/// the environment (`getenv`, `setenv`, `std::env::var`) meanwhile would race with the
+/// in-place writes, which is undefined behaviour. `wipe` must not touch the environment.
+pub unsafe fn clear_environment(mut wipe: impl FnMut(&str, &str) -> bool) -> Vec<(String, String)> {
     let mut taken = Vec::new();
     // SAFETY: `environ` is the C library's NUL-terminated array of NUL-terminated strings;
-    // single-threaded by contract, so nothing changes it while it is walked. Each string
-    // is writable memory (the initial block on the stack, or one setenv allocated), and
-    // only bytes before its terminating NUL are overwritten.
+    // the caller guarantees no other thread exists, so nothing changes it while it is
+    // walked. Each string is writable memory (the initial block on the stack, or one
+    // setenv allocated), and only bytes before its terminating NUL are overwritten.
     unsafe {
         let mut p = environ;
         if p.is_null() {

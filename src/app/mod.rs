@@ -80,8 +80,14 @@ pub struct Loaded {
     pub cfg: Rc<Config>,
 }
 
-/// Resolve the home, read secrets.env and config.json, set up logging and the scrubber.
-pub fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, AppError> {
+/// Resolve the home, read secrets.env and config.json, set up logging and the scrubber,
+/// and take the secrets out of the process environment (`hide_secrets`).
+///
+/// # Safety
+/// As [`crate::sandbox::clear_environment`]: no other thread may read or change the
+/// environment while this runs. Call it from the main thread before the executor, the
+/// workers or anything else that might has started (`cli::main` does, first thing).
+pub unsafe fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, AppError> {
     let home = Home::resolve(home_flag)?;
     let secrets = config::load_secrets_file(&home.secrets_file())?;
     let env = Env::new(secrets);
@@ -101,7 +107,8 @@ pub fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<Loaded, 
     ];
     secret_names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
     crate::security::scrub::install_secret_literals(secret_names.iter().filter_map(|n| env.get(n)));
-    let env = hide_secrets(env, &secret_names);
+    // SAFETY: this function's own contract (no other thread touches the environment).
+    let env = unsafe { hide_secrets(env, &secret_names) };
     crate::tools::exec::run_as(&cfg.tools.exec.user)?;
     let level = from_env.unwrap_or_else(|| {
         let configured =
@@ -138,17 +145,24 @@ pub fn install_ca_file(home: &Home, cfg: &Config) -> Result<(), ConfigError> {
 
 /// Take the secrets out of reach of child processes (`sandbox`): the configured keys and
 /// any variable that looks like a credential leave our environment block (overwritten in
-/// place; `env` keeps their values), and only root may read our memory. Runs before any
-/// thread starts.
-fn hide_secrets(mut env: Env, secret_names: &[String]) -> Env {
+/// place; `env` keeps their values), and only root may read our memory.
+///
+/// # Safety
+/// As [`crate::sandbox::clear_environment`]: no other thread may read or change the
+/// environment while this runs.
+unsafe fn hide_secrets(mut env: Env, secret_names: &[String]) -> Env {
     use crate::security::scrub::{install_secret_literals, scrub};
-    let taken = crate::sandbox::clear_environment(|name, value| {
-        secret_names.iter().any(|n| n == name)
-            || matches!(
-                scrub(&format!("{name}={value}")),
-                std::borrow::Cow::Owned(_)
-            )
-    });
+    // SAFETY: passed on from this function's contract; the closure only reads its
+    // arguments and the scrubber's patterns, never the environment.
+    let taken = unsafe {
+        crate::sandbox::clear_environment(|name, value| {
+            secret_names.iter().any(|n| n == name)
+                || matches!(
+                    scrub(&format!("{name}={value}")),
+                    std::borrow::Cow::Owned(_)
+                )
+        })
+    };
     install_secret_literals(taken.iter().map(|(_, v)| v.clone()));
     env.keep_taken(taken);
     if let Err(e) = crate::sandbox::no_dumps() {

@@ -154,6 +154,8 @@ mod tests {
 
     #[test]
     fn blocks_keep_their_size_through_realloc_and_free() {
+        // SAFETY: SQLite's allocator contract: each block is used within the size it was
+        // given, realloc'd or freed once, and only through these functions.
         unsafe {
             let p = x_malloc(10);
             assert!(!p.is_null());
