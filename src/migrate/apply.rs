@@ -765,9 +765,23 @@ mod tests {
             enabled: true,
             allow_from: vec!["123".into(), "@ada".into()],
         });
+        p.setting("provider.max_tokens", "4096", "max_tokens");
+        p.setting("heartbeat.enabled", "false", "heartbeat.enabled");
+        p.setting(
+            "transcription.base_url",
+            "\"https://api.groq.com/openai/v1\"",
+            "groq",
+        );
+        p.setting("transcription.model", "\"whisper-large-v3\"", "groq");
+        assert_eq!(p.settings.len(), 4);
         let text = config_text(&p, Some("+02:00"));
         let cfg =
             crate::config::parse(Some(&text), Path::new("c.json"), &Env::isolated(&[])).unwrap();
+        // Each setting in its own section (`enabled` and `model` are in several).
+        assert_eq!(cfg.provider.max_tokens, 4096);
+        assert!(!cfg.heartbeat.enabled);
+        assert_eq!(cfg.transcription.base_url, "https://api.groq.com/openai/v1");
+        assert_eq!(cfg.transcription.model, "whisper-large-v3");
         use crate::config::ProviderKind;
         assert_eq!(cfg.provider.kind, ProviderKind::Anthropic);
         assert_eq!(cfg.provider.base_url, "https://api.anthropic.com");

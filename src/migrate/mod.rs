@@ -401,6 +401,7 @@ impl Plan {
         let default = crate::config::parse(None, path, &env)
             .ok()
             .and_then(|c| effective(&c, key));
+        debug_assert!(default.is_some(), "no setting {key}");
         match crate::config::parse(Some(&text), path, &env) {
             Err(e) => self.skip("config", &[from, " ", value].concat(), &e.to_string()),
             Ok(c) => match effective(&c, key) {

@@ -52,7 +52,7 @@ const OLD_DEFAULT_MODEL: &str = "glm-4.7";
 /// `model_list` protocols) use for it; what in the model's name picks it (`prefix/`, a
 /// word the lower-cased name contains, or `*`: any model); its base URL when `api_base` is
 /// empty (none: `api_base` is required).
-pub const OLD_PROVIDERS: [(&str, &str, &str, &str); 15] = [
+const OLD_PROVIDERS: [(&str, &str, &str, &str); 15] = [
     (
         "moonshot",
         "kimi",

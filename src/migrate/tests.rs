@@ -235,7 +235,10 @@ fn picoclaw_first_example_config_brings_zhipu_once_its_key_is_there() {
         .replace("YOUR_ZHIPU_API_KEY", "sk-test-zhipu-first")
         .replace("YOUR_TELEGRAM_BOT_TOKEN", "4242:TEST-first-token")
         .replace("YOUR_USER_ID", "424242")
-        .replace("\"enabled\": false,\n      \"token\": \"4242", "\"enabled\": true,\n      \"token\": \"4242");
+        .replace(
+            "\"enabled\": false,\n      \"token\": \"4242",
+            "\"enabled\": true,\n      \"token\": \"4242",
+        );
     let p = picoclaw_v0("pc-v0-first", &filled);
     assert_eq!(p.providers.len(), 1, "{p:?}");
     let pr = &p.providers[0];
@@ -245,7 +248,10 @@ fn picoclaw_first_example_config_brings_zhipu_once_its_key_is_there() {
     assert_eq!(pr.model, "glm-4.7");
     assert_eq!(pr.from, "zhipu");
     assert_eq!(secret(&p, "YOCTOCLAW_API_KEY"), Some("sk-test-zhipu-first"));
-    assert_eq!(secret(&p, "TELEGRAM_BOT_TOKEN"), Some("4242:TEST-first-token"));
+    assert_eq!(
+        secret(&p, "TELEGRAM_BOT_TOKEN"),
+        Some("4242:TEST-first-token")
+    );
     let t = p.telegram.as_ref().unwrap();
     assert!(t.enabled);
     assert_eq!(t.allow_from, ["424242"]);
@@ -270,7 +276,10 @@ fn picoclaw_last_providers_example_config() {
 
     let filled = example
         .replace("\"glm-4.7\"", "\"kimi-k2.5\"")
-        .replace("\"sk-xxx\",\n      \"api_base\": \"\"\n    },\n    \"qwen\"", "\"sk-test-moonshot\",\n      \"api_base\": \"\"\n    },\n    \"qwen\"")
+        .replace(
+            "\"sk-xxx\",\n      \"api_base\": \"\"\n    },\n    \"qwen\"",
+            "\"sk-test-moonshot\",\n      \"api_base\": \"\"\n    },\n    \"qwen\"",
+        )
         .replace("\"gsk_xxx\"", "\"gsk-test-groq\"");
     let p = picoclaw_v0("pc-v0-last", &filled);
     assert_eq!(p.providers.len(), 1, "{p:?}");
@@ -444,7 +453,10 @@ fn picoclaw_v0_provider_choice_follows_picoclaw() {
             "providers":{"nvidia":{"api_key":"nvapi-test","proxy":"http://127.0.0.1:7890"}}}"#,
     );
     assert_eq!(p.providers[0].model, "meta/llama-3.1-8b-instruct");
-    assert_eq!(p.providers[0].base_url, "https://integrate.api.nvidia.com/v1");
+    assert_eq!(
+        p.providers[0].base_url,
+        "https://integrate.api.nvidia.com/v1"
+    );
     assert!(skipped(&p, "providers.nvidia.proxy").is_some());
 }
 
@@ -531,7 +543,11 @@ fn picoclaw_settings_keep_within_yoctoclaws_bounds() {
         .iter()
         .find(|s| s.key == "agent.max_tool_iterations")
         .unwrap();
-    assert!(s.from.contains("200, within yoctoclaw's bounds"), "{}", s.from);
+    assert!(
+        s.from.contains("200, within yoctoclaw's bounds"),
+        "{}",
+        s.from
+    );
     assert!(skipped(&p, "agents.defaults.restrict_to_workspace false").is_some());
     assert!(skipped(&p, "agents.defaults.temperature").is_some());
     // The config they make loads, with those values.
