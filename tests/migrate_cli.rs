@@ -1,6 +1,8 @@
 //! `yoctoclaw migrate` through the real binary, on the peer homes in
 //! `tests/fixtures/peers/<peer>/` (copied to a temporary folder first; `*.db.sql` files
-//! become the SQLite databases the peers keep).
+//! become the SQLite databases the peers keep; `picoclaw-v0` is a PicoClaw home with the
+//! older config, without `model_list`). A migrated home is then run: `agent -m` against a
+//! fake model and the gateway against a fake Telegram.
 
 mod support;
 
@@ -9,7 +11,11 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use support::{TempHome, text};
+use std::time::Duration;
+use support::fake_http::{chat_bodies, openai_text};
+use support::fake_telegram::FakeTelegram;
+use support::gateway::{FAST_BACKOFF, Gateway};
+use support::{TempHome, succeeded, text};
 use yoctoclaw::config::{Config, Env, ProviderKind};
 
 /// Every fake secret the fixtures hold: none may appear anywhere but secrets.env.
@@ -28,7 +34,24 @@ const FIXTURE_SECRETS: &[&str] = &[
     "sk-or-test-zeroclaw",
     "777777:TEST-zeroclaw-bot-token",
     "8f2a1c0b9e7d6c5b4a39281706f5e4d3",
+    "sk-or-test-picoclaw-v0",
+    "gsk-test-picoclaw-v0",
+    "112233:TEST-picoclaw-v0-bot-token",
 ];
+
+/// Every peer fixture home.
+const FIXTURES: [&str; 5] = [
+    "openclaw",
+    "picoclaw",
+    "picoclaw-v0",
+    "nullclaw",
+    "zeroclaw",
+];
+
+/// The peer a fixture home is of (`picoclaw-v0` is PicoClaw's).
+fn peer_of(fixture: &str) -> &str {
+    fixture.split('-').next().unwrap()
+}
 
 /// A peer home in a temporary folder, removed on drop.
 struct Peer {
@@ -345,16 +368,263 @@ fn zeroclaw_home_migrates() {
     );
 }
 
+/// The README's "Full config example" of PicoClaw before `model_list` (commit 5d1669ec,
+/// 2026-02-18), test keys in place of its placeholders.
+#[test]
+fn picoclaw_v0_home_migrates() {
+    let peer = Peer::copy("picoclaw-v0");
+    let home = TempHome::new("mig-picoclaw-v0");
+    let (code, out, err) = migrate(&home, "picoclaw", &peer.dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let cfg = config_of(&home);
+    assert_eq!(cfg.provider.kind, ProviderKind::OpenAi);
+    assert_eq!(cfg.provider.base_url, "https://openrouter.ai/api/v1");
+    assert_eq!(cfg.provider.model, "anthropic/claude-opus-4-5");
+    assert!(cfg.fallbacks.is_empty());
+    assert!(cfg.telegram.enabled);
+    assert_eq!(cfg.telegram.allow_from, ["123456789"]);
+    // Groq's key transcribed Telegram voice notes in PicoClaw.
+    assert_eq!(cfg.transcription.base_url, "https://api.groq.com/openai/v1");
+    assert_eq!(cfg.transcription.model, "whisper-large-v3");
+    let s = secrets_of(&home);
+    for line in [
+        "YOCTOCLAW_API_KEY=sk-or-test-picoclaw-v0",
+        "YOCTOCLAW_TRANSCRIPTION_API_KEY=gsk-test-picoclaw-v0",
+        "TELEGRAM_BOT_TOKEN=112233:TEST-picoclaw-v0-bot-token",
+    ] {
+        assert!(s.lines().any(|l| l == line), "{line} missing:\n{out}");
+    }
+    assert_secrets_contained(&home, &out, &err);
+    assert!(ws(&home, "USER.md").contains("Dan"));
+    assert_eq!(count(&home, "SELECT COUNT(*) FROM memories"), 2);
+    assert!(
+        !out.contains("old config shape"),
+        "the old shape is read now: {out}"
+    );
+}
+
+const OLD_KEY: &str = "sk-or-v1-test-picoclaw-old-key";
+const OLD_TOKEN: &str = "987654321:AAHtestOldPicoClawTokenQwErTyUiOp1";
+const ALICE: i64 = 424_242;
+
+/// A PicoClaw home whose `config.json` has the older shape (`agents.defaults.{provider,
+/// model}`, `providers.<name>`, `channels.telegram`) as its README showed it, the provider
+/// at `api_base`.
+fn old_picoclaw(tag: &str, api_base: &str, allow_from: &str) -> Peer {
+    let peer = Peer::empty(tag);
+    peer.write(
+        "config.json",
+        format!(
+            r#"{{
+  "agents": {{
+    "defaults": {{
+      "workspace": "~/.picoclaw/workspace",
+      "restrict_to_workspace": true,
+      "provider": "openrouter",
+      "model": "anthropic/claude-opus-4-5",
+      "max_tokens": 8192,
+      "temperature": 0.7,
+      "max_tool_iterations": 20
+    }}
+  }},
+  "channels": {{
+    "telegram": {{
+      "enabled": true,
+      "token": "{OLD_TOKEN}",
+      "proxy": "",
+      "allow_from": {allow_from}
+    }},
+    "discord": {{ "enabled": false, "token": "YOUR_DISCORD_BOT_TOKEN", "allow_from": [] }}
+  }},
+  "providers": {{
+    "anthropic": {{ "api_key": "", "api_base": "" }},
+    "openrouter": {{ "api_key": "{OLD_KEY}", "api_base": "{api_base}" }},
+    "groq": {{ "api_key": "gsk_xxx", "api_base": "" }},
+    "zhipu": {{ "api_key": "YOUR_ZHIPU_API_KEY", "api_base": "" }}
+  }},
+  "tools": {{ "web": {{ "search": {{ "api_key": "YOUR_BRAVE_API_KEY", "max_results": 5 }} }} }},
+  "heartbeat": {{ "enabled": true, "interval": 30 }}
+}}"#
+        ),
+    );
+    peer.write("workspace/USER.md", "# User\n\n- Name: Alice\n");
+    peer
+}
+
+/// The gateway of `home` with the bot token from its secrets.env (the test's variable
+/// emptied) and Telegram at the fake.
+fn gateway_of(home: &TempHome, tg: &FakeTelegram) -> Gateway {
+    Gateway::start(
+        home,
+        &[
+            FAST_BACKOFF,
+            ("TELEGRAM_BOT_TOKEN", ""),
+            ("YOCTOCLAW_TELEGRAM_API_BASE", &tg.url()),
+            ("YOCTOCLAW_TELEGRAM_POLL_TIMEOUT_SECS", "1"),
+        ],
+    )
+}
+
+/// Issue 29, point 10: the older PicoClaw config migrated, the home answers as it did:
+/// `agent -m` through the migrated base URL with the migrated key, and the gateway with
+/// the migrated bot token, to the allowed user only.
+#[test]
+fn picoclaw_old_config_migrates_and_the_home_answers() {
+    let llm = chat_bodies(
+        vec![openai_text("Hello from the migrated home")],
+        Duration::ZERO,
+    );
+    let peer = old_picoclaw(
+        "pc-v0-e2e",
+        &format!("{}/v1", llm.url()),
+        &format!(r#"[{ALICE}, "carol_w"]"#),
+    );
+    let home = TempHome::new("mig-pc-v0-e2e");
+    let (code, out, err) = migrate(&home, "picoclaw", &peer.dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    for line in [
+        &format!(
+            "  new     provider openai {}/v1 model anthropic/claude-opus-4-5 (the peer's openrouter; key in YOCTOCLAW_API_KEY)",
+            llm.url()
+        ),
+        &format!("  new     telegram on, allow_from: {ALICE}, @carol_w"),
+        "  new     setting  provider.max_tokens 8192 (the peer's agents.defaults.max_tokens)",
+        "  new     secret   YOCTOCLAW_API_KEY in secrets.env",
+        "  new     secret   TELEGRAM_BOT_TOKEN in secrets.env",
+        "  skip    config   agents.defaults.temperature: yoctoclaw sends no temperature: the model's own default is used",
+    ] {
+        assert!(out.lines().any(|l| l == line), "no line {line:?}:\n{out}");
+    }
+    for (secret, why) in [(OLD_KEY, "the key"), ("987654321:AAHtest", "the bot token")] {
+        assert!(
+            !out.contains(secret) && !err.contains(secret),
+            "{why} printed"
+        );
+    }
+    let cfg_text = std::fs::read_to_string(home.dir.join("config.json")).unwrap();
+    assert!(!cfg_text.contains(OLD_KEY) && !cfg_text.contains("AAHtest"));
+    let s = secrets_of(&home);
+    assert!(
+        s.contains(&format!("YOCTOCLAW_API_KEY={OLD_KEY}\n")),
+        "{s:.20}"
+    );
+    assert!(s.contains(&format!("TELEGRAM_BOT_TOKEN={OLD_TOKEN}\n")));
+    // The example's placeholders are not keys: no transcription, no Zhipu key.
+    assert!(!s.contains("gsk_xxx") && !s.contains("YOUR_"));
+
+    // `agent -m`: the model at the migrated URL, the key as the bearer token.
+    let said = succeeded(&home.run(&["agent", "-m", "hello from the terminal"]));
+    assert!(said.contains("Hello from the migrated home"), "{said}");
+    let turns = llm.requests_to("/v1/chat/completions");
+    assert_eq!(turns.len(), 1);
+    assert_eq!(
+        turns[0].header("authorization"),
+        Some(format!("Bearer {OLD_KEY}").as_str())
+    );
+    assert!(
+        turns[0]
+            .body
+            .contains(r#""model":"anthropic/claude-opus-4-5""#),
+        "{}",
+        turns[0].body
+    );
+
+    // The gateway: the migrated token, the allowlist (a stranger is refused, Alice answered).
+    let tg = FakeTelegram::start();
+    tg.push_private(555, "mallory", "let me in");
+    tg.push_private(ALICE, "alice", "hello from Telegram");
+    let mut g = gateway_of(&home, &tg);
+    g.wait_for("Alice's reply", || !tg.sent_to(ALICE).is_empty());
+    g.wait_for("the stranger's refusal", || !tg.sent_to(555).is_empty());
+    let all = g.stop_cleanly();
+    assert!(!all.contains("AAHtestOldPicoClawToken"), "the token leaked");
+    assert_eq!(tg.sent_to(ALICE)[0].text, "Hello from the migrated home");
+    assert!(tg.sent_to(555)[0].text.contains("555"));
+    let reqs = tg.server.requests();
+    assert!(
+        !reqs.is_empty()
+            && reqs
+                .iter()
+                .all(|r| r.path.starts_with(&format!("/bot{OLD_TOKEN}/"))),
+        "Telegram called without the migrated token"
+    );
+    let turns = llm.requests_to("/v1/chat/completions");
+    assert_eq!(turns.len(), 2, "only Alice's message reached the model");
+    assert!(turns[1].body.contains("hello from Telegram"));
+    assert!(turns.iter().all(|t| !t.body.contains("let me in")));
+}
+
+/// PicoClaw answered everyone when `allow_from` was empty; the migrated home keeps
+/// yoctoclaw's deny by default, and the migration says so.
+#[test]
+fn picoclaw_old_config_with_an_empty_allowlist_answers_nobody() {
+    let llm = chat_bodies(vec![openai_text("nobody should see this")], Duration::ZERO);
+    let peer = old_picoclaw("pc-v0-deny", &format!("{}/v1", llm.url()), "[]");
+    let home = TempHome::new("mig-pc-v0-deny");
+    let (code, out, err) = migrate(&home, "picoclaw", &peer.dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.lines().any(|l| l
+            == "  skip    telegram allow_from []: PicoClaw answered everyone, yoctoclaw answers nobody: put your user id in telegram.allow_from"),
+        "{out}"
+    );
+    let cfg = config_of(&home);
+    assert!(cfg.telegram.enabled && cfg.telegram.allow_from.is_empty());
+
+    let tg = FakeTelegram::start();
+    tg.push_private(ALICE, "alice", "are you there?");
+    let mut g = gateway_of(&home, &tg);
+    g.wait_for("the refusal", || !tg.sent_to(ALICE).is_empty());
+    g.stop_cleanly();
+    let refused = tg.sent_to(ALICE);
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        refused[0].text.contains(&ALICE.to_string()),
+        "{}",
+        refused[0].text
+    );
+    assert!(llm.requests().is_empty(), "the model was called");
+}
+
+/// Both shapes in one config.json: `model_list` wins, as PicoClaw itself converts
+/// `providers` only for a config without `model_list`.
+#[test]
+fn picoclaw_with_both_config_shapes_takes_model_list() {
+    let peer = Peer::empty("pc-both");
+    peer.write(
+        "config.json",
+        r#"{"agents": {"defaults": {"provider": "openrouter", "model": "anthropic/claude-opus-4-5", "model_name": "glm"}},
+            "model_list": [{"model_name": "glm", "model": "zhipu/glm-4.7", "api_key": "sk-test-both-zhipu"}],
+            "providers": {"openrouter": {"api_key": "sk-or-test-both-old"}}}"#,
+    );
+    let home = TempHome::new("mig-pc-both");
+    let (code, out, err) = migrate(&home, "picoclaw", &peer.dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let cfg = config_of(&home);
+    assert_eq!(cfg.provider.model, "glm-4.7");
+    assert_eq!(
+        cfg.provider.base_url,
+        "https://open.bigmodel.cn/api/paas/v4"
+    );
+    let s = secrets_of(&home);
+    assert!(s.contains("YOCTOCLAW_API_KEY=sk-test-both-zhipu\n"));
+    assert!(!s.contains("sk-or-test-both-old"));
+    assert!(
+        out.contains("  skip    provider providers: not read: model_list is there"),
+        "{out}"
+    );
+}
+
 #[test]
 fn dry_run_changes_nothing_and_names_only_variables() {
-    for name in ["openclaw", "picoclaw", "nullclaw", "zeroclaw"] {
-        let peer = Peer::copy(name);
+    for fixture in FIXTURES {
+        let (name, peer) = (peer_of(fixture), Peer::copy(fixture));
         let peer_before = snapshot(&peer.dir);
         // A target that does not exist stays absent.
         let fresh = TempHome::new("mig-dry-fresh");
         let (code, out, err) = migrate(&fresh, name, &peer.dir, &["--dry-run"]);
         assert_eq!(code, 0, "{out}{err}");
-        assert!(!fresh.dir.exists(), "{name}: dry run created the home");
+        assert!(!fresh.dir.exists(), "{fixture}: dry run created the home");
         assert!(
             out.contains("new     secret   YOCTOCLAW_API_KEY in secrets.env"),
             "{out}"
@@ -373,21 +643,21 @@ fn dry_run_changes_nothing_and_names_only_variables() {
         assert_eq!(
             hash(&before),
             hash(&after),
-            "{name}: dry run changed the home"
+            "{fixture}: dry run changed the home"
         );
         assert_eq!(before, after);
         assert_eq!(
             peer_before,
             snapshot(&peer.dir),
-            "{name}: the peer home changed"
+            "{fixture}: the peer home changed"
         );
     }
 }
 
 #[test]
 fn a_second_run_adds_nothing() {
-    for name in ["openclaw", "picoclaw", "nullclaw", "zeroclaw"] {
-        let peer = Peer::copy(name);
+    for fixture in FIXTURES {
+        let (name, peer) = (peer_of(fixture), Peer::copy(fixture));
         let home = TempHome::new("mig-twice");
         let (code, first, _) = migrate(&home, name, &peer.dir, &[]);
         assert_eq!(code, 0, "{first}");
@@ -399,7 +669,7 @@ fn a_second_run_adds_nothing() {
         assert_eq!(code, 0, "{second}{err}");
         assert!(
             !second.lines().any(|l| l.starts_with("  new")),
-            "{name}: {second}"
+            "{fixture}: {second}"
         );
         assert!(
             second

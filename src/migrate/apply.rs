@@ -226,7 +226,11 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
     }
     // Whether the home's own config.json stays what it is.
     let mut existing = true;
-    if !plan.providers.is_empty() || plan.telegram.is_some() || tz.is_some() {
+    if !plan.providers.is_empty()
+        || plan.telegram.is_some()
+        || tz.is_some()
+        || !plan.settings.is_empty()
+    {
         let text = config_text(plan, tz);
         match crate::config::parse(Some(&text), &path, &Env::default()) {
             Err(e) => r.line(
@@ -267,6 +271,13 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
                     let on = if t.enabled { "on" } else { "off" };
                     r.line(st, "telegram", &[on, ", allow_from: ", &who]);
                 }
+                for set in &plan.settings {
+                    r.line(
+                        st,
+                        "setting",
+                        &[set.key, " ", &set.value, " (the peer's ", &set.from, ")"],
+                    );
+                }
                 let note = if st == St::Kept { KEPT } else { "" };
                 r.line(st, "config", &[&path.to_string_lossy(), note]);
                 write_if(r, st, &path, &text, 0o600)?;
@@ -283,7 +294,8 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
 }
 
 /// The onboard template with the plan's values set in place (comments and order kept):
-/// each setting's template line is found by its default value.
+/// each setting's line is found by its key, in its section (`provider.model`,
+/// `heartbeat.enabled`; top-level keys have no section).
 #[inline(never)]
 pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
     let quote = crate::json::quote;
@@ -294,18 +306,12 @@ pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
             "\"openai\""
         }
     };
-    // (key and default value as the template writes them, new value).
+    // (key, new value as JSON text).
     let mut set: Vec<(&str, String)> = Vec::new();
     if let Some((p, fallbacks)) = plan.providers.split_first() {
-        set.push(("\"kind\": \"openai\"", kind(p.anthropic).into()));
-        set.push((
-            "\"base_url\": \"https://openrouter.ai/api/v1\"",
-            quote(&p.base_url),
-        ));
-        set.push((
-            "\"model\": \"anthropic/claude-sonnet-4.5\"",
-            quote(&p.model),
-        ));
+        set.push(("provider.kind", kind(p.anthropic).into()));
+        set.push(("provider.base_url", quote(&p.base_url)));
+        set.push(("provider.model", quote(&p.model)));
         let mut list = String::from("[");
         for p in fallbacks {
             for part in [
@@ -325,32 +331,49 @@ pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
         list.pop();
         list.push_str("\n  ]");
         if !fallbacks.is_empty() {
-            set.push(("\"fallbacks\": []", list));
+            set.push(("fallbacks", list));
         }
     }
     if let Some(t) = &plan.telegram {
         if t.enabled {
-            set.push(("\"enabled\": false", "true".into()));
+            set.push(("telegram.enabled", "true".into()));
         }
         let ids: Vec<String> = t.allow_from.iter().map(|a| quote(a)).collect();
-        set.push(("\"allow_from\": []", ["[", &ids.join(", "), "]"].concat()));
+        set.push(("telegram.allow_from", ["[", &ids.join(", "), "]"].concat()));
     }
     if let Some(tz) = tz {
-        set.push(("\"timezone\": \"UTC\"", quote(tz)));
+        set.push(("agent.timezone", quote(tz)));
+    }
+    for st in &plan.settings {
+        set.push((st.key, st.value.clone()));
     }
     let mut s = String::with_capacity(CONFIG_TEMPLATE.len() + 512);
+    let mut section = "";
     for line in CONFIG_TEMPLATE.split_inclusive('\n') {
         let t = line.trim_start();
-        let found = set.iter().position(|(old, _)| t.starts_with(old));
-        match found.map(|i| set.swap_remove(i)) {
-            Some((old, new)) => {
-                let key = old.len() - old.split(": ").last().map_or(0, str::len);
-                for part in [
-                    &line[..line.len() - t.len()],
-                    &old[..key],
-                    &new,
-                    &t[old.len()..],
-                ] {
+        let indent = &line[..line.len() - t.len()];
+        let Some((key, value)) = t.strip_prefix('"').and_then(|r| r.split_once("\": ")) else {
+            s.push_str(line);
+            continue;
+        };
+        let path = match indent.len() {
+            2 => {
+                // A section opens on its own line (inline ones are not set here).
+                section = if value.trim_end() == "{" { key } else { "" };
+                key.to_string()
+            }
+            4 if !section.is_empty() => [section, ".", key].concat(),
+            _ => String::new(),
+        };
+        match set.iter().position(|(k, _)| *k == path) {
+            Some(i) => {
+                let (_, new) = set.swap_remove(i);
+                let comma = if value.trim_end().ends_with(',') {
+                    ","
+                } else {
+                    ""
+                };
+                for part in [indent, "\"", key, "\": ", &new, comma, "\n"] {
                     s.push_str(part);
                 }
             }
@@ -742,9 +765,23 @@ mod tests {
             enabled: true,
             allow_from: vec!["123".into(), "@ada".into()],
         });
+        p.setting("provider.max_tokens", "4096", "max_tokens");
+        p.setting("heartbeat.enabled", "false", "heartbeat.enabled");
+        p.setting(
+            "transcription.base_url",
+            "\"https://api.groq.com/openai/v1\"",
+            "groq",
+        );
+        p.setting("transcription.model", "\"whisper-large-v3\"", "groq");
+        assert_eq!(p.settings.len(), 4);
         let text = config_text(&p, Some("+02:00"));
         let cfg =
             crate::config::parse(Some(&text), Path::new("c.json"), &Env::isolated(&[])).unwrap();
+        // Each setting in its own section (`enabled` and `model` are in several).
+        assert_eq!(cfg.provider.max_tokens, 4096);
+        assert!(!cfg.heartbeat.enabled);
+        assert_eq!(cfg.transcription.base_url, "https://api.groq.com/openai/v1");
+        assert_eq!(cfg.transcription.model, "whisper-large-v3");
         use crate::config::ProviderKind;
         assert_eq!(cfg.provider.kind, ProviderKind::Anthropic);
         assert_eq!(cfg.provider.base_url, "https://api.anthropic.com");

@@ -6,8 +6,8 @@
 //! Two steps. The peer's reader (`peers`) reads its home into a neutral [`Plan`] and
 //! writes nothing; [`apply`] then writes it, or with `--dry-run` only says item by item
 //! what it would write. What cannot come across is a `skip` line with its reason, and the
-//! rest still comes. Old config shapes (PicoClaw without `model_list`, ZeroClaw schema 1)
-//! are named in a skip line, not read.
+//! rest still comes. PicoClaw's config is read in both its shapes (with `model_list`, and
+//! the older `providers` one); ZeroClaw's schema 1 is named in a skip line, not read.
 //!
 //! Safety: nothing outside the peer home is read (symlinks leading out are refused, loops
 //! named); secrets go only to `secrets.env` (mode 0600) and are never printed, not even
@@ -29,6 +29,7 @@
 mod apply;
 mod formats;
 mod peers;
+mod picoclaw;
 mod source;
 
 pub use apply::{Options, apply};
@@ -191,6 +192,31 @@ pub struct Telegram {
     pub allow_from: Vec<String>,
 }
 
+/// A yoctoclaw setting brought from the peer besides the provider, Telegram and the time
+/// zone (only when it differs from yoctoclaw's default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// Its `config.json` key, `section.key` (one [`effective`] knows).
+    pub key: &'static str,
+    /// Its value as JSON text, within yoctoclaw's bounds.
+    pub value: String,
+    /// The peer's name for it, for the report.
+    pub from: String,
+}
+
+/// A setting's value as yoctoclaw uses it (after its bounds), as JSON text.
+fn effective(c: &crate::config::Config, key: &str) -> Option<String> {
+    Some(match key {
+        "provider.max_tokens" => c.provider.max_tokens.to_string(),
+        "agent.max_tool_iterations" => c.agent.max_tool_iterations.to_string(),
+        "heartbeat.enabled" => c.heartbeat.enabled.to_string(),
+        "heartbeat.interval_mins" => c.heartbeat.interval_mins.to_string(),
+        "transcription.base_url" => json::quote(&c.transcription.base_url),
+        "transcription.model" => json::quote(&c.transcription.model),
+        _ => return None,
+    })
+}
+
 /// Everything a peer home holds that yoctoclaw can use, and what it cannot. `Debug`
 /// shows no secret and no peer variable's value.
 pub struct Plan {
@@ -200,6 +226,7 @@ pub struct Plan {
     pub secrets: Vec<Secret>,
     pub telegram: Option<Telegram>,
     pub timezone: Option<String>,
+    pub settings: Vec<Setting>,
     /// (path in the workspace, text).
     pub files: Vec<(String, String)>,
     pub memories: Vec<Batch>,
@@ -220,6 +247,7 @@ impl fmt::Debug for Plan {
             .field("providers", &self.providers)
             .field("secrets", &self.secrets)
             .field("telegram", &self.telegram)
+            .field("settings", &self.settings)
             .field("jobs", &self.jobs)
             .field("skipped", &self.skipped)
             .finish_non_exhaustive()
@@ -234,6 +262,7 @@ impl Plan {
             secrets: Vec::new(),
             telegram: None,
             timezone: None,
+            settings: Vec::new(),
             files: Vec::new(),
             memories: Vec::new(),
             jobs: Vec::new(),
@@ -360,7 +389,42 @@ impl Plan {
         self.skip("provider", &[name, " ", model].concat(), &why);
     }
 
+    /// Bring `value` (JSON text) for the yoctoclaw setting `key` (one [`effective`] knows) as
+    /// yoctoclaw's config takes it (within its bounds): nothing when that is yoctoclaw's
+    /// default, a skip line when the config refuses it. `from` names the peer's setting.
+    pub fn setting(&mut self, key: &'static str, value: &str, from: &str) {
+        let (section, name) = key.split_once('.').unwrap_or(("", key));
+        let text = ["{\"", section, "\": {\"", name, "\": ", value, "}}"].concat();
+        // The peer's value alone, not this process's YOCTOCLAW_* variables.
+        let env = crate::config::Env::isolated(&[]);
+        let path = Path::new("config.json");
+        let default = crate::config::parse(None, path, &env)
+            .ok()
+            .and_then(|c| effective(&c, key));
+        debug_assert!(default.is_some(), "no setting {key}");
+        match crate::config::parse(Some(&text), path, &env) {
+            Err(e) => self.skip("config", &[from, " ", value].concat(), &e.to_string()),
+            Ok(c) => match effective(&c, key) {
+                Some(v) if Some(&v) != default.as_ref() => {
+                    let from = if v == value {
+                        from.to_string()
+                    } else {
+                        [from, " ", value, ", within yoctoclaw's bounds"].concat()
+                    };
+                    self.settings.retain(|s| s.key != key);
+                    self.settings.push(Setting {
+                        key,
+                        value: v,
+                        from,
+                    });
+                }
+                _ => {}
+            },
+        }
+    }
+
     /// Add Telegram user ids or @names from a peer allowlist value (a list or one value).
+    /// PicoClaw's `id|username` entries bring their id.
     pub fn allow(&mut self, v: Option<&Value>) {
         let items = match v {
             Some(Value::Array(a)) => a.as_slice(),
@@ -374,9 +438,17 @@ impl Plan {
                 .strip_prefix("telegram:")
                 .or_else(|| s.strip_prefix("tg:"))
                 .unwrap_or(s);
-            let id = if s.parse::<i64>().is_ok() || s.starts_with('@') {
+            let s = match s.split_once('|') {
+                Some((id, _)) if id.parse::<i64>().is_ok() => id,
+                _ => s,
+            };
+            let word = !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_');
+            let id = if placeholder(s) {
+                self.skip("telegram", s, PLACEHOLDER);
+                continue;
+            } else if s.parse::<i64>().is_ok() || s.starts_with('@') {
                 s.to_string()
-            } else if !s.is_empty() && s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+            } else if word {
                 ["@", s].concat()
             } else {
                 let why = if s == "*" {
@@ -404,11 +476,25 @@ impl Plan {
     }
 }
 
+/// Why a value is not brought: it is the peer's example text, not the owner's.
+const PLACEHOLDER: &str = "a placeholder from the peer's example config, not a value of yours";
+
+/// The example configs' stand-ins (`YOUR_ZHIPU_API_KEY`, `sk-or-v1-xxx`, `123456:ABC...`,
+/// `YOUR_USER_ID`).
+pub fn placeholder(v: &str) -> bool {
+    let v = v.trim();
+    v.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("your_"))
+        || v.ends_with("xxx")
+        || v.ends_with("...")
+}
+
 /// Refuse values `secrets.env` cannot hold or that are not the key itself.
 fn check_secret(v: &str) -> Result<(), &'static str> {
     let has = |prefixes: &str| prefixes.split(' ').any(|p| v.starts_with(p));
     Err(if v.is_empty() {
         "it is empty"
+    } else if placeholder(v) {
+        PLACEHOLDER
     } else if has("enc: enc2: enc://") {
         "the peer stores it encrypted: put it in secrets.env by hand"
     } else if has("op:// file:// env: keyring:") {
@@ -582,7 +668,7 @@ pub fn plan(peer: Peer, dir: &Path) -> Result<Plan, MigrateError> {
     let mut plan = Plan::new(peer);
     [
         peers::openclaw,
-        peers::picoclaw,
+        picoclaw::read,
         peers::nullclaw,
         peers::zeroclaw,
     ][peer as usize](&src, &mut plan);

@@ -1,4 +1,4 @@
-//! The four peers' homes, read into a [`Plan`]:
+//! The peers' homes, read into a [`Plan`]:
 //!
 //! - OpenClaw (`~/.openclaw`): `openclaw.json` (JSON5), the `.env` file and the config's
 //!   `env` section, the main agent's `auth-profiles.json`, Telegram pairing allowlists in
@@ -6,10 +6,7 @@
 //!   skills in `skills/`, and `cron/jobs.json`. Keys: `models.providers.<p>.apiKey`, else
 //!   the conventional `<P>_API_KEY` variable from `.env` or `env`, else an `api_key`/`token`
 //!   auth profile for the provider; `${VAR}` values come from the same variables.
-//! - PicoClaw (`~/.picoclaw`): `config.json` versions 1-3 (`model_list`; `channels` or
-//!   `channel_list` with `settings`), keys moved out to `.security.yml`, the workspace
-//!   (`AGENT.md` is yoctoclaw's `AGENTS.md`; daily notes in `memory/YYYYMM/`), and
-//!   `workspace/cron/jobs.json`. Values PicoClaw encrypted (`enc://`) are reported.
+//! - PicoClaw (`~/.picoclaw`): its own file, `picoclaw.rs` (both config shapes).
 //! - NullClaw (`~/.nullclaw`): `config.json` (`models.providers.<p>.api_key|base_url`,
 //!   `agents.defaults.model.primary` as `provider/model`, `reliability.model_fallbacks`
 //!   and `fallback_providers`, Telegram under `channels.telegram.accounts.<id>`), the
@@ -24,7 +21,7 @@
 //! # Blocking
 //! Plain file and SQLite reads on the calling thread (see `source`).
 
-use super::formats::Format::{Json, Json5, Toml, Yaml};
+use super::formats::Format::{Json, Json5, Toml};
 use super::source::{Src, config, database, job_list, jobs, skills, text, workspace};
 use super::{MAX_FALLBACKS, MAX_PEER_CONFIG_BYTES, Plan, at, split_model, strs};
 use crate::json::{as_array, as_bool, as_object, as_str, get, str_at};
@@ -35,7 +32,7 @@ const NULL: Value = Value::Null;
 /// Job databases (OpenClaw's `state/openclaw.sqlite`, ZeroClaw's `jobs.db`).
 const JOBS_BY_HAND: &str = "not read: add these jobs again with yoctoclaw cron add";
 
-/// PicoClaw's config without `model_list`, ZeroClaw's schema 1.
+/// ZeroClaw's schema 1.
 const OLD_SHAPE: &str = "an old config shape: set provider and telegram by hand";
 
 fn flag(v: &Value, k: &str) -> Option<bool> {
@@ -138,61 +135,6 @@ fn profile_key(profiles: &Value, p: &str) -> Option<String> {
         }
     }
     str_at(get(profiles, p)?, "apiKey").map(str::to_string)
-}
-
-pub fn picoclaw(src: &Src, plan: &mut Plan) {
-    let cfg = config(plan, src, "config.json", Json).unwrap_or(NULL);
-    let sec = config(plan, src, ".security.yml", Yaml).unwrap_or(NULL);
-    let d = at(&cfg, "agents defaults").unwrap_or(&NULL);
-    if let Some(list) = get(&cfg, "model_list").and_then(as_array) {
-        let mut names = strs(get(d, "model_name").or_else(|| get(d, "model")));
-        names.extend(strs(get(d, "model_fallbacks")));
-        for name in names {
-            let Some(e) = list.iter().find(|e| str_at(e, "model_name") == Some(name)) else {
-                plan.skip("provider", name, "not in model_list");
-                continue;
-            };
-            let model = str_at(e, "model").unwrap_or("");
-            let (proto, m) = split_model(model).unwrap_or(("openai", model));
-            let p = str_at(e, "provider")
-                .filter(|p| !p.is_empty())
-                .unwrap_or(proto);
-            let s = get(&sec, "model_list")
-                .and_then(|o| get(o, name))
-                .unwrap_or(&NULL);
-            let key = [
-                (s, "api_keys"),
-                (s, "api_key"),
-                (e, "api_keys"),
-                (e, "api_key"),
-            ]
-            .into_iter()
-            .find_map(|(v, k)| strs(get(v, k)).first().copied());
-            plan.provider(p, m, str_at(e, "api_base"), false, key);
-        }
-    } else if get(d, "model").is_some() {
-        plan.skip("provider", "config.json", OLD_SHAPE);
-    }
-
-    let v3 = at(&cfg, "channel_list telegram");
-    if let Some(tg) = v3.or_else(|| at(&cfg, "channels telegram")) {
-        let token = [
-            at(&sec, "channels telegram token"),
-            at(&sec, "channel_list telegram settings token"),
-            at(tg, "settings token"),
-            get(tg, "token"),
-        ]
-        .into_iter()
-        .find_map(|v| v.and_then(as_str));
-        plan.telegram_token(token, flag(tg, "enabled") == Some(true));
-        plan.allow(get(tg, "allow_from"));
-    }
-
-    let ws = ws_of(src, d);
-    workspace(plan, src, &ws);
-    if let Some(v) = config(plan, src, &[&ws, "/cron/jobs.json"].concat(), Json) {
-        jobs(plan, job_list(&v), true);
-    }
 }
 
 pub fn nullclaw(src: &Src, plan: &mut Plan) {

@@ -97,7 +97,7 @@ impl KeyProvider for NoPrivateKeys {
 /// The crypto provider of every connection: rustls' ring provider as it is (its cipher
 /// suites, key-exchange groups X25519, P-256 and P-384, signature algorithms and
 /// randomness, in its order), with no private-key loader. Every operation on secret data
-/// (the ephemeral key shares, the traffic keys) runs on ring's audited code (DECISIONS NNN).
+/// (the ephemeral key shares, the traffic keys) runs on ring's audited code (DECISIONS 110).
 pub fn crypto_provider() -> CryptoProvider {
     CryptoProvider {
         key_provider: &NoPrivateKeys,
