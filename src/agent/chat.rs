@@ -21,6 +21,7 @@
 //! Runs on the executor; HTTP runs on `Workers`; backoff waits are `smol::Timer`s.
 
 use super::streaming::{MarkupFilter, StreamSink};
+use super::think::{self, ThinkStart};
 use super::{Agent, AgentError, fit};
 use crate::chat::{Message, ToolSpec, Usage};
 use crate::limits::STREAM_QUEUE_LEN;
@@ -108,7 +109,7 @@ impl Agent {
             let mut attempt = 1u32;
             let mut cuts_before_text = 0u32;
             loop {
-                let a = self.attempt(p, &body, stream, sink).await?;
+                let a = self.attempt(index, p, &body, stream, sink).await?;
                 let error = match a.result {
                     Ok(mut reply) => {
                         if reply.usage.is_none() {
@@ -299,16 +300,19 @@ impl Agent {
     }
 
     /// One HTTP exchange on a worker thread; streamed text goes through the markup filter
-    /// to the sink as it arrives.
+    /// to the sink as it arrives (its start held back unless provider `index`'s answers
+    /// are known to start outside thinking). A complete reply teaches where they start.
     async fn attempt(
         &self,
+        index: usize,
         p: &Arc<Provider>,
         body: &Arc<str>,
         stream: bool,
         sink: &mut dyn StreamSink,
     ) -> Result<Attempt, AgentError> {
         let is_tool = |n: &str| self.tools.is_tool(n);
-        let mut filter = MarkupFilter::new();
+        let start = self.think_start(index);
+        let mut filter = MarkupFilter::new(start);
         let mut shown = false;
         let mut show = |text: &str, sink: &mut dyn StreamSink| {
             if !text.is_empty() {
@@ -343,11 +347,70 @@ impl Agent {
             }
             r
         };
-        if result.is_ok() {
-            let rest = filter.finish_with(&is_tool);
+        if let Ok(reply) = &result {
+            let rest = if think::cut_in_thought(reply, start) {
+                filter.finish_in_thought(&is_tool)
+            } else {
+                filter.finish_with(&is_tool)
+            };
             show(&rest, sink);
+            self.learn_think_start(index, reply);
         }
         Ok(Attempt { result, shown })
+    }
+
+    /// Where provider `index`'s answers start (read from the store the first time).
+    pub(super) fn think_start(&self, index: usize) -> ThinkStart {
+        if let Some(Some(known)) = self.think_starts.borrow().get(index) {
+            return *known;
+        }
+        let Some(p) = self.providers.get(index) else {
+            return ThinkStart::Unknown;
+        };
+        let known = match self.db.get_state(&think::state_key(&p.cfg)) {
+            Ok(v) => v.map_or(ThinkStart::Unknown, |v| ThinkStart::parse(&v)),
+            Err(e) => {
+                log::warn!("cannot read what {} answers start with: {e}", p.label());
+                ThinkStart::Unknown
+            }
+        };
+        if let Some(slot) = self.think_starts.borrow_mut().get_mut(index) {
+            *slot = Some(known);
+        }
+        known
+    }
+
+    /// Remember what `reply` showed of where provider `index`'s answers start (kept in
+    /// the store when it changed).
+    fn learn_think_start(&self, index: usize, reply: &ChatReply) {
+        let Some(now) = think::learned(reply) else {
+            return;
+        };
+        let before = self.think_start(index);
+        let Some(p) = self.providers.get(index).filter(|_| now != before) else {
+            return;
+        };
+        if let Some(slot) = self.think_starts.borrow_mut().get_mut(index) {
+            *slot = Some(now);
+        }
+        if now == ThinkStart::Inside {
+            log::info!(
+                "{} starts its answers inside thinking its template opened: streamed answers are held until its </think>",
+                p.label()
+            );
+        } else {
+            log::debug!(
+                "{} answers outside thinking: streamed answers show as they come",
+                p.label()
+            );
+        }
+        let key = think::state_key(&p.cfg);
+        if let Err(e) = self
+            .db
+            .deferred_sync(|| self.db.set_state(&key, now.as_str()))
+        {
+            log::warn!("cannot remember what {} answers start with: {e}", p.label());
+        }
     }
 
     /// Record a reply's tokens under the provider that gave it.
