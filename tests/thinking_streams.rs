@@ -20,7 +20,7 @@ use support::fake_http::{FakeServer, Response, chat_model, json_str, openai_text
 use support::fake_telegram::FakeTelegram;
 use support::gateway::Gateway;
 use support::{TempHome, config_for, succeeded};
-use yoctoclaw::agent::think::{CUT_WITHOUT_ANSWER, state_key};
+use yoctoclaw::agent::think::{self, CUT_WITHOUT_ANSWER};
 use yoctoclaw::channels::telegram::reply::reply_parts;
 use yoctoclaw::config::ProviderConfig;
 use yoctoclaw::store::Db;
@@ -105,7 +105,7 @@ fn learned(home: &TempHome, llm_url: &str) -> Option<String> {
         ..ProviderConfig::default()
     };
     let db = Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap();
-    db.get_state(&state_key(&cfg)).unwrap()
+    db.get_state(&think::state_key(&cfg)).unwrap()
 }
 
 fn agent_m(home: &TempHome, session: &str, text: &str) -> String {
@@ -366,4 +366,28 @@ fn telegram_previews_never_show_thinking_opened_in_the_prompt() {
         );
         assert!(log.contains("starts its answers inside thinking"), "{log}");
     }
+}
+
+#[test]
+fn a_stream_cut_while_its_start_is_held_is_asked_again() {
+    // Nothing of a held start was shown, so a cut there is retried like a cut before any
+    // text (a known model would have shown "The first half" and ended with the error).
+    let events = llamacpp_chunks(&["The first half", " and the second half."], "stop");
+    let mut raw =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n".to_vec();
+    for e in &events[..2] {
+        raw.extend_from_slice(e);
+    }
+    let llm = chat_model(vec![
+        Response::Raw(raw),
+        llamacpp_sse(&["Whole ", "answer."], Duration::ZERO, "stop"),
+    ]);
+    let home = TempHome::onboarded("think-cut-held", &stream_config(&llm.url(), ""));
+    let out = home
+        .cmd(&["agent", "-m", "hi"])
+        .env("YOCTOCLAW_TEST_BACKOFF_MS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(succeeded(&out), "Whole answer.\n");
+    assert_eq!(llm.requests_to("/chat/completions").len(), 2);
 }

@@ -367,8 +367,8 @@ impl Agent {
         let Some(p) = self.providers.get(index) else {
             return ThinkStart::Unknown;
         };
-        let known = match self.db.get_state(&think::state_key(&p.cfg)) {
-            Ok(v) => v.map_or(ThinkStart::Unknown, |v| ThinkStart::parse(&v)),
+        let known = match think::recall(&self.db, &p.cfg) {
+            Ok(known) => known,
             Err(e) => {
                 log::warn!("cannot read what {} answers start with: {e}", p.label());
                 ThinkStart::Unknown
@@ -404,11 +404,7 @@ impl Agent {
                 p.label()
             );
         }
-        let key = think::state_key(&p.cfg);
-        if let Err(e) = self
-            .db
-            .deferred_sync(|| self.db.set_state(&key, now.as_str()))
-        {
+        if let Err(e) = think::remember(&self.db, &p.cfg, now) {
             log::warn!("cannot remember what {} answers start with: {e}", p.label());
         }
     }

@@ -24,11 +24,13 @@
 //! `state` row per provider (URL and model).
 //!
 //! # Threads
-//! Any thread: pure functions (the agent calls them on the executor).
+//! Any thread: pure functions (the agent calls them on the executor), except
+//! [`recall`] and [`remember`], which use the store (the executor's connection).
 
 use super::toolcall;
 use crate::config::ProviderConfig;
 use crate::provider::ChatReply;
+use crate::store::{Db, StoreError};
 
 /// Said when a reply had thinking and nothing else.
 pub const THOUGHT_WITHOUT_ANSWER: &str =
@@ -79,6 +81,19 @@ impl ThinkStart {
 /// (no URL is kept).
 pub fn state_key(cfg: &ProviderConfig) -> String {
     format!("provider.think_start.{:016x}", crate::provider::provider_id(cfg))
+}
+
+/// Where `cfg`'s answers start, as kept in the store (`Unknown` when never seen).
+pub fn recall(db: &Db, cfg: &ProviderConfig) -> Result<ThinkStart, StoreError> {
+    Ok(db
+        .get_state(&state_key(cfg))?
+        .map_or(ThinkStart::Unknown, |v| ThinkStart::parse(&v)))
+}
+
+/// Keep where `cfg`'s answers start (a commit that does not wait for the disk: losing it
+/// to a power cut costs one held answer).
+pub fn remember(db: &Db, cfg: &ProviderConfig, start: ThinkStart) -> Result<(), StoreError> {
+    db.deferred_sync(|| db.set_state(&state_key(cfg), start.as_str()))
 }
 
 /// Cut at the length limit.
