@@ -152,11 +152,18 @@ fn every_split_of_the_closer_and_a_call_after_thinking_stream_clean() {
         let first = [thought, a, b, after];
         let llm = chat_model(vec![
             llamacpp_sse(&first, Duration::ZERO, "stop"),
-            llamacpp_sse(&["Your ", "folder ", "holds ", "SOUL.md."], Duration::ZERO, "stop"),
+            llamacpp_sse(
+                &["Your ", "folder ", "holds ", "SOUL.md."],
+                Duration::ZERO,
+                "stop",
+            ),
         ]);
         home.write_config(&stream_config(&llm.url(), ""));
         let out = agent_m(&home, &format!("s{cut}"), "what is here?");
-        assert_eq!(out, "Let me look.\nYour folder holds SOUL.md.\n", "cut {cut}");
+        assert_eq!(
+            out, "Let me look.\nYour folder holds SOUL.md.\n",
+            "cut {cut}"
+        );
         let reqs = llm.requests_to("/chat/completions");
         assert_eq!(reqs.len(), 2, "cut {cut}");
         assert!(reqs[1].body.contains("SOUL.md"), "list_dir ran: cut {cut}");
@@ -390,4 +397,33 @@ fn a_stream_cut_while_its_start_is_held_is_asked_again() {
         .unwrap();
     assert_eq!(succeeded(&out), "Whole answer.\n");
     assert_eq!(llm.requests_to("/chat/completions").len(), 2);
+}
+
+#[test]
+fn a_thinking_stream_with_tools_cut_twice_is_still_asked_streamed() {
+    // Cut twice mid-thought (network blips; text came, held back as maybe thinking): not
+    // a server that cannot stream tool calls (that one sends nothing), so the third
+    // attempt still streams.
+    let events = llamacpp_chunks(QWEN3_THINKING, "stop");
+    let mut raw =
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n".to_vec();
+    for e in &events[..4] {
+        raw.extend_from_slice(e);
+    }
+    let llm = chat_model(vec![
+        Response::Raw(raw.clone()),
+        Response::Raw(raw),
+        llamacpp_sse(QWEN3_THINKING, Duration::ZERO, "stop"),
+    ]);
+    let home = TempHome::onboarded("think-cut-tools", &stream_config(&llm.url(), ""));
+    let out = home
+        .cmd(&["agent", "-m", "capital?"])
+        .env("YOCTOCLAW_TEST_BACKOFF_MS", "1")
+        .output()
+        .unwrap();
+    assert_eq!(succeeded(&out), format!("{QWEN3_ANSWER}\n"));
+    let reqs = llm.requests_to("/chat/completions");
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs.iter().all(|r| r.body.contains("\"tools\":")));
+    assert!(reqs[2].body.contains("\"stream\":true"), "{}", reqs[2].body);
 }

@@ -65,10 +65,12 @@ pub fn failures_text(failures: &[Failure]) -> String {
     }
 }
 
-/// One attempt's outcome, and whether any of its text reached the sink.
+/// One attempt's outcome, whether any of its text reached the sink, and whether any
+/// text arrived at all (some may be held back: markup, a start that may be thinking).
 struct Attempt {
     result: Result<ChatReply, ProviderError>,
     shown: bool,
+    received: bool,
 }
 
 impl Agent {
@@ -166,8 +168,10 @@ impl Agent {
                 }
                 // A stream with tools that broke off before any text twice in a row (a
                 // server that cannot stream tool calls, not a network blip): asked again
-                // at once without streaming, and so for the rest of the run.
-                let cut_early = !a.shown && matches!(error, ProviderError::StreamCut { .. });
+                // at once without streaming, and so for the rest of the run. Text held
+                // back (a start that may be thinking) counts as text: such a server sends
+                // none.
+                let cut_early = !a.received && matches!(error, ProviderError::StreamCut { .. });
                 cuts_before_text = if cut_early { cuts_before_text + 1 } else { 0 };
                 if stream
                     && !tools.is_empty()
@@ -314,6 +318,7 @@ impl Agent {
         let start = self.think_start(index);
         let mut filter = MarkupFilter::new(start);
         let mut shown = false;
+        let mut received = false;
         let mut show = |text: &str, sink: &mut dyn StreamSink| {
             if !text.is_empty() {
                 shown = true;
@@ -329,6 +334,7 @@ impl Agent {
             });
             let drain = async {
                 while let Ok(t) = rx.recv().await {
+                    received |= !t.is_empty();
                     let visible = filter.push(&t, &is_tool);
                     show(&visible, sink);
                 }
@@ -356,7 +362,11 @@ impl Agent {
             show(&rest, sink);
             self.learn_think_start(index, reply);
         }
-        Ok(Attempt { result, shown })
+        Ok(Attempt {
+            result,
+            shown,
+            received,
+        })
     }
 
     /// Where provider `index`'s answers start (read from the store the first time).

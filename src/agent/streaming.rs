@@ -278,7 +278,10 @@ mod tests {
         // Opened in the answer itself.
         ("<think>\nSECRET plan\n</think>\n\nHello é😀", "Hello é😀"),
         // No thinking at all: held, then all of it is the answer.
-        ("Just an answer, with <b> and [1].", "Just an answer, with <b> and [1]."),
+        (
+            "Just an answer, with <b> and [1].",
+            "Just an answer, with <b> and [1].",
+        ),
         // Only thinking, closed: nothing.
         ("SECRET only</think>\n", ""),
     ];
@@ -291,8 +294,10 @@ mod tests {
         for p in pieces {
             shown.push_str(&f.push(p, &known));
             assert!(!shown.contains("SECRET"), "{pieces:?} showed {shown:?}");
-            assert!(want.starts_with(shown.trim_start()) || want.starts_with(shown.trim()),
-                "{pieces:?} showed {shown:?}");
+            assert!(
+                want.starts_with(shown.trim_start()) || want.starts_with(shown.trim()),
+                "{pieces:?} showed {shown:?}"
+            );
         }
         shown.push_str(&f.finish_with(&known));
         shown
@@ -303,7 +308,9 @@ mod tests {
         for start in [ThinkStart::Unknown, ThinkStart::Inside] {
             for (text, want) in STREAMS {
                 assert_eq!(toolcall::extract(text, &known).text, *want, "{text:?}");
-                let cuts: Vec<usize> = (1..text.len()).filter(|&i| text.is_char_boundary(i)).collect();
+                let cuts: Vec<usize> = (1..text.len())
+                    .filter(|&i| text.is_char_boundary(i))
+                    .collect();
                 // Whole, every single cut, every pair of cuts, and one character at a time.
                 let mut splits: Vec<Vec<&str>> = vec![vec![text]];
                 for &i in &cuts {
@@ -347,7 +354,10 @@ mod tests {
         }
         // A known model that starts thinking after all (another model under the same name):
         // what came before the closer was shown, the closer never.
-        assert_eq!(run(&["I'm\nthinking", "</think>", "Hello"]), "I'm\nthinkingHello");
+        assert_eq!(
+            run(&["I'm\nthinking", "</think>", "Hello"]),
+            "I'm\nthinkingHello"
+        );
     }
 
     #[test]
@@ -464,7 +474,11 @@ mod tests {
                     continue; // shown until its closer: see the test above
                 }
                 let shown = run_as(start, &chunks);
-                assert_eq!(shown.trim(), want, "{start:?} text {text:?} chunks {chunks:?}");
+                assert_eq!(
+                    shown.trim(),
+                    want,
+                    "{start:?} text {text:?} chunks {chunks:?}"
+                );
             }
         }
     }

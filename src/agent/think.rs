@@ -12,8 +12,8 @@
 //! When a template opens `<think>` in the prompt (QwQ, DeepSeek-R1 distills, Qwen3
 //! "Thinking" models) and the server does not separate the reasoning, the answer starts
 //! mid-thought and holds only the closing `</think>`. A stream cannot tell at its start
-//! whether one will come, so the rule (docs/DECISIONS.md, "Streams hold their start
-//! back…") is: a stream shows text at once only from a provider whose last complete
+//! whether one will come, so the rule (docs/DECISIONS.md, "A streamed answer's start is
+//! held…") is: a stream shows text at once only from a provider whose last complete
 //! answer did not start inside thinking ([`ThinkStart::Outside`]); otherwise
 //! (`Unknown`, `Inside`) its start is held until a `</think>` (then what follows shows)
 //! or the end of the answer (then all of it is the answer). What was learned is kept
@@ -80,7 +80,10 @@ impl ThinkStart {
 /// The `state` key of what a provider's answers showed: a number from its URL and model
 /// (no URL is kept).
 pub fn state_key(cfg: &ProviderConfig) -> String {
-    format!("provider.think_start.{:016x}", crate::provider::provider_id(cfg))
+    format!(
+        "provider.think_start.{:016x}",
+        crate::provider::provider_id(cfg)
+    )
 }
 
 /// Where `cfg`'s answers start, as kept in the store (`Unknown` when never seen).
