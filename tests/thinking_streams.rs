@@ -427,3 +427,27 @@ fn a_thinking_stream_with_tools_cut_twice_is_still_asked_streamed() {
     assert!(reqs.iter().all(|r| r.body.contains("\"tools\":")));
     assert!(reqs[2].body.contains("\"stream\":true"), "{}", reqs[2].body);
 }
+
+#[test]
+fn what_follows_the_thinking_is_still_scrubbed_as_it_streams() {
+    // Thinking is removed first, then the scrubbing sink sees the visible text: a key split
+    // over deltas after `</think>` is redacted, on stdout and in history.
+    let parts = [
+        "The user pasted a SECRET key.\n</think>\n\nYour key is sk-proj-AbCd",
+        "EfGhIjKlMnOpQrStUvWx",
+        "Yz0123456789abcd, keep it safe.",
+    ];
+    let llm = chat_model(vec![
+        llamacpp_sse(&parts, Duration::ZERO, "stop"),
+        llamacpp_sse(&["</think>Ok."], Duration::ZERO, "stop"),
+    ]);
+    let home = TempHome::onboarded("think-scrub", &stream_config(&llm.url(), ""));
+    let out = agent_m(&home, "k", "what is my key?");
+    assert_eq!(out, "Your key is [REDACTED], keep it safe.\n");
+    assert_eq!(agent_m(&home, "k", "thanks"), "Ok.\n");
+    let second = &llm.requests_to("/chat/completions")[1].body;
+    assert!(
+        !second.contains("AbCdEf") && !second.contains("SECRET"),
+        "{second}"
+    );
+}
