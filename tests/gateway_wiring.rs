@@ -15,7 +15,9 @@ use support::fake_http::{
 use support::fake_telegram::{FakeTelegram, Shown, message};
 use support::gateway::Gateway;
 use support::{TempHome, config_for, text};
+use yoctoclaw::agent::think::{self, ThinkStart};
 use yoctoclaw::channels::telegram::reply::reply_parts;
+use yoctoclaw::config::ProviderConfig;
 use yoctoclaw::scheduler::heartbeat;
 use yoctoclaw::store::Db;
 use yoctoclaw::store::memory::Category;
@@ -46,6 +48,18 @@ fn streaming(config: String) -> String {
 
 fn db(home: &TempHome) -> Db {
     Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap()
+}
+
+/// Record what an earlier answer of the fake model left in the store: its answers start
+/// outside thinking, so its streams show text as it comes (a model never seen before
+/// holds its first answer until the end: `agent::think`).
+fn answers_seen_before(home: &TempHome, llm: &FakeServer) {
+    let cfg = ProviderConfig {
+        base_url: format!("{}/v1", llm.url()),
+        model: "fake-model".into(),
+        ..ProviderConfig::default()
+    };
+    think::remember(&db(home), &cfg, ThinkStart::Outside).unwrap();
 }
 
 /// The gateway with `RUST_LOG=debug` and `env`.
@@ -410,6 +424,7 @@ fn a_streamed_reply_is_one_message_edited_in_place_when_drafts_are_missing() {
     let llm = chat_model(tool_then_answer(&answer));
     let tg = FakeTelegram::start();
     let home = TempHome::onboarded("gw-stream", &streaming(tg_config(&llm, &tg, "")));
+    answers_seen_before(&home, &llm);
     std::fs::write(home.workspace().join("notes.txt"), "buy milk, call Bob").unwrap();
     tg.push_private(ALICE, "alice", "what do my notes say?");
     let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
@@ -453,6 +468,7 @@ fn a_streamed_reply_uses_drafts_when_the_server_has_them() {
     let tg = FakeTelegram::start();
     tg.set_drafts(true);
     let home = TempHome::onboarded("gw-draft", &streaming(tg_config(&llm, &tg, "")));
+    answers_seen_before(&home, &llm);
     tg.push_private(ALICE, "alice", "weather?");
     let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
     g.wait_for("the final message", || !tg.sent_to(ALICE).is_empty());
@@ -534,6 +550,7 @@ fn a_429_on_an_edit_holds_the_next_one_for_retry_after() {
         r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 2","parameters":{"retry_after":2}}"#,
     )]);
     let home = TempHome::onboarded("gw-429", &streaming(tg_config(&llm, &tg, "")));
+    answers_seen_before(&home, &llm);
     tg.push_private(ALICE, "alice", "count to ten");
     // Real waits here: Telegram's retry_after is honoured as is.
     let mut g = start(&home, &[]);

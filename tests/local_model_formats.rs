@@ -10,7 +10,7 @@ mod support;
 use support::fake_http::{FakeServer, Response, chat_model, json_str, openai_sse, openai_text};
 use support::{TempHome, text};
 use yoctoclaw::agent::streaming::MarkupFilter;
-use yoctoclaw::agent::think::{CUT_WITHOUT_ANSWER, THOUGHT_WITHOUT_ANSWER};
+use yoctoclaw::agent::think::{CUT_WITHOUT_ANSWER, THOUGHT_WITHOUT_ANSWER, ThinkStart};
 use yoctoclaw::agent::toolcall;
 use yoctoclaw::json;
 
@@ -245,28 +245,27 @@ fn every_format_is_read_whole() {
 #[test]
 fn every_format_streams_without_showing_markup() {
     for (i, (format, _, fixture, calls, visible)) in FORMATS.iter().enumerate() {
-        // Each format on a fresh thread: what a thread learned (answers that start
-        // inside thinking) is the format's own.
-        let (format, fixture, visible) = (*format, *fixture, *visible);
-        let calls = *calls;
-        std::thread::spawn(move || {
-            let is_tool = |n: &str| calls.iter().any(|(c, _)| *c == n);
-            // The agent reads each final answer on this thread; an answer that started
-            // inside thinking teaches the next streams to hold their start back.
-            assert_eq!(toolcall::extract(fixture, &is_tool).text, visible);
-            let inside = starts_inside_thinking(fixture);
-            assert_eq!(toolcall::starts_in_think(), inside, "{format}");
-            let mut x = XorShift(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
+        let is_tool = |n: &str| calls.iter().any(|(c, _)| *c == n);
+        assert_eq!(toolcall::extract(fixture, &is_tool).text, *visible);
+        // A model not known yet (or known to start inside thinking) holds each answer's
+        // start; one known to answer outside thinking shows text at once, which an
+        // answer that starts inside thinking cannot have.
+        let mut starts = vec![ThinkStart::Unknown, ThinkStart::Inside];
+        if !starts_inside_thinking(fixture) {
+            starts.push(ThinkStart::Outside);
+        }
+        let mut x = XorShift(0x9E37_79B9_7F4A_7C15 ^ (i as u64 + 1));
+        for start in starts {
             for round in 0..400 {
                 let max = [1, 3, 8, 40][round % 4];
-                let mut f = MarkupFilter::new();
+                let mut f = MarkupFilter::new(start);
                 let mut shown = String::new();
                 for piece in chunks(fixture, &mut x, max) {
                     shown.push_str(&f.push(piece, &is_tool));
                     // At every moment: only text the final answer keeps.
                     assert!(
                         visible.starts_with(shown.trim()),
-                        "{format}: showed {shown:?} of {fixture:?}"
+                        "{format} {start:?}: showed {shown:?} of {fixture:?}"
                     );
                     assert!(
                         !MARKUP.iter().any(|m| shown.contains(m)),
@@ -274,11 +273,9 @@ fn every_format_streams_without_showing_markup() {
                     );
                 }
                 shown.push_str(&f.finish_with(&is_tool));
-                assert_eq!(shown.trim(), visible, "{format}");
+                assert_eq!(shown.trim(), *visible, "{format} {start:?}");
             }
-        })
-        .join()
-        .unwrap_or_else(|_| panic!("{format}"));
+        }
     }
 }
 
@@ -335,12 +332,8 @@ fn every_format_streamed_with_known_names_runs_the_tool_and_shows_no_markup() {
     let home = TempHome::onboarded("formats-known", "{}");
     let mut x = XorShift(0x0DDC_0FFE_E0DD_F00D);
     for (i, (format, _, fixture, calls, visible)) in FORMATS.iter().enumerate() {
-        if starts_inside_thinking(fixture) {
-            // A fresh process has not seen such an answer yet: its first one shows the
-            // thinking until `</think>` (see agent::streaming); the check above covers
-            // streams that know.
-            continue;
-        }
+        // Each fake is a new server (URL): its first answer, never seen before, streams
+        // held back until its `</think>` or its end, so thinking never shows.
         let mut known = fixture.to_string();
         let mut names: Vec<&str> = calls.iter().map(|(n, _)| *n).collect();
         names.sort_by_key(|n| std::cmp::Reverse(n.len()));

@@ -8,9 +8,25 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Duration;
 use support::fake_http::{Response, json_str, openai_text, openai_tool_call, scripted};
 use support::{TempHome, config_for, text};
+use yoctoclaw::agent::think::{self, ThinkStart};
+use yoctoclaw::config::ProviderConfig;
+use yoctoclaw::store::Db;
 
 /// Backoff waits of a second last a millisecond in these tests.
 const FAST: (&str, &str) = ("YOCTOCLAW_TEST_BACKOFF_MS", "1");
+
+/// Record what an earlier answer of the model at `url` left in the store: its answers
+/// start outside thinking, so its streams show text as it comes (a model never seen
+/// before holds its first answer until the end: `agent::think`).
+fn answers_seen_before(home: &TempHome, url: &str) {
+    let cfg = ProviderConfig {
+        base_url: format!("{url}/v1"),
+        model: "fake-model".into(),
+        ..ProviderConfig::default()
+    };
+    let db = Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap();
+    think::remember(&db, &cfg, ThinkStart::Outside).unwrap();
+}
 
 fn ok(body: &str) -> Response {
     Response::json(200, body)
@@ -529,6 +545,7 @@ fn a_stream_cut_mid_way_is_an_error_not_a_short_answer() {
     let raw = format!("{head}{}", &full[..cut_at]);
     let fake = scripted(vec![Response::Raw(raw.into_bytes())]);
     let home = TempHome::onboarded("cut", &stream_config(&fake.url(), ""));
+    answers_seen_before(&home, &fake.url());
     let out = run(&home, &["agent", "-m", "hi"]);
     assert_eq!(out.status.code(), Some(1));
     let err = text(&out.stderr);
@@ -618,6 +635,7 @@ fn tokens_are_printed_as_they_arrive() {
         .unwrap();
     let (url, go, server) = gated_sse_server(full[..split].to_string(), full[split..].to_string());
     let home = TempHome::onboarded("live", &stream_config(&url, ""));
+    answers_seen_before(&home, &url);
     let mut child = home
         .cmd(&["agent", "-m", "hi"])
         .stdout(std::process::Stdio::piped())

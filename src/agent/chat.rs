@@ -21,6 +21,7 @@
 //! Runs on the executor; HTTP runs on `Workers`; backoff waits are `smol::Timer`s.
 
 use super::streaming::{MarkupFilter, StreamSink};
+use super::think::{self, ThinkStart};
 use super::{Agent, AgentError, fit};
 use crate::chat::{Message, ToolSpec, Usage};
 use crate::limits::STREAM_QUEUE_LEN;
@@ -64,10 +65,12 @@ pub fn failures_text(failures: &[Failure]) -> String {
     }
 }
 
-/// One attempt's outcome, and whether any of its text reached the sink.
+/// One attempt's outcome, whether any of its text reached the sink, and whether any
+/// text arrived at all (some may be held back: markup, a start that may be thinking).
 struct Attempt {
     result: Result<ChatReply, ProviderError>,
     shown: bool,
+    received: bool,
 }
 
 impl Agent {
@@ -108,7 +111,7 @@ impl Agent {
             let mut attempt = 1u32;
             let mut cuts_before_text = 0u32;
             loop {
-                let a = self.attempt(p, &body, stream, sink).await?;
+                let a = self.attempt(index, p, &body, stream, sink).await?;
                 let error = match a.result {
                     Ok(mut reply) => {
                         if reply.usage.is_none() {
@@ -165,8 +168,10 @@ impl Agent {
                 }
                 // A stream with tools that broke off before any text twice in a row (a
                 // server that cannot stream tool calls, not a network blip): asked again
-                // at once without streaming, and so for the rest of the run.
-                let cut_early = !a.shown && matches!(error, ProviderError::StreamCut { .. });
+                // at once without streaming, and so for the rest of the run. Text held
+                // back (a start that may be thinking) counts as text: such a server sends
+                // none.
+                let cut_early = !a.received && matches!(error, ProviderError::StreamCut { .. });
                 cuts_before_text = if cut_early { cuts_before_text + 1 } else { 0 };
                 if stream
                     && !tools.is_empty()
@@ -299,17 +304,21 @@ impl Agent {
     }
 
     /// One HTTP exchange on a worker thread; streamed text goes through the markup filter
-    /// to the sink as it arrives.
+    /// to the sink as it arrives (its start held back unless provider `index`'s answers
+    /// are known to start outside thinking). A complete reply teaches where they start.
     async fn attempt(
         &self,
+        index: usize,
         p: &Arc<Provider>,
         body: &Arc<str>,
         stream: bool,
         sink: &mut dyn StreamSink,
     ) -> Result<Attempt, AgentError> {
         let is_tool = |n: &str| self.tools.is_tool(n);
-        let mut filter = MarkupFilter::new();
+        let start = self.think_start(index);
+        let mut filter = MarkupFilter::new(start);
         let mut shown = false;
+        let mut received = false;
         let mut show = |text: &str, sink: &mut dyn StreamSink| {
             if !text.is_empty() {
                 shown = true;
@@ -325,6 +334,7 @@ impl Agent {
             });
             let drain = async {
                 while let Ok(t) = rx.recv().await {
+                    received |= !t.is_empty();
                     let visible = filter.push(&t, &is_tool);
                     show(&visible, sink);
                 }
@@ -343,11 +353,70 @@ impl Agent {
             }
             r
         };
-        if result.is_ok() {
-            let rest = filter.finish_with(&is_tool);
+        if let Ok(reply) = &result {
+            let rest = if think::cut_in_thought(reply, start) {
+                filter.finish_in_thought(&is_tool)
+            } else {
+                filter.finish_with(&is_tool)
+            };
             show(&rest, sink);
+            self.learn_think_start(index, reply);
         }
-        Ok(Attempt { result, shown })
+        Ok(Attempt {
+            result,
+            shown,
+            received,
+        })
+    }
+
+    /// Where provider `index`'s answers start (read from the store the first time).
+    pub(super) fn think_start(&self, index: usize) -> ThinkStart {
+        if let Some(Some(known)) = self.think_starts.borrow().get(index) {
+            return *known;
+        }
+        let Some(p) = self.providers.get(index) else {
+            return ThinkStart::Unknown;
+        };
+        let known = match think::recall(&self.db, &p.cfg) {
+            Ok(known) => known,
+            Err(e) => {
+                log::warn!("cannot read what {} answers start with: {e}", p.label());
+                ThinkStart::Unknown
+            }
+        };
+        if let Some(slot) = self.think_starts.borrow_mut().get_mut(index) {
+            *slot = Some(known);
+        }
+        known
+    }
+
+    /// Remember what `reply` showed of where provider `index`'s answers start (kept in
+    /// the store when it changed).
+    fn learn_think_start(&self, index: usize, reply: &ChatReply) {
+        let Some(now) = think::learned(reply) else {
+            return;
+        };
+        let before = self.think_start(index);
+        let Some(p) = self.providers.get(index).filter(|_| now != before) else {
+            return;
+        };
+        if let Some(slot) = self.think_starts.borrow_mut().get_mut(index) {
+            *slot = Some(now);
+        }
+        if now == ThinkStart::Inside {
+            log::info!(
+                "{} starts its answers inside thinking its template opened: streamed answers are held until its </think>",
+                p.label()
+            );
+        } else {
+            log::debug!(
+                "{} answers outside thinking: streamed answers show as they come",
+                p.label()
+            );
+        }
+        if let Err(e) = think::remember(&self.db, &p.cfg, now) {
+            log::warn!("cannot remember what {} answers start with: {e}", p.label());
+        }
     }
 
     /// Record a reply's tokens under the provider that gave it.

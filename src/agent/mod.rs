@@ -132,6 +132,9 @@ pub struct Agent {
     /// llama-cpp-python's function-calling format does when the model picks a tool), so
     /// requests with tools go unstreamed for the rest of the run.
     unstreamed_tools: RefCell<Vec<bool>>,
+    /// Per provider: where its answers start, as they have shown (`think`); `None` until
+    /// read from the store.
+    think_starts: RefCell<Vec<Option<think::ThinkStart>>>,
 }
 
 impl Agent {
@@ -164,6 +167,7 @@ impl Agent {
             blind: RefCell::new(Vec::new()),
             tools_refused: RefCell::new(vec![false; n]),
             unstreamed_tools: RefCell::new(vec![false; n]),
+            think_starts: RefCell::new(vec![None; n]),
         }
     }
 
@@ -360,7 +364,8 @@ impl Agent {
                 }
                 other => other?,
             };
-            think::clean_reply(&mut reply, &|n| self.tools.is_tool(n));
+            let start = self.think_start(answered_by);
+            think::clean_reply(&mut reply, &|n| self.tools.is_tool(n), start);
             let (calls, text_mode) = if last || mode == ToolMode::None {
                 (Vec::new(), false)
             } else if !reply.tool_calls.is_empty() {

@@ -8,12 +8,18 @@
 //! (a `<`, `[` or backtick that could open one; a `{` that opens the answer) is held back
 //! until it is resolved; a complete block is shown only if it holds no call. So the text a
 //! sink receives over one request, trimmed, is exactly the `extract` text of the final
-//! answer: no flicker of markup, nothing shown that the final answer drops. Two exceptions,
-//! both on the hidden side: text held past `MAX_MARKUP_HOLD_BYTES` is dropped from the
-//! preview (the final answer still has it if it was not a call), and the first answer that
-//! starts inside a think block the template opened (a `</think>` with no `<think>`) shows
-//! its thinking until the `</think>` arrives; from then on, streams on this thread hold
-//! their start back until a `</think>` or the end.
+//! answer: no flicker of markup, nothing shown that the final answer drops.
+//!
+//! Thinking its template opened in the prompt (the answer starts mid-thought and holds
+//! only a `</think>`): unless the model's answers are known to start outside thinking
+//! (`think::ThinkStart`), the start of each answer is held until a `</think>` (what comes
+//! before it is dropped, what follows is shown) or the end of the answer (then all of it
+//! is the answer, shown at once). So no thinking is shown, the first time too; a model that
+//! does not think shows its first answer whole at its end, and streams from then on.
+//!
+//! One exception, on the hidden side: text held past `MAX_MARKUP_HOLD_BYTES` is dropped
+//! from the preview (a start held that long is treated as thought up to its `</think>`);
+//! the final answer still has it if it was not a call or thought.
 //!
 //! # Bounds
 //! A filter holds back at most `MAX_MARKUP_HOLD_BYTES` plus one delta (what the provider
@@ -23,11 +29,13 @@
 //! # Threads
 //! Everything here runs on the executor thread.
 
+use super::think::ThinkStart;
 use super::toolcall::Scanner;
 
 /// Most text a [`MarkupFilter`] holds back (a tool call being written, the answer while
 /// it may still be one bare JSON call or start inside thinking). Past it, that text is
-/// dropped from the preview; the final answer decides.
+/// dropped from the preview (a held start: up to its `</think>`); the final answer
+/// decides.
 pub const MAX_MARKUP_HOLD_BYTES: usize = 64 * 1024;
 
 /// Receives an answer while it is written. Implemented by channels (the terminal's
@@ -77,8 +85,9 @@ pub struct MarkupFilter {
 }
 
 impl Default for MarkupFilter {
+    /// For a model not known yet: the start is held.
     fn default() -> Self {
-        MarkupFilter::new()
+        MarkupFilter::new(ThinkStart::Unknown)
     }
 }
 
@@ -89,10 +98,12 @@ impl std::fmt::Debug for MarkupFilter {
 }
 
 impl MarkupFilter {
-    pub fn new() -> MarkupFilter {
-        let prefix = super::toolcall::starts_in_think();
+    /// A filter for one answer of a model whose answers start as `start` says: unless
+    /// they are known to start outside thinking, the answer's start is held until a
+    /// `</think>` or the end.
+    pub fn new(start: ThinkStart) -> MarkupFilter {
         MarkupFilter {
-            scan: Scanner::new(MAX_MARKUP_HOLD_BYTES, prefix),
+            scan: Scanner::new(MAX_MARKUP_HOLD_BYTES, start.holds()),
         }
     }
 
@@ -113,6 +124,14 @@ impl MarkupFilter {
         out
     }
 
+    /// The request ended inside the think block the template opened (`think::cut_in_thought`):
+    /// a start still held is thought and dropped; the rest as [`MarkupFilter::finish_with`].
+    pub fn finish_in_thought(&mut self, is_tool: &dyn Fn(&str) -> bool) -> String {
+        let mut out = String::new();
+        self.scan.finish_in_thought(is_tool, &mut out);
+        out
+    }
+
     /// [`MarkupFilter::finish_with`] knowing no tools: a held bare JSON answer or fence
     /// is shown as text. Prefer `finish_with`.
     pub fn finish(&mut self) -> String {
@@ -129,8 +148,17 @@ mod tests {
         n == "read_file" || n == "list_dir"
     }
 
+    /// A filter for a model known to answer outside thinking (nothing held for it).
+    fn plain() -> MarkupFilter {
+        MarkupFilter::new(ThinkStart::Outside)
+    }
+
     fn run(chunks: &[&str]) -> String {
-        let mut f = MarkupFilter::new();
+        run_as(ThinkStart::Outside, chunks)
+    }
+
+    fn run_as(start: ThinkStart, chunks: &[&str]) -> String {
+        let mut f = MarkupFilter::new(start);
         let mut out = String::new();
         for c in chunks {
             out.push_str(&f.push(c, &known));
@@ -161,7 +189,7 @@ mod tests {
             "\"arguments\":{\"path\":\"a\"}}</tool_",
             "call> done",
         ];
-        let mut f = MarkupFilter::new();
+        let mut f = plain();
         let mut shown = Vec::new();
         for c in chunks {
             shown.push(f.push(c, &known));
@@ -184,7 +212,7 @@ mod tests {
             "use `ls` or ```sh\nls\n```"
         );
         // Text is released as soon as it cannot start a marker.
-        let mut f = MarkupFilter::new();
+        let mut f = plain();
         assert_eq!(f.push("a <b", &known), "a <b");
         assert_eq!(f.push("x <too", &known), "x ");
         assert_eq!(f.push("l> y", &known), "<tool> y");
@@ -212,7 +240,7 @@ mod tests {
 
     #[test]
     fn thinking_is_never_shown() {
-        let mut f = MarkupFilter::new();
+        let mut f = plain();
         let mut shown = String::new();
         for c in [
             "<thi",
@@ -229,22 +257,142 @@ mod tests {
         assert_eq!(shown.trim(), "Hello there");
     }
 
+    /// Streams as servers send them when the template opened `<think>` in the prompt (or
+    /// not), each with the text the user must see; the thinking always says "SECRET".
+    const STREAMS: &[(&str, &str)] = &[
+        // Qwen3 "Thinking" (template ends with `<think>\n`) on llama.cpp, no parser.
+        (
+            "Okay, the user asks for the SECRET capital.\nShort answer.\n</think>\n\nThe capital of France is **Paris**.",
+            "The capital of France is **Paris**.",
+        ),
+        // DeepSeek-R1 distill: closer, blank lines, an answer with a later think block.
+        (
+            "SECRET: 2+2</think>\n\nIt is 4. <think>SECRET again</think>Done.",
+            "It is 4. Done.",
+        ),
+        // Thinking, then a call in text (Qwen3.5 `<function=…>` format).
+        (
+            "I should look, SECRET.\n</think>\n\nLet me look.\n<tool_call>\n<function=list_dir>\n<parameter=path>\n.\n</parameter>\n</function>\n</tool_call>",
+            "Let me look.",
+        ),
+        // Opened in the answer itself.
+        ("<think>\nSECRET plan\n</think>\n\nHello é😀", "Hello é😀"),
+        // No thinking at all: held, then all of it is the answer.
+        (
+            "Just an answer, with <b> and [1].",
+            "Just an answer, with <b> and [1].",
+        ),
+        // Only thinking, closed: nothing.
+        ("SECRET only</think>\n", ""),
+    ];
+
+    /// Feed `pieces`; at every moment nothing thought is shown and what is shown is the
+    /// start of the final text; returns everything shown.
+    fn stream_checked(start: ThinkStart, pieces: &[&str], want: &str) -> String {
+        let mut f = MarkupFilter::new(start);
+        let mut shown = String::new();
+        for p in pieces {
+            shown.push_str(&f.push(p, &known));
+            assert!(!shown.contains("SECRET"), "{pieces:?} showed {shown:?}");
+            assert!(
+                want.starts_with(shown.trim_start()) || want.starts_with(shown.trim()),
+                "{pieces:?} showed {shown:?}"
+            );
+        }
+        shown.push_str(&f.finish_with(&known));
+        shown
+    }
+
     #[test]
-    fn an_answer_that_starts_inside_thinking_is_learned() {
-        // The first time, the thinking shows until its bare `</think>`; the closer never.
+    fn thinking_opened_in_the_prompt_is_never_shown_at_any_split() {
+        for start in [ThinkStart::Unknown, ThinkStart::Inside] {
+            for (text, want) in STREAMS {
+                assert_eq!(toolcall::extract(text, &known).text, *want, "{text:?}");
+                let cuts: Vec<usize> = (1..text.len())
+                    .filter(|&i| text.is_char_boundary(i))
+                    .collect();
+                // Whole, every single cut, every pair of cuts, and one character at a time.
+                let mut splits: Vec<Vec<&str>> = vec![vec![text]];
+                for &i in &cuts {
+                    splits.push(vec![&text[..i], &text[i..]]);
+                    for &j in cuts.iter().filter(|&&j| j > i) {
+                        splits.push(vec![&text[..i], &text[i..j], &text[j..]]);
+                    }
+                }
+                let mut chars = Vec::new();
+                let mut rest = *text;
+                while let Some(c) = rest.chars().next() {
+                    chars.push(&rest[..c.len_utf8()]);
+                    rest = &rest[c.len_utf8()..];
+                }
+                splits.push(chars);
+                for pieces in &splits {
+                    let shown = stream_checked(start, pieces, want);
+                    assert_eq!(shown.trim(), *want, "{start:?} {pieces:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_model_known_to_answer_outside_thinking_streams_at_once() {
+        // Known: text goes out as it comes.
+        let mut f = plain();
+        assert_eq!(f.push("Hello", &known), "Hello");
+        assert_eq!(f.push(" there", &known), " there");
+        // Not known yet, or known to start inside thinking: held until `</think>`...
+        for start in [ThinkStart::Unknown, ThinkStart::Inside] {
+            let mut f = MarkupFilter::new(start);
+            assert_eq!(f.push("I'm\nthinking", &known), "");
+            assert_eq!(f.push("</thi", &known), "");
+            assert_eq!(f.push("nk>\n\nHello", &known), "\n\nHello");
+            assert_eq!(f.push(" there", &known), " there");
+            assert_eq!(f.finish_with(&known), "");
+            // ...or the end, when all of it is the answer.
+            assert_eq!(f.push("Just an answer.", &known), "");
+            assert_eq!(f.finish_with(&known), "Just an answer.");
+        }
+        // A known model that starts thinking after all (another model under the same name):
+        // what came before the closer was shown, the closer never.
         assert_eq!(
             run(&["I'm\nthinking", "</think>", "Hello"]),
             "I'm\nthinkingHello"
         );
-        assert!(toolcall::starts_in_think());
-        // From then on, the start is held until it is known.
-        let mut f = MarkupFilter::new();
-        assert_eq!(f.push("I'm\nthinking", &known), "");
-        assert_eq!(f.push("</think>Hello", &known), "Hello");
-        // An answer without thinking is then shown at its end.
-        let mut f = MarkupFilter::new();
-        assert_eq!(f.push("Just an answer.", &known), "");
-        assert_eq!(f.finish_with(&known), "Just an answer.");
+    }
+
+    #[test]
+    fn an_answer_cut_inside_thinking_shows_nothing() {
+        let mut f = MarkupFilter::new(ThinkStart::Inside);
+        assert_eq!(f.push("Let me think about SECRET", &known), "");
+        assert_eq!(f.finish_in_thought(&known), "");
+        // Past the bound too, and the next answer starts fresh.
+        let piece = "y".repeat(1024);
+        for _ in 0..(2 * MAX_MARKUP_HOLD_BYTES / 1024) {
+            assert_eq!(f.push(&piece, &known), "");
+        }
+        assert_eq!(f.finish_in_thought(&known), "");
+        assert_eq!(f.push("a</think>b", &known), "b");
+        assert_eq!(f.finish_with(&known), "");
+        // An answer after its `</think>` is kept even when cut.
+        let mut f = MarkupFilter::new(ThinkStart::Inside);
+        assert_eq!(f.push("x</think>Part", &known), "Part");
+        assert_eq!(f.finish_in_thought(&known), "");
+    }
+
+    #[test]
+    fn a_held_start_is_bounded() {
+        // A mebibyte with no `</think>`: at most the bound is held; past it, the preview
+        // treats it as thought (the final answer decides).
+        let mut f = MarkupFilter::new(ThinkStart::Unknown);
+        let piece = "why? ".repeat(200);
+        let mut shown = String::new();
+        for _ in 0..1024 {
+            shown.push_str(&f.push(&piece, &known));
+            assert!(f.scan.held() <= MAX_MARKUP_HOLD_BYTES + piece.len());
+        }
+        shown.push_str(&f.push("</think>Answer.", &known));
+        shown.push_str(&f.finish_with(&known));
+        assert_eq!(shown, "Answer.");
     }
 
     #[test]
@@ -254,7 +402,7 @@ mod tests {
             "<think>",
             "<tool_call>{\"name\":\"read_file\",\"arguments\":\"",
         ] {
-            let mut f = MarkupFilter::new();
+            let mut f = plain();
             let mut shown = f.push("Hi. ", &known);
             shown.push_str(&f.push(open, &known));
             let piece = "y".repeat(1024);
@@ -281,6 +429,9 @@ mod tests {
             "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>list_dir<｜tool▁sep｜>{}<｜tool▁call▁end｜><｜tool▁calls▁end｜>",
             "<think>hmm <tool_call>{\"name\":\"list_dir\"}</tool_call></think>",
             "[THINK]x[/THINK]",
+            "I think.</think>",
+            "</th",
+            "ink>",
             "{\"name\": \"list_dir\", \"parameters\": {}}",
             "[see] ",
             "a < b ",
@@ -317,9 +468,18 @@ mod tests {
                 chunks.push(&rest[..cut]);
                 rest = &rest[cut..];
             }
-            let shown = run(&chunks);
             let want = toolcall::extract(&text, &known).text;
-            assert_eq!(shown.trim(), want, "text {text:?} chunks {chunks:?}");
+            for start in [ThinkStart::Unknown, ThinkStart::Inside, ThinkStart::Outside] {
+                if start == ThinkStart::Outside && toolcall::starts_inside_think(&text) {
+                    continue; // shown until its closer: see the test above
+                }
+                let shown = run_as(start, &chunks);
+                assert_eq!(
+                    shown.trim(),
+                    want,
+                    "{start:?} text {text:?} chunks {chunks:?}"
+                );
+            }
         }
     }
 }

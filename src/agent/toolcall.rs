@@ -27,7 +27,9 @@
 //! Markup inside thinking is never a call.
 //!
 //! One [`Scanner`] reads the whole answer ([`extract`]) and a stream of deltas
-//! (`streaming::MarkupFilter`), so a stream shows what the final answer keeps.
+//! (`streaming::MarkupFilter`), so a stream shows what the final answer keeps. A scanner
+//! told that the answer may start inside thinking (`prefix`) holds the start back until a
+//! `</think>` or the end; `extract` always reads so.
 //!
 //! # Bounds
 //! At most `MAX_TOOL_CALLS_PER_ANSWER` calls are taken from one answer. Scanning is linear
@@ -38,14 +40,12 @@
 //! `extract` has no limit: its text is already in memory (capped by the provider).
 //!
 //! # Threads
-//! Any thread: pure functions over their arguments, no I/O. Whether answers start inside
-//! a think block is remembered per thread (the executor's, where every turn runs).
+//! Any thread: pure functions over their arguments, no I/O, no state between answers.
 
 mod formats;
 
 use crate::chat::ToolCall;
 use crate::limits::MAX_TOOL_CALLS_PER_ANSWER;
-use std::cell::Cell;
 
 /// Longest tool name kept; longer ones are cut (and can name no tool).
 pub const MAX_TOOL_NAME_CHARS: usize = 64;
@@ -88,15 +88,11 @@ pub fn strip_thinking(text: &str) -> (String, bool) {
     (out.trim().to_string(), s.thought)
 }
 
-thread_local! {
-    /// An answer on this thread began inside a think block (a `</think>` with no opener):
-    /// new streams hold their start back until they know.
-    static STARTS_IN_THINK: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether answers have been seen to start inside a think block (on this thread).
-pub fn starts_in_think() -> bool {
-    STARTS_IN_THINK.with(Cell::get)
+/// The answer began inside a think block its template opened in the prompt: its first
+/// `</think>` has no `<think>` before it.
+pub fn starts_inside_think(text: &str) -> bool {
+    text.find(THINK_END)
+        .is_some_and(|i| !text[..i].contains(THINK_OPEN))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -130,6 +126,7 @@ const fn mk(open: &'static str, close: &'static str, kind: Kind) -> Marker {
     Marker { open, close, kind }
 }
 
+const THINK_OPEN: &str = "<think>";
 const THINK_END: &str = "</think>";
 
 /// Every marker starts with `<`, `[` or a backtick (the scanner's triggers).
@@ -152,7 +149,7 @@ const MARKERS: &[Marker] = &[
     mk("[TOOL_CALLS]", "", Kind::ToEnd),
     mk("<|python_tag|>", "", Kind::ToEnd),
     mk("```json", "```", Kind::Fence),
-    mk("<think>", THINK_END, Kind::Think),
+    mk(THINK_OPEN, THINK_END, Kind::Think),
     mk("<thinking>", "</thinking>", Kind::Think),
     mk("[THINK]", "[/THINK]", Kind::Think),
     mk(THINK_END, "", Kind::ThinkEnd),
@@ -218,6 +215,10 @@ pub struct Scanner {
     limit: usize,
     /// Tool-call markup stays in the text (only thinking is removed).
     keep_calls: bool,
+    /// Each answer may start inside a think block: its start is held (`State::Prefix`).
+    prefix: bool,
+    /// At the end, a start still held (no `</think>` came) is thought, not the answer.
+    unclosed_prefix_is_thought: bool,
     pub calls: Vec<ToolCall>,
     /// Calls found, including those past the cap (for ids).
     found: usize,
@@ -236,6 +237,8 @@ impl Scanner {
             shown: false,
             limit,
             keep_calls: false,
+            prefix,
+            unclosed_prefix_is_thought: false,
             calls: Vec::new(),
             found: 0,
             thought: false,
@@ -253,6 +256,13 @@ impl Scanner {
         }
     }
 
+    /// The answer ended inside the think block its template opened (it was cut before its
+    /// `</think>`): what is still held of its start is dropped as thought; then as `finish`.
+    pub fn finish_in_thought(&mut self, is_tool: &dyn Fn(&str) -> bool, out: &mut String) {
+        self.unclosed_prefix_is_thought = true;
+        self.finish(is_tool, out);
+    }
+
     /// Bytes held back now (read but not yet given out or dropped).
     pub fn held(&self) -> usize {
         self.buf.len() - self.pos
@@ -262,10 +272,15 @@ impl Scanner {
     /// The scanner is then ready for a new answer.
     pub fn finish(&mut self, is_tool: &dyn Fn(&str) -> bool, out: &mut String) {
         self.run(is_tool, out, true);
+        self.unclosed_prefix_is_thought = false;
         self.buf.clear();
         self.pos = 0;
         self.searched = 0;
-        self.state = State::Text;
+        self.state = if self.prefix {
+            State::Prefix
+        } else {
+            State::Text
+        };
         self.shown = false;
     }
 
@@ -369,13 +384,16 @@ impl Scanner {
                         let opened = self
                             .buf
                             .get(self.pos..c)
-                            .is_some_and(|t| t.contains("<think>"));
+                            .is_some_and(|t| t.contains(THINK_OPEN));
                         if !opened {
                             self.pos = c + THINK_END.len();
                             self.thought = true;
-                            STARTS_IN_THINK.with(|f| f.set(true));
                         }
                         self.state = State::Text;
+                    } else if end && self.unclosed_prefix_is_thought {
+                        self.pos = self.buf.len();
+                        self.thought = true;
+                        return;
                     } else if end {
                         self.state = State::Text;
                     } else if rest.len() > self.limit {
@@ -398,13 +416,7 @@ impl Scanner {
                 self.thought = true;
                 self.state = State::Drop(m.close);
             }
-            Kind::ThinkEnd => {
-                self.pos += m.open.len();
-                if m.open == THINK_END {
-                    STARTS_IN_THINK.with(|f| f.set(true));
-                }
-            }
-            Kind::CallEnd => self.pos += m.open.len(),
+            Kind::ThinkEnd | Kind::CallEnd => self.pos += m.open.len(),
             _ => {
                 self.state = State::Block(m);
                 self.searched = self.pos + m.open.len();

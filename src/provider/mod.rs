@@ -299,6 +299,16 @@ impl fmt::Debug for Provider {
     }
 }
 
+/// A number naming a provider by its URL and model (FNV-1a, stable across runs), for
+/// what is remembered about it without keeping its URL.
+pub fn provider_id(cfg: &ProviderConfig) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in cfg.base_url.bytes().chain([0]).chain(cfg.model.bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
 impl Provider {
     /// Look the key up; a missing key is an error except for plain-http (local) servers.
     pub fn new(cfg: &ProviderConfig, env: &Env) -> Result<Provider, ProviderError> {

@@ -275,11 +275,7 @@ pub fn answer_from_reasoning(
 /// True the first time for a provider (its URL and model), at most `MAX_WARNED_PROVIDERS`.
 fn first_warning(cfg: &ProviderConfig) -> bool {
     static WARNED: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
-    // FNV-1a over the URL and the model: a number, so no URL is kept.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in cfg.base_url.bytes().chain([0]).chain(cfg.model.bytes()) {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
-    }
+    let h = super::provider_id(cfg);
     let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
     if warned.contains(&h) || warned.len() >= MAX_WARNED_PROVIDERS {
         return false;
