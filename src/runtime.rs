@@ -6,6 +6,11 @@
 //! `WORKER_THREADS` threads with `THREAD_STACK_BYTES` stacks; at most `WORKER_QUEUE_LEN`
 //! jobs wait for a thread (senders then wait, which is back-pressure, not a drop).
 //!
+//! # Threads
+//! [`Workers::start`] runs on the main thread at start-up and starts the `yc-worker-N`
+//! threads; [`Workers::run`] and [`forget_dropped_timers`] run on the executor thread;
+//! [`spawn_thread`] starts the other named threads.
+//!
 //! # Blocking
 //! `Workers::run` is async and never blocks the executor; the jobs it runs may block.
 

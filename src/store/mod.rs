@@ -8,6 +8,11 @@
 //! file (`DB_PAGE_SIZE`), a WAL auto-checkpoint every `WAL_CHECKPOINT_BYTES` (1 MiB) of
 //! pages and the WAL file truncated to that size after checkpoints.
 //!
+//! # Threads
+//! The thread that owns the `Db` (it is not shared between threads): the executor thread in
+//! the gateway and in the commands that run turns, the main thread in one-shot commands
+//! (`status`, `memory`, `migrate`, `doctor`).
+//!
 //! # Blocking
 //! Calls block the calling thread for the length of one small statement (SQLite with
 //! `synchronous=FULL` waits for the SD card on commit). The executor thread owns the

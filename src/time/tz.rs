@@ -23,6 +23,10 @@
 //! - [`Tz::local_to_utc`] looks at no more than [`MAX_SEGMENTS`] offset changes
 //!   around the wanted instant; all arithmetic saturates, so any `i64` is safe.
 //!
+//! # Threads
+//! Any thread; [`Tz::parse`]'s file read happens at config load on the main thread (and in
+//! `doctor`).
+//!
 //! # Blocking
 //!
 //! [`Tz::parse`] reads one small file from disk; everything else is pure.

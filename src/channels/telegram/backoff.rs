@@ -16,6 +16,10 @@
 //! - [`ErrorDelay`] doubles from `error_min` and stops at `error_max`.
 //! - A reply is retried for `reply_window` (`REPLY_RETRY_SECS`), then given up.
 //!
+//! # Threads
+//! Any thread for the waits' values; [`Stop::sleep`] runs on the thread that waits (the
+//! poller, the sender, or a worker delivering outside the gateway).
+//!
 //! # Blocking
 //! [`Stop::sleep`] blocks the calling thread (the poller and the sender are dedicated
 //! threads); it returns early once [`Stop::set`] is called.

@@ -19,6 +19,10 @@
 //! At most `POLL_BATCH_UPDATES` updates per poll; the channel to the executor holds
 //! `INBOUND_QUEUE_LEN` (when full, the poller waits: back-pressure, nothing dropped).
 //!
+//! # Threads
+//! The `yc-tg-poll` thread, started once by the gateway: [`poll_loop`] runs there for the
+//! process's life.
+//!
 //! # Blocking
 //! [`poll_loop`] blocks (HTTP, sleeps, full channel): run it on its own thread. It ends
 //! when [`Stop`] is set (checked between polls; an in-flight long poll is not
