@@ -99,9 +99,7 @@ where
         .spawn(f)
 }
 
-/// A small xorshift generator for backoff jitter (not for anything secret), seeded from
-/// the clock, the process id and a stack address so processes and threads differ.
-/// `yoctoclaw 0.1.0 (aarch64 linux)`.
+/// The version line: `yoctoclaw 0.1.0 (aarch64 linux)`.
 pub fn version_text() -> String {
     format!(
         "yoctoclaw {} ({} {})",
@@ -111,6 +109,8 @@ pub fn version_text() -> String {
     )
 }
 
+/// A small xorshift generator for backoff jitter (not for anything secret), seeded from
+/// the clock, the process id and a stack address so processes and threads differ.
 #[derive(Debug, Clone)]
 pub struct Jitter(pub u64);
 

@@ -3,9 +3,13 @@
 //! import (`crate::NAME`) only modules of lower layers. A new module missing from the
 //! table, or an import that points up or sideways, fails here with the file that made it.
 //!
-//! Edges are found the way `../shared/tools/modgraph.py` finds them: `crate::NAME` paths
-//! (and `crate::{A, B}` groups) in each file's non-test code (everything before its first
-//! `#[cfg(test)]`; files named `tests.rs` are skipped), comments included.
+//! Edges are found the way the modgraph tool that `.ci/run` runs (when the machine has
+//! it) finds them: `crate::NAME` paths (and `crate::{A, B}` groups) in each file's
+//! non-test code (everything before its first `#[cfg(test)]`; files named `tests.rs` are
+//! skipped), comments included.
+//!
+//! The same file checks that every non-test file's module header has a `# Threads`
+//! section (ARCHITECTURE.md, "Threads").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

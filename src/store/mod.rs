@@ -45,7 +45,7 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// to the WAL whole, and a turn changes a few rows on a handful of pages (history, its
 /// index, the session, usage, state): with SQLite's default 4 KiB pages that was ~50 KB
 /// written to the SD card per message, with 1 KiB pages it is a quarter
-/// (docs/DECISIONS.md, 91). A file created with another size keeps it (changing it needs
+/// (docs/DECISIONS.md, 92). A file created with another size keeps it (changing it needs
 /// a VACUUM outside WAL mode).
 pub const DB_PAGE_SIZE: u32 = 1024;
 
