@@ -21,7 +21,7 @@
 //!
 //! # Threads
 //! Main thread; each DNS lookup on a short-lived `yc-dns` thread (`net`), and ureq's own
-//! resolver thread for each HTTPS check to a host name (each check builds a new client, so
+//! resolver thread for each HTTP check to a host name (each check builds a new client, so
 //! nothing is cached).
 //!
 //! # Blocking

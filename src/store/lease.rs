@@ -13,7 +13,7 @@
 //!
 //! # Threads
 //! Executor thread (it owns the SQLite connection): the gateway's, or the main thread of
-//! `yoctoclaw heartbeat` and `cron run`.
+//! `yoctoclaw heartbeat`.
 //!
 //! # Blocking
 //! Waits up to the database busy timeout for another writer.

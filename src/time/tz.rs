@@ -24,8 +24,9 @@
 //!   around the wanted instant; all arithmetic saturates, so any `i64` is safe.
 //!
 //! # Threads
-//! Any thread; [`Tz::parse`]'s file read happens at config load on the main thread (and in
-//! `doctor`).
+//! Any thread. [`Tz::parse`] reads a small zoneinfo file where it is called: at config
+//! load and in `doctor` (main thread), and on the executor thread when the scheduler
+//! starts and for each cron tool call.
 //!
 //! # Blocking
 //!
