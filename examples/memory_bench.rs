@@ -1,5 +1,5 @@
 //! `memory_search` latency over 1k, 10k and 100k stored memories, and the database size
-//! on disk: the "search p99 ≤ 10 ms at 100k" budget of SPEC.md, measured through the
+//! on disk: the budget "search p99 ≤ 10 ms at 100k" (stretch 3 ms), measured through the
 //! library exactly as the gateway calls it (`Db::memory_store`, `FtsQuery`,
 //! `Db::memory_search`) on a file database with the default page cache.
 //!

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Footprint benchmark (SPEC.md "Budgets"): builds the release binary and the soak driver,
+# Footprint benchmark (the budgets: README, "Footprint"): builds the release binary and the soak driver,
 # then runs `examples/soak`: the real `yoctoclaw gateway` against a fake Telegram Bot API
 # and an instant fake OpenAI-compatible model on loopback (no network, no API key).
 #

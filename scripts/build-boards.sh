@@ -37,9 +37,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 DEFAULT_TRIPLES="aarch64-unknown-linux-musl riscv64gc-unknown-linux-musl"
-# Budget from SPEC.md ("stripped release binary, aarch64, all features"), in bytes (1 MB = 10^6 B).
-AARCH64_BUDGET_BYTES=2500000
-AARCH64_STRETCH_BYTES=2000000
+# The size budget: the stripped release binary, aarch64, every default feature, in bytes
+# (1 MB = 10^6 B; docs/DECISIONS.md 46): 3.0 MB, stretch 2.5 MB.
+AARCH64_BUDGET_BYTES=3000000
+AARCH64_STRETCH_BYTES=2500000
 
 path_choice=${BOARDS_PATH:-auto}
 use_gnu=0
@@ -299,16 +300,16 @@ done
       | sed 's|^\./||' | LC_ALL=C sort | xargs -r sha256sum > SHA256SUMS )
 
 echo
-echo "== yoctoclaw board binaries (stripped; budget for aarch64: <= 2.5 MB, stretch <= 2.0 MB) =="
+echo "== yoctoclaw board binaries (stripped; budget for aarch64: <= 3.0 MB, stretch <= 2.5 MB) =="
 printf '%-32s %-9s %10s %8s %6s  %s\n' triple path bytes MiB secs verdict
 for r in "${results[@]:-}"; do
     [ -n "$r" ] || continue
     IFS='|' read -r t p s secs <<<"$r"
     verdict="-"
     if [[ $t == aarch64-* ]]; then
-        if [ "$s" -le $AARCH64_STRETCH_BYTES ]; then verdict="within stretch (<= 2.0 MB)"
-        elif [ "$s" -le $AARCH64_BUDGET_BYTES ]; then verdict="within budget (<= 2.5 MB), over stretch"
-        else verdict="OVER BUDGET (> 2.5 MB)"; fi
+        if [ "$s" -le $AARCH64_STRETCH_BYTES ]; then verdict="within stretch (<= 2.5 MB)"
+        elif [ "$s" -le $AARCH64_BUDGET_BYTES ]; then verdict="within budget (<= 3.0 MB), over stretch"
+        else verdict="OVER BUDGET (> 3.0 MB)"; fi
     fi
     printf '%-32s %-9s %10d %8s %6d  %s\n' "$t" "$p" "$s" "$(awk -v s="$s" 'BEGIN{printf "%.2f", s/1048576}')" "$secs" "$verdict"
     echo "  $DIST/$t/yoctoclaw: $(file -b "$DIST/$t/yoctoclaw" 2>/dev/null | cut -d, -f1-2,4-6 || true)"

@@ -11,6 +11,11 @@
 //! Four atomic counters; one extra thread (`REPORTER_STACK_BYTES` stack) that formats
 //! into a fixed buffer on its stack, so the reporter itself never allocates after start.
 //!
+//! # Threads
+//! The counting allocator runs on every thread (atomic counters); the reporter runs on its
+//! own thread, `yc-alloc-stats`, with a `REPORTER_STACK_BYTES` stack, started once at
+//! start-up (only in `bench-alloc` builds, only when `YOCTOCLAW_ALLOC_STATS` is set).
+//!
 //! # Blocking
 //! The reporter thread sleeps and does one small positioned write per interval.
 

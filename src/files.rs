@@ -13,6 +13,11 @@
 //! # Bounds
 //! [`read_regular`] reads at most the `max` bytes it is given.
 //!
+//! # Threads
+//! The caller's thread: a worker for the file tools and uploads, the executor for the
+//! prompt's workspace files (regular files only, so an open never waits), the main thread
+//! for one-shot commands.
+//!
 //! # Blocking
 //! Synchronous filesystem calls, including two fsyncs per write; a read of a regular
 //! file waits only for the disk.

@@ -17,7 +17,7 @@ pub const MAX_BOOTSTRAP_FILE_BYTES: usize = 16 * 1024;
 pub const MAX_PROVIDER_RESPONSE_BYTES: u64 = 4 * 1024 * 1024;
 /// Largest request body we send a provider (system prompt + history + tools).
 pub const MAX_PROVIDER_REQUEST_BYTES: usize = 2 * 1024 * 1024;
-/// ureq input/output buffer per layer (its default is 128 KiB: see STACK-NOTES).
+/// ureq input/output buffer per layer (ureq's default is 128 KiB per layer).
 pub const HTTP_BUFFER_BYTES: usize = 16 * 1024;
 /// Largest response header block accepted.
 pub const HTTP_MAX_HEADER_BYTES: usize = 16 * 1024;

@@ -24,6 +24,9 @@
 //! A line is at most `MAX_LOG_LINE_BYTES` (longer messages are cut with `…`); the log
 //! file at most `LOG_FILE_MAX_BYTES` plus its one previous generation `PATH.1`.
 //!
+//! # Threads
+//! Any thread: every thread logs; the lock keeps each line whole.
+//!
 //! # Blocking
 //! Each record is one `write` to stderr or the file, under a lock.
 

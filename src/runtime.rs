@@ -6,6 +6,11 @@
 //! `WORKER_THREADS` threads with `THREAD_STACK_BYTES` stacks; at most `WORKER_QUEUE_LEN`
 //! jobs wait for a thread (senders then wait, which is back-pressure, not a drop).
 //!
+//! # Threads
+//! [`Workers::start`] runs on the main thread at start-up and starts the `yc-worker-N`
+//! threads; [`Workers::run`] and [`forget_dropped_timers`] run on the executor thread;
+//! [`spawn_thread`] starts the other named threads.
+//!
 //! # Blocking
 //! `Workers::run` is async and never blocks the executor; the jobs it runs may block.
 
@@ -94,9 +99,7 @@ where
         .spawn(f)
 }
 
-/// A small xorshift generator for backoff jitter (not for anything secret), seeded from
-/// the clock, the process id and a stack address so processes and threads differ.
-/// `yoctoclaw 0.1.0 (aarch64 linux)`.
+/// The version line: `yoctoclaw 0.1.0 (aarch64 linux)`.
 pub fn version_text() -> String {
     format!(
         "yoctoclaw {} ({} {})",
@@ -106,6 +109,8 @@ pub fn version_text() -> String {
     )
 }
 
+/// A small xorshift generator for backoff jitter (not for anything secret), seeded from
+/// the clock, the process id and a stack address so processes and threads differ.
 #[derive(Debug, Clone)]
 pub struct Jitter(pub u64);
 

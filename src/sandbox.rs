@@ -30,6 +30,11 @@
 //! A ruleset holds at most [`MAX_LANDLOCK_RULES`] rules; entries beyond are simply not
 //! granted (the safe side). The environment is walked once.
 //!
+//! # Threads
+//! [`clear_environment`] runs on the main thread before any other thread starts;
+//! [`Ruleset::build`] and the spawn on a worker thread (`exec`); [`restrict_self`] in the
+//! forked child between fork and exec, where only async-signal-safe calls are allowed.
+//!
 //! # Blocking
 //! [`Ruleset::build`] reads directories and opens paths: call it on a worker thread.
 //! [`clear_environment`] is an `unsafe fn`: no other thread may read or change the

@@ -16,6 +16,9 @@
 //! Every file read (inittab, passwd, meminfo, the service files, `/proc`) is read up to
 //! `MAX_SERVICE_READ_BYTES`; a larger inittab is refused rather than cut.
 //!
+//! # Threads
+//! Main thread (`yoctoclaw service`).
+//!
 //! # Blocking
 //! Main thread: a one-shot command reading and writing a few small files.
 

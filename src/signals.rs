@@ -12,6 +12,10 @@
 //! One pipe for the process; later `install` calls reuse it. A signal arriving while the
 //! pipe is full is dropped (one pending byte is enough to wake the waiter).
 //!
+//! # Threads
+//! The handler runs on whichever thread the kernel interrupts (one atomic load and one
+//! `write`); [`Signals::wait`] is awaited on the executor thread.
+//!
 //! # Blocking
 //! Nothing blocks: the write end is non-blocking; [`Signals::wait`] is async.
 

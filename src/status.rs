@@ -22,6 +22,10 @@
 //! memory categories are listed. `/proc/self/status` is read up to
 //! `MAX_PROC_STATUS_BYTES`.
 //!
+//! # Threads
+//! Main thread for `yoctoclaw status`; the gateway writes its record on the executor thread
+//! ([`write_gateway_record`], one small deferred commit a minute).
+//!
 //! # Blocking
 //! Small SQLite reads and file metadata; meant for the command line, not the executor.
 

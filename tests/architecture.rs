@@ -3,9 +3,13 @@
 //! import (`crate::NAME`) only modules of lower layers. A new module missing from the
 //! table, or an import that points up or sideways, fails here with the file that made it.
 //!
-//! Edges are found the way `../shared/tools/modgraph.py` finds them: `crate::NAME` paths
-//! (and `crate::{A, B}` groups) in each file's non-test code (everything before its first
-//! `#[cfg(test)]`; files named `tests.rs` are skipped), comments included.
+//! Edges are found the way the modgraph tool that `.ci/run` runs (when the machine has
+//! it) finds them: `crate::NAME` paths (and `crate::{A, B}` groups) in each file's
+//! non-test code (everything before its first `#[cfg(test)]`; files named `tests.rs` are
+//! skipped), comments included.
+//!
+//! The same file checks that every non-test file's module header has a `# Threads`
+//! section (ARCHITECTURE.md, "Threads").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -134,5 +138,63 @@ fn every_module_imports_only_lower_layers() {
         bad.is_empty(),
         "imports that do not point down a layer (see ARCHITECTURE.md):\n{}",
         bad.join("\n")
+    );
+}
+
+/// The `//!` lines a file starts with: its module header.
+fn module_header(text: &str) -> Vec<&str> {
+    text.lines().take_while(|l| l.starts_with("//!")).collect()
+}
+
+/// Whether a module header has a `# Threads` section with at least one line of text.
+fn has_threads_section(header: &[&str]) -> bool {
+    header
+        .iter()
+        .position(|l| l.trim_end() == "//! # Threads")
+        .and_then(|i| header.get(i + 1))
+        .is_some_and(|next| {
+            let text = next.trim_start_matches("//!").trim();
+            !text.is_empty() && !text.starts_with('#')
+        })
+}
+
+#[test]
+fn the_threads_check_reads_a_header_the_way_files_write_it() {
+    assert!(has_threads_section(&module_header(
+        "//! A module.\n//!\n//! # Threads\n//! Any thread.\n\nuse x;\n"
+    )));
+    // Missing, empty, or only further down the file (not in the header): all refused.
+    assert!(!has_threads_section(&module_header(
+        "//! A module.\n//!\n//! # Blocking\n//! It blocks.\n"
+    )));
+    assert!(!has_threads_section(&module_header(
+        "//! A module.\n//!\n//! # Threads\n//!\n//! # Bounds\n"
+    )));
+    assert!(!has_threads_section(&module_header(
+        "//! A module.\n\n//! # Threads\n//! Any thread.\n"
+    )));
+}
+
+/// Every non-test file of `src/` says in its module header which thread runs its code
+/// (ARCHITECTURE.md, "Threads"); test modules (`tests.rs`) are exempt.
+#[test]
+fn every_source_file_says_which_thread_runs_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut missing: Vec<String> = files
+        .iter()
+        .filter(|f| f.file_name().is_none_or(|n| n != "tests.rs"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            !has_threads_section(&module_header(&text))
+        })
+        .map(|f| f.strip_prefix(&src).unwrap().to_string_lossy().into_owned())
+        .collect();
+    missing.sort();
+    assert!(
+        missing.is_empty(),
+        "files whose `//!` header has no `# Threads` section (which thread runs this code?):\n{}",
+        missing.join("\n")
     );
 }

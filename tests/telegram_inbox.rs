@@ -2,7 +2,7 @@
 //! Bot API and scripted fake models, killed with SIGKILL mid-turn and restarted on the
 //! same home (a power cut, the OOM killer, a watchdog), through a Telegram outage, with a
 //! streamed answer cut early, and with a burst of messages to one busy chat
-//! (docs/DECISIONS.md 73, 74).
+//! (docs/DECISIONS.md 88, 89).
 
 mod support;
 
@@ -316,7 +316,7 @@ fn fifty_messages_sent_during_a_turn_all_reach_the_model_and_none_is_refused() {
         tg.push_private(ALICE, "alice", &note(i));
     }
     // A command ends the collection: what came before is one turn, what comes after the
-    // next (docs/DECISIONS.md 14).
+    // next (docs/DECISIONS.md 88).
     tg.push_private(ALICE, "alice", "/status");
     for i in 26..=50 {
         tg.push_private(ALICE, "alice", &note(i));

@@ -1,4 +1,4 @@
-//! Tool rules per channel end to end (docs/DECISIONS.md 86): the real binary, a fake
+//! Tool rules per channel end to end (docs/DECISIONS.md 87): the real binary, a fake
 //! Telegram and fake OpenAI-compatible models. With `telegram.deny_tools: ["exec"]` the
 //! model's requests on Telegram carry no `exec` tool while the terminal's do; an `exec`
 //! call on Telegram anyway (native, or in the text fallback) is refused with a sentence

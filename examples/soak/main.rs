@@ -3,9 +3,9 @@
 //! drives N messages from 8 chats through it, and reports the gateway's memory, CPU and
 //! speed as a table and as one `BENCH key=value …` line. No network, no API key.
 //!
-//! Why it exists: the budgets of SPEC.md ("Budgets") are measured here, never by timed
-//! unit tests. `scripts/bench-footprint.sh` builds and runs it; `scripts/ci-footprint.sh`
-//! runs a short soak with `--max-peak-kib` as a regression guard.
+//! Why it exists: the footprint budgets (README, "Footprint") are measured here, never
+//! by timed unit tests. `scripts/bench-footprint.sh` builds and runs it;
+//! `scripts/ci-footprint.sh` runs a short soak with `--max-peak-kib` as a regression guard.
 //!
 //! What a soak does: onboard a temporary home, seed `--seed-memories` memories, start the
 //! gateway, wait until it polls, let it sit idle, then send messages (35 % tool turns:

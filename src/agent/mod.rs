@@ -22,6 +22,11 @@
 //! tool calls and the calls' arguments are scrubbed before they are stored
 //! (`tools::output::scrub_json` keeps arguments valid JSON); the calls themselves run
 //! with the arguments as given.
+//!
+//! # Threads
+//! Executor thread: turns of many sessions interleave there at await points; model calls
+//! run on the worker threads (`runtime::Workers`), a streamed answer's text comes back over
+//! a bounded channel.
 
 pub mod approval;
 pub mod budget;

@@ -3,7 +3,7 @@
 //! the executor, signal handling and a bounded shutdown, in [`run`].
 //!
 //! Why it exists: this is the program's main loop, written once and read top to bottom
-//! (STYLE: "the daemon's main loop is one documented function").
+//! (the project's rule: the daemon's main loop is one documented function).
 //!
 //! # Threads
 //! The calling thread runs the smol `LocalExecutor` (Telegram update handling, the
@@ -459,7 +459,7 @@ fn bot_token(l: &Loaded) -> Result<String, AppError> {
     Ok(token)
 }
 
-/// The backoff waits: the spec's, or shortened by the test variable (logged).
+/// The backoff waits: the production ones, or shortened by the test variable (logged).
 fn test_backoff() -> Backoff {
     let Ok(v) = std::env::var(TEST_BACKOFF_SCALE_ENV) else {
         return Backoff::standard();

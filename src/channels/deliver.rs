@@ -15,6 +15,11 @@
 //! retried for `Backoff::reply_window` (10 minutes) on transient failures. Each request
 //! has an overall timeout of `TELEGRAM_SEND_TIMEOUT_SECS`.
 //!
+//! # Threads
+//! Executor thread: `deliver` and `send_file` are awaited there; the HTTP runs on the
+//! sender thread (`yc-tg-send`, inside the gateway) or a worker thread, stdout and log
+//! writes on the executor.
+//!
 //! # Blocking
 //! `deliver` is async; HTTP runs on the sender thread or the `Workers` pool. Stdout and
 //! log writes block for one write.

@@ -16,6 +16,11 @@
 //! Lines longer than `MAX_USER_MESSAGE_BYTES` are cut; at most `STDIN_QUEUE_LEN` lines wait
 //! in the reader's channel and as many more behind an approval question (further ones are
 //! dropped with a note).
+//!
+//! # Threads
+//! The executor thread (`smol::block_on` on the main thread) runs the chat and the turns;
+//! the `yc-stdin` thread (one, started by [`interactive`], and by [`one_shot`] when stdin
+//! is a terminal) only reads lines and hands them over.
 
 use crate::agent::approval::{AskFuture, Asker, Decision};
 use crate::agent::commands::{self, Command};

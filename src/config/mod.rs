@@ -1,6 +1,7 @@
 //! Configuration: the home folder, `config.json`, environment overrides and `secrets.env`.
 //!
-//! Every key is optional and defaults as in SPEC.md. Unknown keys are errors that name the
+//! Every key is optional and defaults as `types` sets it (`yoctoclaw onboard` writes every
+//! default into `config.json`; README, "Configuration"). Unknown keys are errors that name the
 //! key; a malformed file is an error naming file, line and column; values of the wrong type
 //! name the key and the expected type. `YOCTOCLAW_<SECTION>_<KEY>` environment variables
 //! override file values (`YOCTOCLAW_TOOLS_EXEC_TIMEOUT_SECS` for nested sections).

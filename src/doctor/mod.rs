@@ -19,6 +19,11 @@
 //! minute. `/proc/meminfo` is read up to `MAX_MEMINFO_BYTES`; integrity problems listed
 //! up to `MAX_INTEGRITY_ROWS`.
 //!
+//! # Threads
+//! Main thread; each DNS lookup on a short-lived `yc-dns` thread (`net`), and ureq's own
+//! resolver thread for each HTTP check to a host name (each check builds a new client, so
+//! nothing is cached).
+//!
 //! # Blocking
 //! Everything blocks; doctor runs on the main thread (plus one short-lived thread per DNS
 //! lookup, see `net`).

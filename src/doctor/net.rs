@@ -16,6 +16,11 @@
 //! tried. The model check has `MODEL_TIMEOUT_SECS`; answers are read up to
 //! `MAX_SMALL_REPLY_BYTES`. Error excerpts shown are cut to `MAX_EXCERPT_CHARS`.
 //!
+//! # Threads
+//! Main thread; [`resolve`] starts one `yc-dns` thread (`THREAD_STACK_BYTES` stack) per
+//! lookup and waits for it at most the check's timeout; a lookup that hangs leaves its
+//! thread until the system resolver gives up or doctor exits.
+//!
 //! # Blocking
 //! Everything here blocks the calling thread. A DNS lookup runs on a short-lived thread so
 //! it can be abandoned after its timeout (the lookup itself cannot be cancelled).

@@ -19,6 +19,10 @@
 //! At most [`MAX_ALLOW_ENTRIES`] entries, each at most [`MAX_ENTRY_BYTES`] long with at
 //! most [`MAX_WHICH_RANGES`] ranges.
 //!
+//! # Threads
+//! Any thread: parsing at config load (main thread); matching on the executor thread when a
+//! hardware tool plans a call.
+//!
 //! # Blocking
 //! Parsing is pure. Matching resolves symlinks through the resolver it is given
 //! ([`canonical`] in production: `realpath` on `/dev`, quick but a filesystem call); the

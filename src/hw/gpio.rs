@@ -14,6 +14,9 @@
 //! - [`MAX_WAIT_MS`] for an edge; [`MAX_PULSE_MS`], the longest pulse callers may hold.
 //! - [`MAX_LINES_SCANNED`] lines per chip when looking a line up by name.
 //!
+//! # Threads
+//! Worker threads (`tools::hardware` hands each call there).
+//!
 //! # Blocking
 //! Every function blocks (ioctls, `poll` up to [`MAX_WAIT_MS`]): run on a worker thread.
 

@@ -20,6 +20,9 @@
 //! messages per `I2C_RDWR`. The kernel's adapter timeout (usually 1 s per transfer) bounds
 //! each transfer; a scan makes at most 112 of them.
 //!
+//! # Threads
+//! Worker threads (`tools::hardware` hands each call there).
+//!
 //! # Blocking
 //! Every function blocks on the bus: run on a worker thread.
 

@@ -21,6 +21,9 @@
 //! Every transfer length, wait and pulse has a named bound in its module's header; the
 //! allowlist is bounded by `allow::MAX_ALLOW_ENTRIES`.
 //!
+//! # Threads
+//! Worker threads, except the allowlist's parsing and matching (`allow`).
+//!
 //! # Blocking
 //! Everything here blocks (opens, ioctls, waits up to the bounds above): callers run it on
 //! the worker pool (`runtime::Workers`), never on the executor thread. Nothing here keeps

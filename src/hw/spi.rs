@@ -11,6 +11,9 @@
 //! [`MAX_TRANSFER_BYTES`] per transfer; speeds [`MIN_SPEED_HZ`]..=[`MAX_SPEED_HZ`]; bits
 //! per word 1..=32 (the kernel refuses what the controller cannot do).
 //!
+//! # Threads
+//! Worker threads (`tools::hardware` hands each call there).
+//!
 //! # Blocking
 //! The transfer blocks until the bytes are clocked out (4 KiB at 100 kHz is about 0.3 s):
 //! run on a worker thread.

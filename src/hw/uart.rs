@@ -13,6 +13,9 @@
 //! delimiter of at most [`MAX_DELIMITER_BYTES`]. Closing a port may wait for the kernel
 //! to send what was written (at most `MAX_WRITE_BYTES` at the chosen baud rate).
 //!
+//! # Threads
+//! Worker threads (`tools::hardware` hands each call there).
+//!
 //! # Blocking
 //! Every function blocks up to its deadline: run on a worker thread.
 

@@ -20,6 +20,9 @@
 //! holds two `u64` hashes per memory (stored ones and the plan's), in a table at most
 //! four times that size.
 //!
+//! # Threads
+//! Main thread (`yoctoclaw migrate`).
+//!
 //! # Blocking
 //! File writes (with fsync) and SQLite on the calling thread.
 

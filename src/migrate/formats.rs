@@ -20,6 +20,10 @@
 //! One pass over the input, output at most about twice its size; no recursion (a value's
 //! nesting is a counter; [`tree`] walks each entry's path in a loop). The caller bounds
 //! the input size.
+//!
+//! # Threads
+//! Any thread: pure functions over their arguments, no I/O (`yoctoclaw migrate` calls them
+//! on the main thread).
 
 use crate::json::{self, SyntaxError, push_escaped};
 use miniserde::json::{Object, Value};

@@ -23,6 +23,9 @@
 //! `store::memory::MAX_MEMORIES` entries), `MAX_FALLBACKS` fallbacks, and the cron jobs
 //! the store holds (`store::cron::MAX_CRON_JOBS`).
 //!
+//! # Threads
+//! Main thread (`yoctoclaw migrate`).
+//!
 //! # Blocking
 //! A one-shot command on the main thread: plain file and SQLite I/O, no executor.
 

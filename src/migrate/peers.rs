@@ -18,6 +18,9 @@
 //!   (`workspace/`, or the agent's `agents/<name>/workspace/`, skills also in
 //!   `shared/skills/`) and `brain.db` memories. Its `enc2:` secrets are reported.
 //!
+//! # Threads
+//! Main thread (`yoctoclaw migrate`).
+//!
 //! # Blocking
 //! Plain file and SQLite reads on the calling thread (see `source`).
 

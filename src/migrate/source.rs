@@ -8,6 +8,9 @@
 //! folder listings stop at `MAX_PEER_DIR_ENTRIES`, a database is read up to
 //! `store::memory::MAX_MEMORIES` rows (and the plan's own memory bound).
 //!
+//! # Threads
+//! Main thread (`yoctoclaw migrate`).
+//!
 //! # Blocking
 //! Plain file and SQLite reads on the calling thread.
 

@@ -6,6 +6,11 @@
 //! up to `HTTP_MAX_HEADER_BYTES`, bodies up to the limit the caller passes,
 //! `HTTP_MAX_IDLE_CONNECTIONS` pooled connections.
 //!
+//! # Threads
+//! The thread that sends: a worker (model calls, media, uploads), the poller, the sender,
+//! or the main thread of a one-shot command (`doctor`, [`learn_time`]). Name lookups may
+//! start a thread of ureq's (see `resolve`).
+//!
 //! # Blocking
 //! Every function that sends blocks until the exchange ends or times out;
 //! [`post_streaming`] returns after the response headers and leaves the body to the caller.

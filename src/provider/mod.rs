@@ -9,6 +9,12 @@
 //! or for a streamed reply `provider.timeout_secs` per read (a stall) and
 //! `STREAM_MAX_SECS` overall.
 //!
+//! # Threads
+//! The agent builds request bodies on the executor thread (a photo named in one is only
+//! checked there; its bytes are read while the body is sent); [`Provider::chat_blocking`]
+//! and [`Provider::chat_stream_blocking`] run on a worker thread; [`Provider::chain`]
+//! builds the providers on the main thread at start-up.
+//!
 //! # Blocking
 //! [`Provider::chat_blocking`] and [`Provider::chat_stream_blocking`] block for the whole
 //! HTTP exchange: call them on a worker thread (`runtime::Workers`), never on the

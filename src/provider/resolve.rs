@@ -12,6 +12,13 @@
 //! # Bounds
 //! At most `DNS_CACHE_ENTRIES` names per agent (the oldest is replaced); an entry is used
 //! for `DNS_CACHE_SECS`, so a moved server is found again within that time.
+//!
+//! # Threads
+//! The thread that sends the request (a worker, the poller, the sender, or the main thread
+//! of a one-shot command). A name missing from the cache is looked up by ureq's resolver on
+//! a thread it starts for that lookup (std's default stack, 2 MiB of address space), which
+//! ends when the system resolver answers; the calling thread waits for it at most until the
+//! request's timeout. IP literals and cached names start none.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;

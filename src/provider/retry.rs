@@ -21,6 +21,10 @@
 //! # Bounds
 //! Attempts, single delays, `Retry-After` and the total time per provider are all capped
 //! by the constants of `limits`.
+//!
+//! # Threads
+//! Any thread for the policy (pure); the waits are awaited by the agent on the executor
+//! thread.
 
 use super::ProviderError;
 use crate::limits::{

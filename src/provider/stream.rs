@@ -22,6 +22,9 @@
 //! `MAX_PROVIDER_RESPONSE_BYTES` (ureq's body limit), so the assembled text is too;
 //! `MAX_SSE_LINE_BYTES` per line; at most `MAX_STREAM_TOOL_CALLS` tool calls.
 //!
+//! # Threads
+//! Worker threads (with the model call that opened the stream).
+//!
 //! # Blocking
 //! [`read_stream`] blocks on the reader: run it on a worker thread. The `on_text`
 //! callback runs there too (the agent forwards the text over a bounded channel).

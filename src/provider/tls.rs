@@ -32,9 +32,10 @@
 //! and at most `MAX_CA_FILE_CERTS` certificates are taken from it.
 //!
 //! # Threads
-//! Worker threads (or the poller and the sender): the handshake and every read and write block the calling thread (a worker, the poller
-//! or the sender), each bounded by ureq's timeouts. [`install_ca_file`] reads a file: call
-//! it at start, before the executor runs.
+//! The thread that sends (a worker, the poller, the sender, or the main thread of a
+//! one-shot command such as `doctor`): the handshake and every read and write block it,
+//! each bounded by ureq's timeouts. [`install_ca_file`] reads a file: call it at start,
+//! before the executor runs.
 
 use crate::time::{build_epoch, now as now_secs};
 use rustls::client::ClientConnection;

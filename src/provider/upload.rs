@@ -17,6 +17,9 @@
 //! Reads of `UPLOAD_CHUNK_BYTES`; answers up to `MAX_TRANSCRIPT_RESPONSE_BYTES`; a
 //! transcript is cut to `MAX_USER_MESSAGE_BYTES`.
 //!
+//! # Threads
+//! Worker threads; the body's length and parts are computed there too.
+//!
 //! # Blocking
 //! [`post_body`] and [`transcribe`] block for the whole exchange: worker threads only.
 

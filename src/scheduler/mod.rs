@@ -10,6 +10,9 @@
 //!
 //! Each submodule documents its own limits (text lengths, zoneinfo size, search spans,
 //! jobs per pass, sleep lengths).
+//!
+//! # Threads
+//! Executor thread: each submodule says what it hands to other threads.
 
 pub mod heartbeat;
 pub mod jobs;

@@ -27,6 +27,10 @@
 //! # Bounds
 //! Sleeps last `MIN_SLEEP_SECS`..=`MAX_SLEEP_SECS`; a pass runs at most
 //! `jobs::MAX_JOBS_PER_PASS` jobs, one after another.
+//!
+//! # Threads
+//! Executor thread: one future on `smol::Timer`s; the turns and deliveries it starts await
+//! their own threads.
 
 use super::Deps;
 use super::heartbeat::{self, LAST_RUN_KEY, LEASE_KEY, Outcome};

@@ -5,6 +5,10 @@
 //! written) is checked through its deepest existing ancestor, and the remaining parts may
 //! not contain `..`. Escapes by `..`, absolute paths, or symlinks pointing out are refused.
 //!
+//! # Threads
+//! The caller's thread: a worker for the file tools, the executor for `send_file`'s path
+//! and for the photos a model request names.
+//!
 //! # Blocking
 //! Filesystem metadata calls only.
 

@@ -11,6 +11,10 @@
 //!
 //! # Bounds
 //! Each module documents its own limits; none of them keeps unbounded state.
+//!
+//! # Threads
+//! Any thread: pure checks, except [`netguard::resolve_checked`], which blocks on the
+//! system resolver and runs on a worker thread (`web_fetch`).
 
 pub mod confine;
 pub mod exec_policy;

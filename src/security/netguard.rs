@@ -19,6 +19,10 @@
 //! - Host names longer than [`MAX_HOST_BYTES`] (or a label over 63 bytes) are refused.
 //! - At most [`MAX_RESOLVED_ADDRS`] resolved addresses are kept (and all of those are checked).
 //!
+//! # Threads
+//! Any thread for parsing and checks; [`resolve_checked`] on a worker thread (inside
+//! `web_fetch`'s ureq client).
+//!
 //! # Blocking
 //! [`resolve_checked`] calls the system resolver and blocks until it answers; call it from a
 //! blocking thread, never from the async executor.

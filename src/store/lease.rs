@@ -11,6 +11,10 @@
 //! (it was written under a wrong clock that has since been corrected), so a clock stepped
 //! backwards can block a lease for at most one period.
 //!
+//! # Threads
+//! Executor thread (it owns the SQLite connection): the gateway's, or the main thread of
+//! `yoctoclaw heartbeat`.
+//!
 //! # Blocking
 //! Waits up to the database busy timeout for another writer.
 

@@ -15,6 +15,10 @@
 //! RAM). Retention deletes in batches of `RETENTION_BATCH_ROWS` so one run never builds
 //! a huge WAL on an SD card.
 //!
+//! # Threads
+//! The thread that owns the `Db`: the executor in the gateway and the commands that run
+//! turns, the main thread in `memory` commands.
+//!
 //! # Blocking
 //! Every call runs one or a few small statements on the calling thread.
 

@@ -8,6 +8,11 @@
 //! file (`DB_PAGE_SIZE`), a WAL auto-checkpoint every `WAL_CHECKPOINT_BYTES` (1 MiB) of
 //! pages and the WAL file truncated to that size after checkpoints.
 //!
+//! # Threads
+//! The thread that owns the `Db` (it is not shared between threads): the executor thread in
+//! the gateway and in the commands that run turns, the main thread in one-shot commands
+//! (`status`, `memory`, `migrate`, `doctor`).
+//!
 //! # Blocking
 //! Calls block the calling thread for the length of one small statement (SQLite with
 //! `synchronous=FULL` waits for the SD card on commit). The executor thread owns the
@@ -40,7 +45,7 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// to the WAL whole, and a turn changes a few rows on a handful of pages (history, its
 /// index, the session, usage, state): with SQLite's default 4 KiB pages that was ~50 KB
 /// written to the SD card per message, with 1 KiB pages it is a quarter
-/// (docs/DECISIONS.md, 91). A file created with another size keeps it (changing it needs
+/// (docs/DECISIONS.md, 92). A file created with another size keeps it (changing it needs
 /// a VACUUM outside WAL mode).
 pub const DB_PAGE_SIZE: u32 = 1024;
 

@@ -9,6 +9,11 @@
 //! # Layout
 //! Every block carries an 8-byte header holding its total size (SQLite's `xSize` needs
 //! it); blocks are 8-byte aligned, which is what SQLite asks of an allocator.
+//!
+//! # Threads
+//! Whatever thread calls SQLite (the one that owns the `Db`): SQLite's allocation callbacks
+//! take the heap's one lock like any Rust allocation. [`install`] runs once, before the
+//! first connection opens.
 
 use rusqlite::ffi;
 use std::alloc::{Layout, alloc, dealloc, realloc};

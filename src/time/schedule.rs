@@ -1,6 +1,6 @@
 //! A cron job's schedule as the user writes it, and when the job runs next.
 //!
-//! Three forms (SPEC "Heartbeat and cron"): a five-field cron expression
+//! Three forms (README, "Cron jobs"): a five-field cron expression
 //! (`*/15 7-22 * * 1-5`, see `cron_expr`), a fixed interval (`every 15m`,
 //! `every 2h`, `every 1d`, `every 90s`), or a one-shot local time
 //! (`at 2026-12-01T09:00`). All times are Unix seconds passed in by the

@@ -23,6 +23,11 @@
 //! - [`Tz::local_to_utc`] looks at no more than [`MAX_SEGMENTS`] offset changes
 //!   around the wanted instant; all arithmetic saturates, so any `i64` is safe.
 //!
+//! # Threads
+//! Any thread. [`Tz::parse`] reads a small zoneinfo file where it is called: at config
+//! load and in `doctor` (main thread), and on the executor thread when the scheduler
+//! starts and for each cron tool call.
+//!
 //! # Blocking
 //!
 //! [`Tz::parse`] reads one small file from disk; everything else is pure.

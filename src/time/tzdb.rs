@@ -20,6 +20,9 @@
 //! Static data only (about 9 KB of text). Names longer than [`MAX_NAME_BYTES`] are not
 //! looked up. No allocation.
 //!
+//! # Threads
+//! Any thread.
+//!
 //! # Blocking
 //!
 //! Pure; any thread.

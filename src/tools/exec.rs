@@ -25,6 +25,10 @@
 //! - Output: `tools.exec.max_output_bytes`, and never more than the agent's tool-result
 //!   cap minus room for the status line (so the tail is not cut away again).
 //!
+//! # Threads
+//! Executor thread for the policy checks and the approval; the command itself on a worker
+//! thread.
+//!
 //! # Blocking
 //! The command runs on a worker thread (`runtime::Workers`); the executor only awaits it.
 

@@ -5,7 +5,8 @@
 //! `MAX_LIST_DIR_ENTRIES` entries. Both say when they cut.
 //!
 //! # Threads
-//! Executor thread: bounded reads (see `# Bounds`).
+//! Worker threads: `tools` runs the file tools there, with a deadline of
+//! `FILE_TOOL_DEADLINE_SECS`, so a hung mount never holds the executor.
 
 use super::{Args, ToolError};
 use crate::chat::ToolSpec;

@@ -17,6 +17,10 @@
 //! `hw::gpio::MAX_WAIT_MS`, pulses of `hw::gpio::MAX_PULSE_MS`, serial calls of
 //! `hw::uart::MAX_TIMEOUT_MS`.
 //!
+//! # Threads
+//! Executor thread for the argument checks and the plan; the device work on a worker
+//! thread.
+//!
 //! # Blocking
 //! The device work runs on a worker (`Workers::run`), one call at a time per worker, and
 //! ends within the bounds above. Planning runs on the caller's thread: it resolves

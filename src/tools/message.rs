@@ -13,6 +13,10 @@
 //!
 //! # Bounds
 //! Text up to [`MAX_MESSAGE_BYTES`]; delivery splits and caps it (`channels::deliver`).
+//!
+//! # Threads
+//! Executor thread: the checks are pure; delivery awaits the outbound seam, which hands the
+//! HTTP to the sender thread (inside the gateway) or a worker thread.
 
 use super::{Args, CallContext, ToolError, Tools};
 use crate::chat::ToolSpec;

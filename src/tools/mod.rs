@@ -19,6 +19,11 @@
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
 //! Blocking work (files, commands, HTTP, `statvfs`) runs on `Workers`; file tools have a
 //! deadline of `FILE_TOOL_DEADLINE_SECS`.
+//!
+//! # Threads
+//! Executor thread: dispatch, argument checks and the SQLite tools (memory, cron); file
+//! tools, `exec`, `web_fetch`, `system_info` and the hardware tools hand their blocking
+//! work to the worker threads and await it.
 
 mod args;
 pub mod cron;

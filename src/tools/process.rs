@@ -17,6 +17,10 @@
 //!   that left the group may still hold the pipe).
 //! - Output: a [`HeadTail`] of `max_output` bytes; everything beyond is counted, not kept.
 //!
+//! # Threads
+//! Worker threads; the child is forked by std's `Command` (no thread of its own) and its
+//! output read with `poll` on the same worker.
+//!
 //! # Blocking
 //! [`run_blocking`] blocks for the whole run: call it on a worker thread
 //! (`runtime::Workers`), never on the executor.

@@ -8,6 +8,9 @@
 //! Each file is read up to `MAX_SYSINFO_FILE_BYTES`; at most `MAX_THERMAL_ZONES` zones are
 //! reported. The answer is a few hundred bytes.
 //!
+//! # Threads
+//! Worker threads (the tool hands its report there).
+//!
 //! # Blocking
 //! File reads and `statvfs` (which can hang on a dead network mount): run on a worker.
 

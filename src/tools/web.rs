@@ -19,6 +19,10 @@
 //! Time: `tools.web_fetch.timeout_secs` for the whole chain of requests. Text handed back:
 //! the agent's tool-result cap. Redirects: `MAX_FETCH_REDIRECTS`.
 //!
+//! # Threads
+//! Executor thread for the tool call; [`fetch_blocking`] and its name lookups
+//! ([`GuardedResolver`], no thread of ureq's) on a worker thread.
+//!
 //! # Blocking
 //! [`fetch_blocking`] does DNS and HTTP: it runs on a worker thread.
 

@@ -13,6 +13,10 @@
 //! Content written and files edited: at most `MAX_WRITE_FILE_BYTES`, before and after an
 //! edit; bigger ones are refused with a tool error, nothing is written.
 //!
+//! # Threads
+//! Worker threads (`tools` runs file tools there, with a deadline); the approval summaries
+//! on the executor thread.
+//!
 //! # Blocking
 //! Filesystem calls including two fsyncs; small files only (see Bounds).
 

@@ -151,9 +151,10 @@ impl Gateway {
         all
     }
 
-    /// Stop and check the shutdown contract: status 0, well within the 2 s the spec
-    /// allows (measured loosely: the bound is generous for a loaded test machine), a
-    /// "stopped" line, and the token nowhere in the output. Returns all output.
+    /// Stop and check the shutdown contract: status 0, in time (the gateway exits by
+    /// `SHUTDOWN_LIMIT_MS`, 1.7 s after the signal; measured loosely: the bound is generous
+    /// for a loaded test machine), a "stopped" line, and the token nowhere in the output.
+    /// Returns all output.
     pub fn stop_cleanly(self) -> String {
         let (status, took, out) = self.stop();
         assert!(status.success(), "exit status {status}:\n{out}");

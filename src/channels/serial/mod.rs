@@ -19,6 +19,11 @@
 //! full gets a "busy" note on the line instead of being queued. Reads are
 //! `READ_CHUNK_BYTES` at a time. One reader thread per device.
 //!
+//! # Threads
+//! One `yc-serial` thread per device (started by [`start`]) reads, echoes and reopens the
+//! device; [`run_console`] runs on the executor thread and writes replies through a worker
+//! thread.
+//!
 //! # Blocking
 //! The reader thread blocks in `read`. `SerialWriter::write_blocking` blocks until the
 //! kernel took the bytes (at 115200 baud a 4 KiB reply drains in about 0.4 s);

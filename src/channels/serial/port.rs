@@ -7,6 +7,10 @@
 //! send SIGHUP) and `O_NONBLOCK` (so a line without carrier cannot hang the open), then
 //! switched back to blocking once `CLOCAL` is set.
 //!
+//! # Threads
+//! The `yc-serial` reader thread opens and reads the device; replies are written on a
+//! worker thread.
+//!
 //! # Blocking
 //! `open` does not block; reads and writes on the returned file do.
 

@@ -15,6 +15,11 @@
 //! - Text taken from an update is cut to `MAX_USER_MESSAGE_BYTES`, usernames to
 //!   `MAX_USERNAME_BYTES`, Telegram's error descriptions to `MAX_DESCRIPTION_CHARS`.
 //!
+//! # Threads
+//! The thread that calls a method: the poller (`yc-tg-poll`), the sender (`yc-tg-send`) or
+//! a worker thread (`getMe`, media, uploads, deliveries outside the gateway); never the
+//! executor. Parsing is pure.
+//!
 //! # Blocking
 //! Every method on [`Api`] blocks until Telegram answers or the timeout ends: call
 //! them on the poller or sender thread, or through `Workers`.

@@ -1,11 +1,11 @@
 //! How long the Telegram threads wait after a failure, and a stop signal that cuts
 //! those waits short at shutdown.
 //!
-//! Why it exists: the spec fixes the waits (409 Conflict ≥ 30 s, 429 as Telegram says,
-//! 5xx and network errors 1 s → 60 s with jitter, never a tight loop on instant empty
-//! answers), and tests must not take minutes. [`Backoff::standard`] holds the spec's
-//! values; [`Backoff::scaled`] multiplies every one of them by a factor for tests (the
-//! gateway reads it from the hidden `YOCTOCLAW_TEST_BACKOFF_SCALE` variable; see
+//! Why it exists: the waits are fixed (409 Conflict ≥ 30 s, 429 as Telegram says, 5xx and
+//! network errors 1 s → 60 s with jitter, never a tight loop on instant empty answers),
+//! and tests must not take minutes. [`Backoff::standard`] holds those values;
+//! [`Backoff::scaled`] multiplies every one of them by a factor for tests (the gateway
+//! reads it from the hidden `YOCTOCLAW_TEST_BACKOFF_SCALE` variable; see
 //! docs/DECISIONS.md). Production code never shortens them otherwise.
 //!
 //! # Bounds
@@ -15,6 +15,10 @@
 //!   value waits that long (a bogus hour-long value must not freeze the bot).
 //! - [`ErrorDelay`] doubles from `error_min` and stops at `error_max`.
 //! - A reply is retried for `reply_window` (`REPLY_RETRY_SECS`), then given up.
+//!
+//! # Threads
+//! Any thread for the waits' values; [`Stop::sleep`] runs on the thread that waits (the
+//! poller, the sender, or a worker delivering outside the gateway).
 //!
 //! # Blocking
 //! [`Stop::sleep`] blocks the calling thread (the poller and the sender are dedicated
@@ -66,7 +70,7 @@ impl Default for Backoff {
 }
 
 impl Backoff {
-    /// The spec's values.
+    /// The production values (see the module's documentation).
     pub fn standard() -> Backoff {
         Backoff {
             conflict: Duration::from_secs(CONFLICT_WAIT_SECS),
@@ -96,7 +100,7 @@ impl Backoff {
         }
     }
 
-    /// The spec's values, shortened by `YOCTOCLAW_TEST_BACKOFF_SCALE` when it holds a
+    /// The production values, shortened by `YOCTOCLAW_TEST_BACKOFF_SCALE` when it holds a
     /// number (silently: the gateway logs it once at start).
     pub fn from_env() -> Backoff {
         std::env::var(TEST_BACKOFF_SCALE_ENV)

@@ -22,6 +22,10 @@
 //! `agent.max_sessions`; a turn's text: `MAX_TURN_TEXT_BYTES`; refusals:
 //! `RefusalLimiter`. "typing…" is refreshed every `TYPING_REFRESH_SECS` while a turn runs.
 //!
+//! # Threads
+//! Executor thread: update handling, turns, SQLite; media work and HTTP are handed to the
+//! worker threads and the sender thread.
+//!
 //! # Blocking
 //! Nothing here blocks the executor: SQLite calls are short, HTTP runs on the sender
 //! thread and the worker pool.

@@ -11,6 +11,10 @@
 //!   forgets expired entries first, then the oldest (that user may get a second
 //!   refusal within the hour, which is harmless).
 //! - An allow list holds what the config holds (the config file is size-capped).
+//!
+//! # Threads
+//! Any thread: pure functions and a small table the caller owns (`bot` calls them on the
+//! executor thread).
 
 use super::api::{BotIdentity, ChatKind, Incoming};
 use crate::config::GroupMode;

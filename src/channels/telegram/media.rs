@@ -13,6 +13,10 @@
 //! spool file per message being prepared, removed when done, the spool emptied at start.
 //! Each step has its timeout (`MEDIA_DOWNLOAD_TIMEOUT_SECS`, `transcription.timeout_secs`).
 //!
+//! # Threads
+//! [`prepare`] runs on a worker thread (`bot` hands it there); [`clean_spool`] runs on the
+//! main thread at start-up; the rest is pure.
+//!
 //! # Blocking
 //! [`prepare`] downloads and uploads: run it on a worker thread (`bot` does).
 

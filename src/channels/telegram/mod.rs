@@ -33,6 +33,11 @@
 //!   (its calls block). The sender reports delivered turns back over the `Outbox`.
 //!
 //! No file here imports a file that imports it back.
+//!
+//! # Threads
+//! As drawn above: the poller thread (`yc-tg-poll`), the executor thread and the sender
+//! thread (`yc-tg-send`), with `media` on the worker threads; each file's own `# Threads`
+//! says which of them runs it.
 
 pub mod api;
 pub mod backoff;

@@ -1,7 +1,7 @@
 //! The `getUpdates` long-poll loop, on its own thread, feeding updates to the executor
 //! over a bounded channel. It never dies on an error and never spins.
 //!
-//! Why it exists: this is the one place the spec's polling rules live.
+//! Why it exists: this is the one place the polling rules live.
 //! - 409 Conflict (another poller, or a webhook): wait `Backoff::conflict` (30 s) each
 //!   time, with a single warning for the whole episode (and at most one per
 //!   `CONFLICT_WARN_INTERVAL_SECS` when two instances keep taking turns).
@@ -18,6 +18,10 @@
 //! # Bounds
 //! At most `POLL_BATCH_UPDATES` updates per poll; the channel to the executor holds
 //! `INBOUND_QUEUE_LEN` (when full, the poller waits: back-pressure, nothing dropped).
+//!
+//! # Threads
+//! The `yc-tg-poll` thread, started once by the gateway: [`poll_loop`] runs there for the
+//! process's life.
 //!
 //! # Blocking
 //! [`poll_loop`] blocks (HTTP, sleeps, full channel): run it on its own thread. It ends
