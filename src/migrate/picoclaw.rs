@@ -24,6 +24,9 @@
 //! the example config's placeholders, `temperature`, proxies and a workspace restriction
 //! turned off are reported, not brought.
 //!
+//! # Threads
+//! Main thread (`yoctoclaw migrate`).
+//!
 //! # Bounds
 //! The files as `source` reads them (`MAX_PEER_CONFIG_BYTES`); the tables here are fixed.
 //!
