@@ -14,11 +14,11 @@
 //! `runtime::Workers`; each channel that reads a blocking source (stdin, Telegram
 //! long-poll, serial) has one dedicated thread that feeds the executor over a bounded
 //! async-channel; Telegram's outgoing messages go out on one sender thread fed the same
-//! way (so replies never wait behind a provider call). Two threads come from the
+//! way (so replies never wait behind a provider call). One thread comes from the
 //! dependencies: smol's reactor (`async-io`, one, started with the first timer or async
-//! source) and ureq's resolver, a short-lived thread for each lookup that
-//! `provider::resolve`'s cache misses (a name is kept a minute per HTTP client);
-//! `doctor` resolves host names on short-lived threads of its own. ARCHITECTURE.md
+//! source); host names are resolved on the thread that sends the request
+//! (`provider::resolve`), never on a thread of ureq's. `doctor` resolves host names on
+//! short-lived threads of its own. ARCHITECTURE.md
 //! ("Threads") lists every thread with its stack.
 //!
 //! # Memory

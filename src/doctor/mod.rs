@@ -20,8 +20,8 @@
 //! up to `MAX_INTEGRITY_ROWS`.
 //!
 //! # Threads
-//! Main thread; each DNS lookup on a short-lived `yc-dns` thread (`net`), and ureq's own
-//! resolver thread for each HTTP check to a host name (each check builds a new client, so
+//! Main thread; each DNS lookup on a short-lived `yc-dns` thread (`net`). The HTTP checks
+//! resolve on the main thread (`provider::resolve`; each check builds a new client, so
 //! nothing is cached).
 //!
 //! # Blocking

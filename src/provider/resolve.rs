@@ -7,7 +7,7 @@
 //! thread. The footprint soak measured about one thread start per request (1,500 in 6 s)
 //! and a DNS round trip per request on a real network. Here an IP literal (a LAN or
 //! loopback model server) becomes its address directly, and a name is looked up once per
-//! `DNS_CACHE_SECS` (ureq's own resolver, thread and timeout included, on a miss).
+//! `DNS_CACHE_SECS`, by ureq's own resolver on the calling thread (no thread of its own).
 //!
 //! # Bounds
 //! At most `DNS_CACHE_ENTRIES` names per agent (the oldest is replaced); an entry is used
@@ -15,10 +15,13 @@
 //!
 //! # Threads
 //! The thread that sends the request (a worker, the poller, the sender, or the main thread
-//! of a one-shot command). A name missing from the cache is looked up by ureq's resolver on
-//! a thread it starts for that lookup (std's default stack, 2 MiB of address space), which
-//! ends when the system resolver answers; the calling thread waits for it at most until the
-//! request's timeout. IP literals and cached names start none.
+//! of a one-shot command), which is a thread made to block. A name missing from the cache
+//! is looked up there, with no timeout of ureq's: given one, ureq starts a thread for each
+//! lookup (std's default stack, 2 MiB of address space) that outlives a timed-out request
+//! until the system resolver gives up. Without it no thread is ever started on demand; a
+//! lookup that hangs holds the calling thread until the system resolver gives up (its
+//! `timeout` × `attempts` from resolv.conf: 5 s × 2 by default on musl and glibc), and
+//! the request's own timeouts count from the connection on.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
@@ -85,7 +88,12 @@ impl Resolver for CachingResolver {
         {
             return Ok(addrs.clone());
         }
-        let addrs = self.inner.resolve(uri, config, timeout)?;
+        // No timeout: ureq would resolve on a thread of its own (see # Threads).
+        let on_this_thread = NextTimeout {
+            after: ureq::unversioned::transport::time::Duration::NotHappening,
+            ..timeout
+        };
+        let addrs = self.inner.resolve(uri, config, on_this_thread)?;
         if let Ok(mut cache) = self.cache.lock() {
             cache.retain(|(k, at, _)| *k != key && at.elapsed() < ttl);
             if cache.len() >= DNS_CACHE_ENTRIES {
@@ -139,5 +147,21 @@ mod tests {
             .unwrap();
         assert_eq!(lit.len(), 1);
         assert_eq!(r.cache.lock().unwrap().len(), 1, "literals are not cached");
+    }
+
+    /// A lookup runs on the calling thread, never on one ureq starts for it: given a
+    /// request whose time is already up, ureq's own path (a thread, then a wait bounded
+    /// by that time) fails with a timeout; on the calling thread the lookup completes.
+    #[test]
+    fn a_lookup_starts_no_thread() {
+        use ureq::unversioned::transport::time::Duration as UreqDuration;
+        let r = CachingResolver::default();
+        let expired = NextTimeout {
+            after: UreqDuration::Exact(Duration::ZERO),
+            reason: ureq::Timeout::Resolve,
+            ..NextTimeout::default()
+        };
+        let got = r.resolve(&uri("http://localhost:9/x"), &Config::default(), expired);
+        assert!(got.is_ok_and(|a| !a.is_empty()));
     }
 }
