@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 use support::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_call};
-use support::{TempHome, config_for};
+use support::{TempHome, config_for, skipped};
 
 /// Generous: the reconnect waits 1 s, then 2 s, 4 s… and CI machines are slow.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -29,28 +29,38 @@ struct Pty {
 }
 
 impl Pty {
-    /// A new pair, or `None` (with a note) where this system cannot make one.
+    /// A new pair, or `None` only after [`skipped`] said which step failed (this system
+    /// cannot make one; CI's can, and fails the test instead).
     fn open() -> Option<(Pty, PathBuf)> {
+        let no_pty = |step: &str, e: &dyn std::fmt::Display| {
+            skipped("serial over a pseudo-terminal", &format!("{step}: {e}"));
+            None
+        };
         // CLOEXEC: a master inherited by a child would never close.
         let master = match openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC) {
             Ok(m) => m,
-            Err(e) => {
-                eprintln!("skipping: cannot open a pseudo-terminal here ({e})");
-                return None;
-            }
+            Err(e) => return no_pty("openpt", &e),
         };
-        grantpt(&master).ok()?;
-        unlockpt(&master).ok()?;
-        let name = ptsname(&master, Vec::new()).ok()?;
-        let slave = PathBuf::from(name.to_str().ok()?);
+        if let Err(e) = grantpt(&master) {
+            return no_pty("grantpt", &e);
+        }
+        if let Err(e) = unlockpt(&master) {
+            return no_pty("unlockpt", &e);
+        }
+        let name = match ptsname(&master, Vec::new()) {
+            Ok(n) => n,
+            Err(e) => return no_pty("ptsname", &e),
+        };
+        let slave = PathBuf::from(name.to_str().expect("a pty's name is ASCII"));
         // Non-blocking, so the reader thread can notice `stop` and let go of the master.
-        let flags = rustix::fs::fcntl_getfl(&master).ok()?;
-        rustix::fs::fcntl_setfl(&master, flags | rustix::fs::OFlags::NONBLOCK).ok()?;
+        let flags = rustix::fs::fcntl_getfl(&master).expect("F_GETFL on the pty master");
+        rustix::fs::fcntl_setfl(&master, flags | rustix::fs::OFlags::NONBLOCK)
+            .expect("F_SETFL on the pty master");
         let master = File::from(master);
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let reader = {
-            let mut m = master.try_clone().ok()?;
+            let mut m = master.try_clone().expect("clone the pty master");
             let seen = seen.clone();
             let stop = stop.clone();
             thread::spawn(move || {

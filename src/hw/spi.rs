@@ -50,6 +50,32 @@ const SPI_IOC_MAGIC: u8 = b'k';
 pub const SPI_IOC_MESSAGE_1: Opcode = opcode::write::<Transfer>(SPI_IOC_MAGIC, 0);
 pub const SPI_IOC_RD_MODE: Opcode = opcode::read::<u8>(SPI_IOC_MAGIC, 1);
 pub const SPI_IOC_WR_MODE: Opcode = opcode::write::<u8>(SPI_IOC_MAGIC, 1);
+
+// The layout of linux/spi/spidev.h, checked when this file compiles, for every target
+// (the header makes it the same for 32- and 64-bit userspace: the buffers are u64s):
+// sizeof and offsetof printed by a C program including it (Linux 6.x).
+const _: () = {
+    use std::mem::offset_of;
+    assert!(size_of::<Transfer>() == 32);
+    assert!(offset_of!(Transfer, len) == 16);
+    assert!(offset_of!(Transfer, speed_hz) == 20);
+    assert!(offset_of!(Transfer, bits_per_word) == 26);
+    assert!(offset_of!(Transfer, word_delay_usecs) == 30);
+};
+
+// The request numbers, where the encoding is asm-generic/ioctl.h's (the boards'
+// architectures and x86_64; rustix's `opcode` knows the others').
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64"
+))]
+const _: () = {
+    assert!(SPI_IOC_MESSAGE_1 as u64 == 0x4020_6b00);
+    assert!(SPI_IOC_RD_MODE as u64 == 0x8001_6b01);
+    assert!(SPI_IOC_WR_MODE as u64 == 0x4001_6b01);
+};
 /// The CPOL and CPHA bits of the mode.
 const MODE_MASK: u8 = 0x03;
 
@@ -123,30 +149,6 @@ pub fn transfer(device: &str, s: &Settings, tx: &[u8]) -> Result<Vec<u8>, HwErro
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    // Literal values printed by a C program including linux/spi/spidev.h (x86_64, Linux
-    // 6.x headers); the header notes the layout is the same for 32- and 64-bit userspace.
-    #[test]
-    fn transfer_layout_matches_spidev_h() {
-        assert_eq!(size_of::<Transfer>(), 32);
-        assert_eq!(std::mem::offset_of!(Transfer, len), 16);
-        assert_eq!(std::mem::offset_of!(Transfer, speed_hz), 20);
-        assert_eq!(std::mem::offset_of!(Transfer, bits_per_word), 26);
-        assert_eq!(std::mem::offset_of!(Transfer, word_delay_usecs), 30);
-    }
-
-    #[cfg(any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "arm",
-        target_arch = "riscv64"
-    ))]
-    #[test]
-    fn ioctl_numbers_match_spidev_h() {
-        assert_eq!(u64::from(SPI_IOC_MESSAGE_1), 0x4020_6b00);
-        assert_eq!(u64::from(SPI_IOC_RD_MODE), 0x8001_6b01);
-        assert_eq!(u64::from(SPI_IOC_WR_MODE), 0x4001_6b01);
-    }
 
     #[test]
     fn messages_name_the_bounds() {
