@@ -149,6 +149,25 @@ impl Running {
     fn log(&self) -> String {
         std::fs::read_to_string(&self.1).unwrap_or_default()
     }
+
+    /// Wait until the log (stderr) contains `needle`, the program running all along.
+    fn wait_for_log(&mut self, needle: &str) {
+        let start = Instant::now();
+        while !self.log().contains(needle) {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                panic!(
+                    "yoctoclaw exited ({status}) before logging {needle:?}: {}",
+                    self.log()
+                );
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "{needle:?} was not logged: {}",
+                self.log()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 impl Drop for Running {
@@ -249,10 +268,11 @@ fn the_console_survives_the_device_going_away_and_coming_back() {
     pty.send(b"first\r");
     pty.wait_for("line two of 1\r\n> ", 1, &mut child);
 
-    // Unplug: the device node goes away and the line hangs up.
+    // Unplug: the device node goes away and the line hangs up. The loss is noticed
+    // (logged, "reopening") and the program carries on without its device.
     std::fs::remove_file(&dev).unwrap();
     pty.close();
-    thread::sleep(Duration::from_millis(300));
+    child.wait_for_log("); reopening");
     assert!(
         child.0.try_wait().unwrap().is_none(),
         "yoctoclaw must keep running without its device"
