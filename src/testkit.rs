@@ -1,10 +1,12 @@
 //! Helpers shared by the tests: a tiny deterministic PRNG for property and fuzz-style
-//! tests (no proptest dependency), and [`skipped`], the one way a test says it cannot run
-//! here. The integration tests under `tests/` compile this same file as
-//! `support::testkit` (`#[path]` in `tests/support/mod.rs`), so both sides skip alike.
+//! tests (no proptest dependency); [`skipped`], the one way a test says it cannot run
+//! here; [`pty`], a pseudo-terminal that plays a serial device. The integration tests
+//! under `tests/` compile this same file as `support::testkit` (`#[path]` in
+//! `tests/support/mod.rs`), so both sides skip alike.
 //!
 //! # Threads
-//! Any thread: pure functions over their arguments; [`skipped`] writes one line to stderr.
+//! Any thread: the PRNG is pure; [`skipped`] writes one line to stderr; [`pty`] opens a
+//! pseudo-terminal (short system calls).
 
 /// xorshift64: fast, deterministic, good enough to generate test inputs.
 pub struct XorShift(pub u64);
@@ -50,4 +52,32 @@ pub fn skipped(what: &str, why: &str) {
         panic!("{test} cannot run here: {what} ({why}); {NO_SKIP_ENV}=1 makes that a failure");
     }
     let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {what} ({why})");
+}
+
+/// A pseudo-terminal pair for a test that plays a serial device: the master (the device's
+/// side) and the path of the slave (the port the program opens). `None` only after
+/// [`skipped`] said which step failed (`what`: the check that needs it).
+pub fn pty(what: &str) -> Option<(rustix::fd::OwnedFd, std::path::PathBuf)> {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    let no_pty = |step: &str, e: rustix::io::Errno| {
+        skipped(what, &format!("no pseudo-terminal: {step}: {e}"));
+        None
+    };
+    // CLOEXEC: a master inherited by a child would never close.
+    let master = match openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC) {
+        Ok(m) => m,
+        Err(e) => return no_pty("openpt", e),
+    };
+    if let Err(e) = grantpt(&master) {
+        return no_pty("grantpt", e);
+    }
+    if let Err(e) = unlockpt(&master) {
+        return no_pty("unlockpt", e);
+    }
+    let name = match ptsname(&master, Vec::new()) {
+        Ok(n) => n,
+        Err(e) => return no_pty("ptsname", e),
+    };
+    let slave = name.to_str().expect("a pty's name is ASCII");
+    Some((master, std::path::PathBuf::from(slave)))
 }

@@ -5,7 +5,6 @@
 
 mod support;
 
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -15,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 use support::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_call};
-use support::{TempHome, config_for, skipped};
+use support::{TempHome, config_for};
 
 /// Generous: the reconnect waits 1 s, then 2 s, 4 s… and CI machines are slow.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -29,29 +28,10 @@ struct Pty {
 }
 
 impl Pty {
-    /// A new pair, or `None` only after [`skipped`] said which step failed (this system
-    /// cannot make one; CI's can, and fails the test instead).
+    /// A new pair, or `None` only after `skipped` said why (this system cannot make one;
+    /// CI's can, and fails the test instead).
     fn open() -> Option<(Pty, PathBuf)> {
-        let no_pty = |step: &str, e: &dyn std::fmt::Display| {
-            skipped("serial over a pseudo-terminal", &format!("{step}: {e}"));
-            None
-        };
-        // CLOEXEC: a master inherited by a child would never close.
-        let master = match openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC) {
-            Ok(m) => m,
-            Err(e) => return no_pty("openpt", &e),
-        };
-        if let Err(e) = grantpt(&master) {
-            return no_pty("grantpt", &e);
-        }
-        if let Err(e) = unlockpt(&master) {
-            return no_pty("unlockpt", &e);
-        }
-        let name = match ptsname(&master, Vec::new()) {
-            Ok(n) => n,
-            Err(e) => return no_pty("ptsname", &e),
-        };
-        let slave = PathBuf::from(name.to_str().expect("a pty's name is ASCII"));
+        let (master, slave) = support::testkit::pty("serial over a pseudo-terminal")?;
         // Non-blocking, so the reader thread can notice `stop` and let go of the master.
         let flags = rustix::fs::fcntl_getfl(&master).expect("F_GETFL on the pty master");
         rustix::fs::fcntl_setfl(&master, flags | rustix::fs::OFlags::NONBLOCK)
@@ -105,25 +85,14 @@ impl Pty {
 
     /// Wait until the output contains `needle` `times` times; returns the output.
     fn wait_for(&self, needle: &str, times: usize, child: &mut Running) -> String {
-        let start = Instant::now();
-        loop {
+        child.wait_until(&format!("{needle:?} on the line"), || {
             let s = self.seen();
             if s.matches(needle).count() >= times {
-                return s;
+                Ok(s)
+            } else {
+                Err(s)
             }
-            if let Ok(Some(status)) = child.0.try_wait() {
-                panic!(
-                    "yoctoclaw exited ({status}) before {needle:?} appeared; saw {s:?}; log: {}",
-                    child.log()
-                );
-            }
-            assert!(
-                start.elapsed() < DEADLINE,
-                "{needle:?} did not appear; saw {s:?}; log: {}",
-                child.log()
-            );
-            thread::sleep(Duration::from_millis(20));
-        }
+        })
     }
 
     /// Close the test's side completely: the program's side hangs up.
@@ -152,17 +121,35 @@ impl Running {
 
     /// Wait until the log (stderr) contains `needle`, the program running all along.
     fn wait_for_log(&mut self, needle: &str) {
+        let log = self.1.clone();
+        self.wait_until(&format!("{needle:?} in the log"), || {
+            let s = std::fs::read_to_string(&log).unwrap_or_default();
+            if s.contains(needle) {
+                Ok(())
+            } else {
+                Err(String::new())
+            }
+        });
+    }
+
+    /// Poll `check` (`Ok`: done; `Err`: what was seen so far) until it is done; panic if
+    /// the program exits first or after [`DEADLINE`].
+    fn wait_until<T>(&mut self, what: &str, mut check: impl FnMut() -> Result<T, String>) -> T {
         let start = Instant::now();
-        while !self.log().contains(needle) {
+        loop {
+            let seen = match check() {
+                Ok(done) => return done,
+                Err(seen) => seen,
+            };
             if let Ok(Some(status)) = self.0.try_wait() {
                 panic!(
-                    "yoctoclaw exited ({status}) before logging {needle:?}: {}",
+                    "yoctoclaw exited ({status}) before {what}; saw {seen:?}; log: {}",
                     self.log()
                 );
             }
             assert!(
                 start.elapsed() < DEADLINE,
-                "{needle:?} was not logged: {}",
+                "no {what}; saw {seen:?}; log: {}",
                 self.log()
             );
             thread::sleep(Duration::from_millis(20));

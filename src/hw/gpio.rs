@@ -17,7 +17,7 @@
 //! # Blocking
 //! Every function blocks (ioctls, `poll` up to [`MAX_WAIT_MS`]): run on a worker thread.
 
-use super::{HwError, c_name, ioctl, open_rw};
+use super::{HwError, c_name, ioctl, ioctl_is, open_rw};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
@@ -174,21 +174,13 @@ const _: () = {
     assert!(offset_of!(LineEventRaw, line_seqno) == 20);
 };
 
-// The request numbers, where the encoding is asm-generic/ioctl.h's (direction in the top
-// two bits, then a 14-bit size): the boards' architectures and x86_64. Others (mips,
-// powerpc, sparc) encode differently; rustix's `opcode` knows them.
-#[cfg(any(
-    target_arch = "x86_64",
-    target_arch = "aarch64",
-    target_arch = "arm",
-    target_arch = "riscv64"
-))]
+// The request numbers, as the header's macros give them (super::ioctl_is).
 const _: () = {
-    assert!(GPIO_GET_CHIPINFO_IOCTL as u64 == 0x8044_b401);
-    assert!(GPIO_V2_GET_LINEINFO_IOCTL as u64 == 0xc100_b405);
-    assert!(GPIO_V2_GET_LINE_IOCTL as u64 == 0xc250_b407);
-    assert!(GPIO_V2_LINE_GET_VALUES_IOCTL as u64 == 0xc010_b40e);
-    assert!(GPIO_V2_LINE_SET_VALUES_IOCTL as u64 == 0xc010_b40f);
+    assert!(ioctl_is(GPIO_GET_CHIPINFO_IOCTL, 0x8044_b401));
+    assert!(ioctl_is(GPIO_V2_GET_LINEINFO_IOCTL, 0xc100_b405));
+    assert!(ioctl_is(GPIO_V2_GET_LINE_IOCTL, 0xc250_b407));
+    assert!(ioctl_is(GPIO_V2_LINE_GET_VALUES_IOCTL, 0xc010_b40e));
+    assert!(ioctl_is(GPIO_V2_LINE_SET_VALUES_IOCTL, 0xc010_b40f));
 };
 
 /// Pull resistor setting of a line.

@@ -1740,9 +1740,9 @@ mod tests {
             (from, to),
             (utc("2025-01-01T00:00"), utc("2031-01-01T00:00"))
         );
-        // name -> (offset at `from`, changes)
-        let mut want: std::collections::BTreeMap<&str, (i32, Vec<(i64, i32)>)> =
-            std::collections::BTreeMap::new();
+        /// The offset at `from`, then each change as (instant, offset from then on).
+        type Offsets = (i32, Vec<(i64, i32)>);
+        let mut want: std::collections::BTreeMap<&str, Offsets> = std::collections::BTreeMap::new();
         for l in lines {
             let (name, rest) = l.split_once(' ').unwrap();
             let zone = match rest.strip_prefix("= ") {

@@ -1,8 +1,6 @@
 use super::*;
 use crate::hw::allow::Allowlist;
 use crate::testkit::skipped;
-use rustix::fd::OwnedFd;
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -22,32 +20,11 @@ fn words(tool: &str, json: &str) -> Vec<String> {
 }
 
 /// A pseudo-terminal pair: the master (the "device" side) and the slave's path (the port
-/// the tool opens). `None` only after [`skipped`] said which step failed (the system
-/// cannot make one; CI's can, and fails the test instead).
+/// the tool opens). `None` only after [`skipped`] said why (the system cannot make one;
+/// CI's can, and fails the test instead).
 fn pty() -> Option<(std::fs::File, String)> {
-    let no_pty = |step: &str, e: &dyn std::fmt::Display| {
-        skipped(
-            "serial_port over a pseudo-terminal",
-            &format!("{step}: {e}"),
-        );
-        None
-    };
-    let master: OwnedFd =
-        match openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC) {
-            Ok(m) => m,
-            Err(e) => return no_pty("openpt", &e),
-        };
-    if let Err(e) = grantpt(&master) {
-        return no_pty("grantpt", &e);
-    }
-    if let Err(e) = unlockpt(&master) {
-        return no_pty("unlockpt", &e);
-    }
-    let name = match ptsname(&master, Vec::new()) {
-        Ok(n) => n,
-        Err(e) => return no_pty("ptsname", &e),
-    };
-    let slave = name.to_str().expect("a pty's name is ASCII").to_string();
+    let (master, slave) = crate::testkit::pty("serial_port over a pseudo-terminal")?;
+    let slave = slave.to_str().expect("a pty's name is ASCII").to_string();
     Some((std::fs::File::from(master), slave))
 }
 
