@@ -117,6 +117,17 @@ mod tests {
         let s = Signals::install().unwrap();
         // Call the handler directly (raising a real SIGTERM would hit the test runner).
         on_signal(SIGTERM);
-        smol::block_on(s.wait());
+        // A deadline, so a waiter that is never woken fails the test instead of hanging it.
+        let woken = smol::block_on(smol::future::or(
+            async {
+                s.wait().await;
+                true
+            },
+            async {
+                smol::Timer::after(std::time::Duration::from_secs(10)).await;
+                false
+            },
+        ));
+        assert!(woken, "the waiter did not wake within 10 s of the handler");
     }
 }

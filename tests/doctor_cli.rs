@@ -367,10 +367,9 @@ fn a_board_without_tzdata_takes_iana_zones_from_the_builtin_table() {
 
     // With the system's zoneinfo, its file is used.
     if !std::path::Path::new("/usr/share/zoneinfo/Europe/Berlin").is_file() {
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "SKIPPED: doctor with the system zoneinfo (no /usr/share/zoneinfo/Europe/Berlin here)"
+        support::skipped(
+            "doctor with the system zoneinfo",
+            "no /usr/share/zoneinfo/Europe/Berlin here: install tzdata",
         );
         return;
     }

@@ -13,7 +13,7 @@ use support::fake_http::{
     FakeServer, Response, chat_model, openai_sse, openai_text, openai_tool_call,
 };
 use support::fake_telegram::{FakeTelegram, Shown, message};
-use support::gateway::Gateway;
+use support::gateway::{BARRIER_REPLY, Gateway};
 use support::{TempHome, config_for, text};
 use yoctoclaw::agent::think::{self, ThinkStart};
 use yoctoclaw::channels::telegram::reply::reply_parts;
@@ -432,10 +432,16 @@ fn a_streamed_reply_is_one_message_edited_in_place_when_drafts_are_missing() {
     g.wait_for("the final text", || {
         tg.shown_to(ALICE).last().map(|s| s.text.as_str()) == Some(want[0].as_str())
     });
-    // Let any stray late call arrive before checking.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Any stray late call (an edit after the final text) would come before the reply to
+    // a command sent now: the barrier, then nothing after it.
+    g.barrier(&tg, ALICE);
     let log = g.stop_cleanly();
-    let shown = tg.shown_to(ALICE);
+    let mut shown = tg.shown_to(ALICE);
+    let barrier = shown.pop().unwrap();
+    assert!(
+        barrier.text.starts_with(BARRIER_REPLY),
+        "shown after the barrier: {barrier:?}"
+    );
     let methods: Vec<&str> = shown.iter().map(|s| s.method.as_str()).collect();
     // The draft was refused (404): one message, then edits of it.
     assert_eq!(methods[0], "sendMessageDraft", "{methods:?}");

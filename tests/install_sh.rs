@@ -6,7 +6,9 @@
 //! release archives from package.sh (by path, unpacked, and over HTTP), and onboard.
 //!
 //! Every case runs under the system `sh` and under BusyBox (`busybox sh` with only
-//! BusyBox's applets on PATH) when BusyBox is installed; else a SKIPPED line says so.
+//! BusyBox's applets on PATH). A machine without BusyBox (or shellcheck, curl/wget,
+//! setpriv as root) skips that part through `support::skipped`: a `SKIPPED:` line, or a
+//! failure with `YOCTOCLAW_NO_SKIP=1` (`.ci/run` installs them).
 
 mod support;
 
@@ -14,7 +16,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use support::text;
+use support::{skipped, text};
 
 const AARCH64: &str = "aarch64-unknown-linux-musl";
 const ARMV7: &str = "armv7-unknown-linux-musleabihf";
@@ -76,14 +78,16 @@ fn shells() -> Vec<Shell> {
             argv0: bb,
             path: dir.display().to_string(),
         }),
-        None => println!(
-            "SKIPPED: install.sh under BusyBox (busybox is not installed: apt-get install busybox)"
+        None => skipped(
+            "install.sh under BusyBox",
+            "busybox is not installed: apt-get install busybox",
         ),
     }
     v
 }
 
-/// BusyBox and a folder holding only its applets (made once per test process).
+/// BusyBox and a folder holding only its applets (made once per test process); `None`
+/// only when BusyBox is not installed.
 fn busybox_path() -> Option<(PathBuf, PathBuf)> {
     static DIR: std::sync::OnceLock<Option<(PathBuf, PathBuf)>> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
@@ -91,10 +95,13 @@ fn busybox_path() -> Option<(PathBuf, PathBuf)> {
             .iter()
             .map(PathBuf::from)
             .find(|p| p.exists())?;
-        let list = Command::new(&bb).arg("--list").output().ok()?;
+        let list = Command::new(&bb)
+            .arg("--list")
+            .output()
+            .expect("run busybox --list");
         let dir = std::env::temp_dir().join(format!("yc-bbpath-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).ok()?;
+        std::fs::create_dir_all(&dir).expect("make the BusyBox applet folder");
         for applet in text(&list.stdout).lines() {
             let _ = std::os::unix::fs::symlink(&bb, dir.join(applet));
         }
@@ -404,7 +411,10 @@ fn a_folder_it_cannot_write_says_so() {
                 .into_iter()
                 .find(|p| Path::new(p).exists())
             else {
-                println!("SKIPPED: read-only prefix as root (setpriv is missing)");
+                skipped(
+                    "read-only prefix as root",
+                    "setpriv (util-linux) is missing to drop to nobody",
+                );
                 return;
             };
             for d in [&t.dir, &t.file("dist"), &t.file("scripts")] {
@@ -845,7 +855,7 @@ fn a_url_is_fetched_and_checked() {
                 .is_ok_and(|o| o.status.success())
         };
         if sh.name == "sh" && !host_has("curl") && !host_has("wget") {
-            println!("SKIPPED: install.sh from a URL under sh (neither curl nor wget)");
+            skipped("install.sh from a URL under sh", "neither curl nor wget");
             continue;
         }
         let p = t.prefix().display().to_string();
@@ -907,7 +917,10 @@ fn onboard_runs_after_install_with_the_board_config() {
         "aarch64" => "aarch64",
         "riscv64" => "riscv64",
         other => {
-            println!("SKIPPED: install.sh onboard (no install.sh machine for host {other})");
+            skipped(
+                "install.sh onboard",
+                &format!("install.sh has no machine for this host's {other}"),
+            );
             return;
         }
     };
@@ -991,7 +1004,10 @@ fn install_sh_is_posix_and_says_how_to_use_it() {
     {
         assert!(o.status.success(), "shellcheck: {}", text(&o.stdout));
     } else {
-        println!("SKIPPED: shellcheck of install.sh (shellcheck is not installed)");
+        skipped(
+            "shellcheck of install.sh",
+            "shellcheck is not installed: apt-get install shellcheck",
+        );
     }
     let mut f = std::fs::File::open(repo().join("scripts/install.sh")).unwrap();
     let mut head = String::new();

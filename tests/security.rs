@@ -11,8 +11,9 @@
 //! - 8: `web_fetch` refuses every special-purpose range that is not globally reachable;
 //! - 9: tool-call arguments are scrubbed before they are stored and sent back.
 //!
-//! A check that needs Landlock and cannot run on this kernel prints
-//! `SKIPPED: landlock (reason)`.
+//! A check that needs Landlock (or root) and cannot run here says so through
+//! `support::skipped`: a `SKIPPED:` line, or a failure with `YOCTOCLAW_NO_SKIP=1` (CI runs
+//! as root on a kernel with Landlock).
 
 mod support;
 
@@ -22,7 +23,7 @@ use std::process::{Output, Stdio};
 use support::fake_http::{FakeServer, Response, json_str, openai_text};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{Gateway, TOKEN, TOKEN_SECRET_PART};
-use support::{TempHome, config_for, text};
+use support::{TempHome, config_for, skipped, text};
 
 const API_KEY: &str = "plain-api-key-value-0123456789";
 const SECRET_FILE_VALUE: &str = "correct-horse-battery-staple-42";
@@ -210,7 +211,7 @@ fn exec_children_cannot_read_the_secrets_however_the_path_is_built() {
     assert_no_secret("the parent's environment", &environ);
     assert!(read(&ws.join("in-workspace.txt")) == "ok\n", "{r:?}");
     if stderr.contains(NO_LANDLOCK) {
-        println!("SKIPPED: landlock (this kernel has none: {stderr})");
+        skipped("landlock", &format!("this kernel has none: {stderr}"));
         return;
     }
     for f in ["leak-secrets.txt", "leak-config.txt", "leak-mem.txt"] {
@@ -233,8 +234,9 @@ fn exec_children_cannot_read_the_secrets_however_the_path_is_built() {
     );
     assert_eq!(read(&write_ok.join("f.txt")), "ok\n", "{r:?}");
     if write_no.starts_with(std::env::temp_dir()) {
-        println!(
-            "SKIPPED: writes outside the allowed paths (no folder outside the temp folder to try)"
+        skipped(
+            "writes outside the allowed paths",
+            "the target folder and $HOME are both in the temp folder, which exec may write",
         );
     } else {
         assert!(
@@ -372,7 +374,7 @@ fn exec_runs_as_the_configured_user() {
     .trim()
     .eq("0")
     {
-        println!("SKIPPED: tools.exec.user (the tests do not run as root)");
+        skipped("tools.exec.user", "the tests do not run as root");
         return;
     }
     let model = tool_model(execs(&["id -u > who.txt; id -u"]));

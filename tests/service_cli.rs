@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use support::{bin, text};
+use support::{bin, skipped, text};
 
 /// A fake system root and a home, removed on drop.
 struct Root {
@@ -501,7 +501,10 @@ fn a_system_path_without_root_says_so_and_writes_nothing() {
     let mut c;
     if is_root() {
         if Command::new("setpriv").arg("--help").output().is_err() {
-            println!("SKIPPED: needs-root sentence (running as root and setpriv is missing)");
+            skipped(
+                "needs-root sentence",
+                "running as root, and setpriv (util-linux) is missing to drop to nobody",
+            );
             return;
         }
         for p in [&r.dir, &r.dir.join("home"), &r.home()] {
@@ -630,7 +633,10 @@ fn sh_syntax_ok(p: &Path) {
 #[test]
 fn under_sudo_the_invoking_users_home_and_account_are_used() {
     if !is_root() {
-        println!("SKIPPED: sudo home (the test must run as root to stand in for sudo)");
+        skipped(
+            "sudo home",
+            "the test must run as root to stand in for sudo",
+        );
         return;
     }
     let r = Root::new("sudo");

@@ -433,33 +433,46 @@ fn sigterm_during_a_turn_exits_quickly_and_tells_the_chat() {
     );
 }
 
-#[test]
-fn more_chats_than_session_slots_wait_their_turn() {
-    let llm = chat_bodies(vec![openai_text("done")], Duration::from_millis(500));
+/// Four chats at once with `max_sessions` slots: how many model calls were in flight at
+/// once (measured at the fake model), and every chat answered, none refused.
+fn four_chats_with_slots(slots: u64) {
+    // Each call takes a while, so turns that run together overlap at the model.
+    let llm = chat_bodies(vec![openai_text("done")], Duration::from_millis(400));
     let tg = FakeTelegram::start();
     let cfg = config_for(
         &llm.url(),
         &format!(
-            r#""agent":{{"max_sessions":2}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["101","102","103","104"],"poll_timeout_secs":1}}"#,
+            r#""agent":{{"max_sessions":{slots}}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["101","102","103","104"],"poll_timeout_secs":1}}"#,
             tg.url()
         ),
     );
     for user in 101..=104 {
         tg.push_private(user, "u", "hello");
     }
-    let home = TempHome::onboarded("tg-slots", &cfg);
+    let home = TempHome::onboarded(&format!("tg-slots-{slots}"), &cfg);
     let mut g = start(&home, "info");
     g.wait_for("four answers", || tg.sent().len() >= 4);
-    g.stop_cleanly();
+    let log = g.stop_cleanly();
     let sent = tg.sent();
     let done = sent.iter().filter(|s| s.text == "done").count();
-    assert_eq!(
-        (sent.len(), done),
-        (4, 4),
-        "two at a time, none refused: {sent:?}"
-    );
+    assert_eq!((sent.len(), done), (4, 4), "none refused: {sent:?}");
     let chats: Vec<i64> = sent.iter().map(|s| s.chat_id).collect();
     assert!((101..=104).all(|c| chats.contains(&c)), "{chats:?}");
+    assert_eq!(llm.requests().len(), 4, "one call per chat");
+    assert_eq!(
+        llm.max_in_flight(),
+        slots,
+        "{slots} slot(s): that many turns at the model at once\n{log}"
+    );
+}
+
+#[test]
+fn more_chats_than_session_slots_wait_their_turn() {
+    // Two slots are both used: two turns run at once, the other two wait.
+    four_chats_with_slots(2);
+    // One slot: one turn at a time. (With the slot limit taken out of bot.rs, the model
+    // saw 3 calls at once here: nothing else holds the chats back.)
+    four_chats_with_slots(1);
 }
 
 #[test]

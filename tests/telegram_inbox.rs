@@ -13,7 +13,7 @@ use support::fake_http::{
     FakeServer, Response, chat_bodies, openai_sse, openai_text, openai_tool_call,
 };
 use support::fake_telegram::FakeTelegram;
-use support::gateway::{FAST_BACKOFF, Gateway};
+use support::gateway::{BARRIER_REPLY, FAST_BACKOFF, Gateway};
 use support::{TempHome, config_for};
 use yoctoclaw::store::Db;
 
@@ -65,17 +65,28 @@ fn stuck_then_quick() -> FakeServer {
     })
 }
 
-/// The text of every `sendMessage` to Alice (refused attempts included).
+/// The text of every `sendMessage` to Alice (refused attempts included), the replies to
+/// [`settle_and_stop`]'s barriers left out.
 fn texts(tg: &FakeTelegram) -> Vec<String> {
-    tg.sent_to(ALICE).into_iter().map(|s| s.text).collect()
+    tg.sent_to(ALICE)
+        .into_iter()
+        .map(|s| s.text)
+        .filter(|t| !t.starts_with(BARRIER_REPLY))
+        .collect()
 }
 
-/// Let a few more polls (replays, late jobs) happen, then stop cleanly.
+/// Stop cleanly once nothing more (a replay, a resumed turn, a late answer) can be on its
+/// way to Alice: the reply to a `/help` she sends now has arrived ([`Gateway::barrier`]),
+/// and nothing came after it by the time the gateway stopped.
 fn settle_and_stop(mut g: Gateway, tg: &FakeTelegram) -> String {
-    let polls = tg.polls();
-    g.wait_for("a few more polls", || tg.polls() >= polls + 3);
-    std::thread::sleep(Duration::from_millis(300));
-    g.stop_cleanly()
+    g.barrier(tg, ALICE);
+    let log = g.stop_cleanly();
+    let last = tg.sent_to(ALICE).pop().map(|s| s.text).unwrap_or_default();
+    assert!(
+        last.starts_with(BARRIER_REPLY),
+        "sent after the barrier: {last:?}\n{log}"
+    );
+    log
 }
 
 /// The last message of a Chat Completions request: what the turn answers.
@@ -250,10 +261,7 @@ fn a_reply_is_retried_through_a_telegram_outage_and_survives_a_restart() {
         "sent again, not asked again: {log}"
     );
     assert!(log.contains("1 answer(s) sent again"), "{log}");
-    assert_eq!(
-        tg.sent().last().map(|s| s.text.as_str()),
-        Some("the answer")
-    );
+    assert_eq!(texts(&tg).last().map(String::as_str), Some("the answer"));
     assert!(db(&home).owed_replies().unwrap().is_empty());
 }
 
@@ -282,7 +290,12 @@ fn a_stream_cut_in_its_first_second_is_retried_like_any_other_failure() {
     let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_MS", "10")]);
     g.wait_for("the answer", || !texts(&tg).is_empty());
     let log = settle_and_stop(g, &tg);
-    let shown: Vec<String> = tg.shown_to(ALICE).into_iter().map(|s| s.text).collect();
+    let shown: Vec<String> = tg
+        .shown_to(ALICE)
+        .into_iter()
+        .map(|s| s.text)
+        .filter(|t| !t.starts_with(BARRIER_REPLY))
+        .collect();
     assert_eq!(
         shown.last().map(String::as_str),
         Some("A whole answer."),

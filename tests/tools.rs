@@ -339,14 +339,13 @@ fn exec_refuses_the_deny_list_and_its_bypass_spellings() {
     assert!(home.dir.join("config.json").is_file());
 }
 
-/// Whether a live (not zombie) process has `needle` in its command line.
+/// Whether a live (not zombie) process has `needle` in its command line. Without `ps`
+/// this fails: "no process found" must not pass for "none alive".
 fn alive(needle: &str) -> bool {
-    let Ok(ps) = std::process::Command::new("ps")
+    let ps = std::process::Command::new("ps")
         .args(["-eo", "stat,args"])
         .output()
-    else {
-        return false;
-    };
+        .expect("run ps (procps) to list the processes");
     text(&ps.stdout)
         .lines()
         .any(|l| l.contains(needle) && !l.trim_start().starts_with('Z'))

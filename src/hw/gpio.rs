@@ -20,7 +20,7 @@
 //! # Blocking
 //! Every function blocks (ioctls, `poll` up to [`MAX_WAIT_MS`]): run on a worker thread.
 
-use super::{HwError, c_name, ioctl, open_rw};
+use super::{HwError, c_name, ioctl, ioctl_is, open_rw};
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
 use rustix::fd::OwnedFd;
 use rustix::fs::OFlags;
@@ -150,6 +150,41 @@ pub const GPIO_V2_GET_LINEINFO_IOCTL: Opcode = opcode::read_write::<LineInfoRaw>
 pub const GPIO_V2_GET_LINE_IOCTL: Opcode = opcode::read_write::<LineRequest>(0xB4, 0x07);
 pub const GPIO_V2_LINE_GET_VALUES_IOCTL: Opcode = opcode::read_write::<LineValues>(0xB4, 0x0E);
 pub const GPIO_V2_LINE_SET_VALUES_IOCTL: Opcode = opcode::read_write::<LineValues>(0xB4, 0x0F);
+
+// The layouts of linux/gpio.h, checked when this file compiles, for every target: the
+// uapi v2 structs have the same size and offsets on every architecture (their u64s are
+// `__aligned_u64`, hence `align(8)` above even where a u64 aligns to 4, and explicit
+// padding makes each a multiple of 8 bytes). The figures are sizeof and offsetof printed
+// by a C program including the header (Linux 6.x).
+const _: () = {
+    use std::mem::offset_of;
+    assert!(size_of::<ChipInfoRaw>() == 68);
+    assert!(size_of::<LineAttribute>() == 16);
+    assert!(size_of::<ConfigAttribute>() == 24);
+    assert!(size_of::<LineConfig>() == 272);
+    assert!(size_of::<LineRequest>() == 592);
+    assert!(size_of::<LineInfoRaw>() == 256);
+    assert!(size_of::<LineValues>() == 16);
+    assert!(size_of::<LineEventRaw>() == 48);
+    assert!(offset_of!(LineRequest, consumer) == 256);
+    assert!(offset_of!(LineRequest, config) == 288);
+    assert!(offset_of!(LineRequest, num_lines) == 560);
+    assert!(offset_of!(LineRequest, fd) == 588);
+    assert!(offset_of!(LineInfoRaw, offset) == 64);
+    assert!(offset_of!(LineInfoRaw, flags) == 72);
+    assert!(offset_of!(LineInfoRaw, attrs) == 80);
+    assert!(offset_of!(LineEventRaw, id) == 8);
+    assert!(offset_of!(LineEventRaw, line_seqno) == 20);
+};
+
+// The request numbers, as the header's macros give them (super::ioctl_is).
+const _: () = {
+    assert!(ioctl_is(GPIO_GET_CHIPINFO_IOCTL, 0x8044_b401));
+    assert!(ioctl_is(GPIO_V2_GET_LINEINFO_IOCTL, 0xc100_b405));
+    assert!(ioctl_is(GPIO_V2_GET_LINE_IOCTL, 0xc250_b407));
+    assert!(ioctl_is(GPIO_V2_LINE_GET_VALUES_IOCTL, 0xc010_b40e));
+    assert!(ioctl_is(GPIO_V2_LINE_SET_VALUES_IOCTL, 0xc010_b40f));
+};
 
 /// Pull resistor setting of a line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -465,45 +500,6 @@ impl Line {
 mod tests {
     use super::*;
 
-    // Literal values printed by a C program that includes /usr/include/linux/gpio.h
-    // (sizeof, offsetof and the ioctl macros) on x86_64 with Linux 6.x headers. The
-    // encoding is the same on arm, aarch64 and riscv64 (asm-generic/ioctl.h).
-    #[test]
-    fn structures_match_linux_gpio_h() {
-        assert_eq!(size_of::<ChipInfoRaw>(), 68);
-        assert_eq!(size_of::<LineAttribute>(), 16);
-        assert_eq!(size_of::<ConfigAttribute>(), 24);
-        assert_eq!(size_of::<LineConfig>(), 272);
-        assert_eq!(size_of::<LineRequest>(), 592);
-        assert_eq!(size_of::<LineInfoRaw>(), 256);
-        assert_eq!(size_of::<LineValues>(), 16);
-        assert_eq!(size_of::<LineEventRaw>(), 48);
-        assert_eq!(std::mem::offset_of!(LineRequest, consumer), 256);
-        assert_eq!(std::mem::offset_of!(LineRequest, config), 288);
-        assert_eq!(std::mem::offset_of!(LineRequest, num_lines), 560);
-        assert_eq!(std::mem::offset_of!(LineRequest, fd), 588);
-        assert_eq!(std::mem::offset_of!(LineInfoRaw, offset), 64);
-        assert_eq!(std::mem::offset_of!(LineInfoRaw, flags), 72);
-        assert_eq!(std::mem::offset_of!(LineInfoRaw, attrs), 80);
-        assert_eq!(std::mem::offset_of!(LineEventRaw, id), 8);
-        assert_eq!(std::mem::offset_of!(LineEventRaw, line_seqno), 20);
-    }
-
-    #[cfg(any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "arm",
-        target_arch = "riscv64"
-    ))]
-    #[test]
-    fn ioctl_numbers_match_linux_gpio_h() {
-        assert_eq!(u64::from(GPIO_GET_CHIPINFO_IOCTL), 0x8044_b401);
-        assert_eq!(u64::from(GPIO_V2_GET_LINEINFO_IOCTL), 0xc100_b405);
-        assert_eq!(u64::from(GPIO_V2_GET_LINE_IOCTL), 0xc250_b407);
-        assert_eq!(u64::from(GPIO_V2_LINE_GET_VALUES_IOCTL), 0xc010_b40e);
-        assert_eq!(u64::from(GPIO_V2_LINE_SET_VALUES_IOCTL), 0xc010_b40f);
-    }
-
     #[test]
     fn settings_become_the_kernel_flags() {
         let input = Settings::INPUT;
@@ -546,20 +542,7 @@ mod tests {
         ));
     }
 
-    /// Runs against a real chip when the machine has one (a board, or the hw VM).
-    #[test]
-    fn a_real_chip_describes_itself_when_present() {
-        let Ok(chip) = Chip::open("/dev/gpiochip0") else {
-            println!("SKIPPED: gpiochip0 info (no /dev/gpiochip0 on this machine)");
-            return;
-        };
-        let info = chip.info().unwrap();
-        assert!(info.lines > 0);
-        let l = chip.line_info(0).unwrap();
-        assert_eq!(l.offset, 0);
-        assert!(matches!(
-            chip.line_info(info.lines),
-            Err(HwError::Invalid(_))
-        ));
-    }
+    // A real chip's own description (GPIO_GET_CHIPINFO_IOCTL, GPIO_V2_GET_LINEINFO_IOCTL)
+    // is checked where a chip exists: scripts/hw-vm.sh, scripts/vm/hw-arm64.cmds (a
+    // unit test here could only skip: no test machine has /dev/gpiochip0).
 }

@@ -95,6 +95,23 @@ pub struct RdwrIoctlData {
     pub nmsgs: u32,
 }
 
+// The layouts of linux/i2c.h and linux/i2c-dev.h, checked when this file compiles, for
+// every target: sizeof and offsetof printed by a C program including the headers (Linux
+// 6.x). The structs holding a pointer differ with its width: 64-bit (x86_64, aarch64,
+// riscv64) and 32-bit (armv7, where a pointer aligns to 4 like a u32).
+const _: () = {
+    use std::mem::offset_of;
+    const PTR: usize = size_of::<*mut u8>();
+    assert!(size_of::<SmbusData>() == 34);
+    assert!(offset_of!(SmbusIoctlData, size) == 4);
+    assert!(offset_of!(SmbusIoctlData, data) == 8);
+    assert!(size_of::<SmbusIoctlData>() == 8 + PTR);
+    assert!(offset_of!(Msg, buf) == 8);
+    assert!(size_of::<Msg>() == 8 + PTR);
+    assert!(offset_of!(RdwrIoctlData, nmsgs) == PTR);
+    assert!(size_of::<RdwrIoctlData>() == 2 * PTR);
+};
+
 /// What a scan found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Scan {
@@ -423,33 +440,6 @@ mod tests {
         HwError::from_errno(e, device, &format!("address 0x{addr:02x} on {device}"))
     }
 
-    // Literal values printed by a C program including linux/i2c.h and linux/i2c-dev.h
-    // (x86_64, Linux 6.x headers); pointer-holding structs are checked per pointer width.
-    #[test]
-    fn structures_and_requests_match_linux_i2c_dev_h() {
-        assert_eq!(u64::from(I2C_SLAVE), 0x0703);
-        assert_eq!(u64::from(I2C_FUNCS), 0x0705);
-        assert_eq!(u64::from(I2C_RDWR), 0x0707);
-        assert_eq!(u64::from(I2C_SMBUS), 0x0720);
-        assert_eq!(size_of::<SmbusData>(), 34);
-        assert_eq!(std::mem::offset_of!(SmbusIoctlData, size), 4);
-        assert_eq!(std::mem::offset_of!(SmbusIoctlData, data), 8);
-        #[cfg(target_pointer_width = "64")]
-        {
-            assert_eq!(size_of::<SmbusIoctlData>(), 16);
-            assert_eq!(size_of::<Msg>(), 16);
-            assert_eq!(std::mem::offset_of!(Msg, buf), 8);
-            assert_eq!(size_of::<RdwrIoctlData>(), 16);
-            assert_eq!(std::mem::offset_of!(RdwrIoctlData, nmsgs), 8);
-        }
-        #[cfg(target_pointer_width = "32")]
-        {
-            assert_eq!(size_of::<SmbusIoctlData>(), 12);
-            assert_eq!(size_of::<Msg>(), 12);
-            assert_eq!(size_of::<RdwrIoctlData>(), 8);
-        }
-    }
-
     #[test]
     fn scan_probes_follow_i2cdetect() {
         let reads: Vec<u16> = (SCAN_FIRST..=SCAN_LAST)
@@ -493,36 +483,8 @@ mod tests {
         ));
     }
 
-    /// Runs against the i2c-stub module when it is loaded with a chip at 0x48
-    /// (`modprobe i2c-stub chip_addr=0x48`, as the hw VM does).
-    #[test]
-    fn the_i2c_stub_answers_when_present() {
-        let Some(path) = stub_bus() else {
-            println!("SKIPPED: i2c-stub round trip (no i2c-stub adapter on this machine)");
-            return;
-        };
-        let bus = Bus::open(&path).unwrap();
-        assert_eq!(bus.funcs() & FUNC_I2C, 0, "i2c-stub speaks SMBus only");
-        let scan = bus.scan(&|a| a == 0x48 || a == 0x49).unwrap();
-        assert_eq!(scan.found, vec![0x48]);
-        bus.write_reg(0x48, 0x10, &[0xab]).unwrap();
-        assert_eq!(bus.read_reg(0x48, 0x10, 1).unwrap(), vec![0xab]);
-        bus.write_reg(0x48, 0x20, &[0x12, 0x34]).unwrap();
-        assert_eq!(bus.read_reg(0x48, 0x20, 2).unwrap(), vec![0x12, 0x34]);
-        assert!(matches!(bus.read(0x48, 4), Err(HwError::Unsupported(_))));
-        assert!(matches!(bus.read_reg(0x49, 0, 1), Err(HwError::NoAck(_))));
-    }
-
-    fn stub_bus() -> Option<String> {
-        for n in 0..16 {
-            let Ok(name) = std::fs::read_to_string(format!("/sys/class/i2c-dev/i2c-{n}/name"))
-            else {
-                continue;
-            };
-            if name.trim() == "SMBus stub driver" {
-                return Some(format!("/dev/i2c-{n}"));
-            }
-        }
-        None
-    }
+    // A real adapter (the i2c-stub module with a chip at 0x48: scan, SMBus byte and word
+    // transfers, the refusal of plain I2C, no answer at 0x49) is checked where one exists:
+    // scripts/hw-vm.sh, scripts/vm/hw-amd64.cmds (a unit test here could only skip: no
+    // test machine has i2c-stub loaded).
 }

@@ -4,8 +4,9 @@
 //!
 //! Why here: the tools (`tools::hardware`) need a few ioctls and a clear sentence for each
 //! failure; keeping the kernel structures, ioctl numbers and errno mapping in one low
-//! module (it imports nothing of ours but `limits` and `security`) lets them be tested
-//! against the kernel headers on their own.
+//! module (it imports nothing of ours but `limits` and `security`) lets them be checked
+//! against the kernel headers on their own: the structures' layouts and the request
+//! numbers are `const` assertions, evaluated when the code compiles, for every target.
 //!
 //! - [`gpio`]: the GPIO character device uAPI v2 (`/dev/gpiochipN`); never sysfs.
 //! - [`i2c`]: `/dev/i2c-N` (SMBus transfers, `I2C_RDWR`, an i2cdetect-style scan).
@@ -41,6 +42,22 @@ use rustix::io::Errno;
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
 use std::ffi::c_void;
 use std::fmt;
+
+/// Whether this target encodes ioctl requests as asm-generic/ioctl.h does (direction in
+/// the top two bits, then a 14-bit size, type and number): the boards' architectures and
+/// x86_64. mips, powerpc and sparc encode them otherwise (rustix's `opcode` knows how).
+const ASM_GENERIC_IOCTL: bool = cfg!(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "riscv64"
+));
+
+/// For the `const` assertions of the request numbers: `op` is `want` (the number the
+/// kernel headers give) on the targets of asm-generic's encoding; true elsewhere.
+pub(crate) const fn ioctl_is(op: Opcode, want: u64) -> bool {
+    !ASM_GENERIC_IOCTL || op as u64 == want
+}
 
 /// Why a hardware request failed: one variant per thing the user can act on.
 #[derive(Debug, Clone, PartialEq, Eq)]

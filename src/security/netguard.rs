@@ -712,10 +712,15 @@ mod tests {
 
     #[test]
     fn resolve_localhost_is_refused() {
-        // Resolved from /etc/hosts (no network); if the sandbox cannot resolve it at all, that
-        // is an error too, never an allowed address.
+        // Resolved from /etc/hosts (no network). The refusal must be the guard's, naming a
+        // loopback address: a resolver failure would be an error too, and prove nothing.
         let url = parse_http_url("http://localhost:8080/").unwrap();
-        assert!(resolve_checked(&url, false).is_err());
+        let found = resolve_checked(&url, true).expect("localhost resolves (/etc/hosts)");
+        assert!(found.iter().all(|a| a.ip().is_loopback()), "{found:?}");
+        match resolve_checked(&url, false) {
+            Err(UrlError::Forbidden(ip)) => assert!(ip.is_loopback(), "{ip}"),
+            other => panic!("not refused by the guard: {other:?}"),
+        }
     }
 
     #[test]

@@ -260,10 +260,12 @@ mod tests {
     }
 
     /// Whether a process whose arguments contain `needle` is still alive (not a zombie).
+    /// Without `ps` this fails: "no process found" must not pass for "none alive".
     fn alive(needle: &str) -> bool {
-        let Ok(ps) = Command::new("ps").args(["-eo", "stat,args"]).output() else {
-            return false;
-        };
+        let ps = Command::new("ps")
+            .args(["-eo", "stat,args"])
+            .output()
+            .expect("run ps (procps) to list the processes");
         String::from_utf8_lossy(&ps.stdout)
             .lines()
             .any(|l| l.contains(needle) && !l.trim_start().starts_with('Z'))

@@ -125,7 +125,16 @@ pub struct FakeServer {
     stop: Arc<AtomicBool>,
     /// Connections accepted (over TLS: handshakes begun).
     accepted: Arc<AtomicU64>,
+    /// Requests being answered now, and the most at once so far.
+    load: Arc<Load>,
     tls: bool,
+}
+
+/// Requests between their arrival and the end of their response (a delay included).
+#[derive(Default)]
+struct Load {
+    now: AtomicU64,
+    max: AtomicU64,
 }
 
 impl FakeServer {
@@ -163,12 +172,14 @@ impl FakeServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let accepted = Arc::new(AtomicU64::new(0));
+        let load = Arc::new(Load::default());
         let handler: Arc<Handler> = Arc::new(handler);
         let wrap: Arc<Wrap> = Arc::from(wrap);
         {
             let requests = requests.clone();
             let stop = stop.clone();
             let accepted = accepted.clone();
+            let load = load.clone();
             thread::spawn(move || {
                 for conn in listener.incoming() {
                     if stop.load(Ordering::SeqCst) {
@@ -179,10 +190,11 @@ impl FakeServer {
                     let requests = requests.clone();
                     let handler = handler.clone();
                     let wrap = wrap.clone();
+                    let load = load.clone();
                     thread::spawn(move || {
                         let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
                         if let Some(conn) = wrap(conn) {
-                            serve(conn, &requests, &*handler, keep_alive);
+                            serve(conn, &requests, &load, &*handler, keep_alive);
                         }
                     });
                 }
@@ -193,6 +205,7 @@ impl FakeServer {
             requests,
             stop,
             accepted,
+            load,
             tls,
         }
     }
@@ -210,6 +223,12 @@ impl FakeServer {
     /// Connections accepted so far (over TLS: handshakes).
     pub fn connections(&self) -> u64 {
         self.accepted.load(Ordering::SeqCst)
+    }
+
+    /// The most requests this server was answering at once (each counted from its arrival
+    /// to the end of its response, a delay included).
+    pub fn max_in_flight(&self) -> u64 {
+        self.load.max.load(Ordering::SeqCst)
     }
 
     pub fn requests(&self) -> Vec<Request> {
@@ -233,18 +252,30 @@ impl Drop for FakeServer {
     }
 }
 
-fn serve(conn: Box<dyn Conn>, requests: &Mutex<Vec<Request>>, handler: &Handler, keep_alive: bool) {
+fn serve(
+    conn: Box<dyn Conn>,
+    requests: &Mutex<Vec<Request>>,
+    load: &Load,
+    handler: &Handler,
+    keep_alive: bool,
+) {
     let mut reader = BufReader::new(conn);
     loop {
         let Some(req) = read_request(&mut reader) else {
             return;
         };
+        let now = load.now.fetch_add(1, Ordering::SeqCst) + 1;
+        load.max.fetch_max(now, Ordering::SeqCst);
         if let Ok(mut r) = requests.lock() {
             r.push(req.clone());
         }
         let resp = handler(&req);
-        if !(keep_alive && write_keep_alive(reader.get_mut(), &resp)) {
+        let again = keep_alive && write_keep_alive(reader.get_mut(), &resp);
+        if !again {
             write_response(reader.get_mut(), resp);
+        }
+        load.now.fetch_sub(1, Ordering::SeqCst);
+        if !again {
             return;
         }
     }

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::TempHome;
+use super::fake_telegram::FakeTelegram;
 
 /// A realistic token shape: bot id, colon, 35 characters.
 pub const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
@@ -18,6 +19,8 @@ pub const TOKEN_SECRET_PART: &str = "AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
 pub const PATIENCE: Duration = Duration::from_secs(40);
 /// Backoff waits shortened 100 times (Telegram error paths in milliseconds).
 pub const FAST_BACKOFF: (&str, &str) = ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01");
+/// How the reply to the barrier's `/help` begins ([`Gateway::barrier`]).
+pub const BARRIER_REPLY: &str = "Commands:";
 
 /// A running `yoctoclaw gateway`.
 pub struct Gateway {
@@ -108,6 +111,23 @@ impl Gateway {
     pub fn wait_for_log(&mut self, needle: &str) {
         let log = self.stderr.clone();
         self.wait_for(needle, || log.lock().unwrap().contains(needle));
+    }
+
+    /// Proves that nothing more is on its way to the private chat `chat` (absence shown by
+    /// an event, not a sleep): sends `/help` from it and waits for the reply. A chat's
+    /// turns, its commands, and what a restart resumes or sends again run in one order,
+    /// and all its messages leave through one sender (channels/telegram/bot.rs,
+    /// recover.rs), so anything still due to the chat went out before that reply. The
+    /// reply (beginning [`BARRIER_REPLY`]) is the chat's last message until something new
+    /// is sent; the caller leaves it out of what it checks.
+    pub fn barrier(&mut self, tg: &FakeTelegram, chat: i64) {
+        let before = tg.sent_to(chat).len();
+        tg.push_private(chat, "barrier", "/help");
+        self.wait_for("the reply to /help (the barrier)", || {
+            tg.sent_to(chat)[before..]
+                .iter()
+                .any(|s| s.text.starts_with(BARRIER_REPLY))
+        });
     }
 
     /// SIGTERM; returns the status, how long the exit took, and all output.

@@ -96,3 +96,11 @@ pub fn config_for(provider_url: &str, extra: &str) -> String {
     let sep = if extra.trim().is_empty() { "" } else { "," };
     format!(r#"{{"provider":{{"base_url":"{provider_url}/v1","model":"fake-model"}}{sep}{extra}}}"#)
 }
+
+/// The unit tests' helpers, compiled from the same file (`src/testkit.rs`): [`skipped`]
+/// is the one way a test says it cannot run here (loud; a failure with
+/// `YOCTOCLAW_NO_SKIP=1`).
+#[path = "../../src/testkit.rs"]
+pub mod testkit;
+#[allow(unused_imports)] // not every test file skips
+pub use testkit::skipped;

@@ -263,11 +263,22 @@ mod tests {
     fn stop_cuts_a_sleep_short() {
         let s = Stop::new();
         assert!(!s.sleep(Duration::from_millis(1)));
-        let s2 = s.clone();
-        let t = std::thread::spawn(move || s2.sleep(Duration::from_secs(600)));
+        // A 600 s sleep on another thread, cut short by `set`; the test waits 10 s for
+        // its answer, so a sleep that is not cut short fails it instead of hanging it.
+        let asleep = |s: Stop| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(s.sleep(Duration::from_secs(600)));
+            });
+            rx
+        };
+        let rx = asleep(s.clone());
         s.set();
-        assert!(t.join().unwrap());
+        let cut = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(cut, Ok(true), "set did not end the sleep");
         assert!(s.is_set());
-        assert!(s.sleep(Duration::from_secs(600)));
+        // Once set, a sleep returns at once.
+        let cut = asleep(s.clone()).recv_timeout(Duration::from_secs(10));
+        assert_eq!(cut, Ok(true), "a sleep after set did not return");
     }
 }

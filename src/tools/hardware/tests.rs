@@ -1,7 +1,6 @@
 use super::*;
 use crate::hw::allow::Allowlist;
-use rustix::fd::OwnedFd;
-use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+use crate::testkit::skipped;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -21,20 +20,11 @@ fn words(tool: &str, json: &str) -> Vec<String> {
 }
 
 /// A pseudo-terminal pair: the master (the "device" side) and the slave's path (the port
-/// the tool opens). `None`, with a note, where the system cannot make one.
+/// the tool opens). `None` only after [`skipped`] said why (the system cannot make one;
+/// CI's can, and fails the test instead).
 fn pty() -> Option<(std::fs::File, String)> {
-    let master: OwnedFd =
-        match openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC) {
-            Ok(m) => m,
-            Err(e) => {
-                println!("SKIPPED: serial_port over a pty (cannot open a pseudo-terminal: {e})");
-                return None;
-            }
-        };
-    grantpt(&master).ok()?;
-    unlockpt(&master).ok()?;
-    let name = ptsname(&master, Vec::new()).ok()?;
-    let slave = name.to_str().ok()?.to_string();
+    let (master, slave) = crate::testkit::pty("serial_port over a pseudo-terminal")?;
+    let slave = slave.to_str().expect("a pty's name is ASCII").to_string();
     Some((std::fs::File::from(master), slave))
 }
 
@@ -298,22 +288,26 @@ fn byte_and_number_arguments_parse_in_the_forms_models_send() {
 /// Nodes named like GPIO, I2C and SPI devices under /dev/shm: real files under /dev/, so
 /// planning sees existing devices of each kind, and the ioctls then fail as on a wrong
 /// device.
+/// `None` only after [`skipped`] said why (no writable /dev/shm).
 fn fake_nodes(tag: &str) -> Option<(PathBuf, String, String, String)> {
     let dir = PathBuf::from("/dev/shm").join(format!("yc-hw-{}-{tag}", std::process::id()));
-    if std::fs::create_dir_all(&dir).is_err() {
-        println!("SKIPPED: planning against fake device nodes (/dev/shm is not writable)");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        skipped(
+            "planning against fake device nodes",
+            &format!("cannot make a folder in /dev/shm: {e}"),
+        );
         return None;
     }
     let node = |name: &str| {
         let p = dir.join(name);
-        std::fs::write(&p, b"").ok()?;
-        p.to_str().map(str::to_string)
+        std::fs::write(&p, b"").expect("write a fake node in /dev/shm");
+        p.to_str().expect("an ASCII path").to_string()
     };
     Some((
         dir.clone(),
-        node("gpiochip7")?,
-        node("i2c-7")?,
-        node("spidev7.0")?,
+        node("gpiochip7"),
+        node("i2c-7"),
+        node("spidev7.0"),
     ))
 }
 
