@@ -2172,4 +2172,117 @@ mod tests {
             }
         }
     }
+
+    // The runs `free_pages` reports, against a walk of every chunk of every segment
+    // (what the C original's `traverse_and_check` does): each free chunk with a whole
+    // page past its header gives exactly the run from its first page past the header to
+    // its last whole page, nothing else gives one. So no run touches a chunk header, a
+    // footer (the next chunk's `prev_foot`), a segment record or a live allocation,
+    // and the walk of the tree bins misses nothing. The runs are then overwritten (a
+    // caller may leave anything there) and the traffic goes on; with `--features
+    // debug` the allocator checks its structures on every call.
+    #[test]
+    #[cfg(not(miri))]
+    fn free_pages_reports_every_free_chunks_pages() {
+        extern crate std;
+        use std::vec::Vec;
+
+        // Every run of whole `page`s past the header of a free chunk, in address order.
+        unsafe fn expected<A: Allocator>(a: &mut Dlmalloc<A>, page: usize) -> Vec<(usize, usize)> {
+            let mut runs = Vec::new();
+            let mut run = |c: usize, size: usize| {
+                let lo = align_up(c + mem::size_of::<TreeChunk>(), page);
+                let hi = (c + size) & !(page - 1);
+                if hi > lo {
+                    runs.push((lo, hi - lo));
+                }
+            };
+            let mut sp: *mut Segment = &mut a.seg;
+            while !sp.is_null() {
+                let mut q = a.align_as_chunk((*sp).base);
+                while Segment::holds(sp, q.cast())
+                    && q != a.top
+                    && (*q).head != Chunk::fencepost_head()
+                {
+                    if !Chunk::cinuse(q) {
+                        run(q as usize, Chunk::size(q));
+                    }
+                    q = Chunk::next(q);
+                }
+                sp = (*sp).next;
+            }
+            if !a.top.is_null() {
+                run(a.top as usize, a.topsize);
+            }
+            runs.sort_unstable();
+            runs
+        }
+
+        unsafe fn reported<A: Allocator>(a: &mut Dlmalloc<A>, page: usize) -> Vec<(usize, usize)> {
+            let mut runs = Vec::new();
+            let total = a.free_pages(page, |start, len| runs.push((start as usize, len)));
+            assert_eq!(total, runs.iter().map(|r| r.1).sum::<usize>());
+            runs.sort_unstable();
+            runs
+        }
+
+        // Whether the `size` bytes at `p` all hold the tag that `p`'s allocation wrote.
+        unsafe fn intact(p: *mut u8, size: usize) -> bool {
+            let tag = [(p as usize >> 4) as u8; 4096];
+            let bytes = core::slice::from_raw_parts(p, size);
+            bytes.chunks(tag.len()).all(|c| c == &tag[..c.len()])
+        }
+
+        let mut a = Dlmalloc::new(System::new());
+        let page = a.system_allocator.page_size();
+        let mut live: Vec<(*mut u8, usize)> = Vec::new();
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut runs = 0;
+        unsafe {
+            for step in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let r = x as usize;
+                if live.len() >= 256 || (!live.is_empty() && r % 2 == 0) {
+                    let (p, size) = live.swap_remove((r >> 8) % live.len());
+                    assert!(intact(p, size), "{p:p}+{size} changed");
+                    a.free(p);
+                } else {
+                    let size = if r & 0x70 == 0 {
+                        (r >> 8) % (256 << 10)
+                    } else {
+                        (r >> 8) % 1024
+                    };
+                    let p = if r & 0x780 == 0 {
+                        a.memalign(page, size)
+                    } else {
+                        a.malloc(size)
+                    };
+                    assert!(!p.is_null());
+                    p.write_bytes((p as usize >> 4) as u8, size);
+                    live.push((p, size));
+                }
+                if step % 50 == 0 {
+                    for pg in [page, 1 << 16] {
+                        assert_eq!(reported(&mut a, pg), expected(&mut a, pg));
+                    }
+                    for (start, len) in reported(&mut a, page) {
+                        ptr::write_bytes(start as *mut u8, 0xa5, len);
+                        runs += 1;
+                    }
+                    a.check_malloc_state();
+                }
+                if step % 2_000 == 0 {
+                    a.trim(0);
+                }
+            }
+            for (p, size) in live.drain(..) {
+                assert!(intact(p, size), "{p:p}+{size} changed");
+                a.free(p);
+            }
+            assert_eq!(reported(&mut a, page), expected(&mut a, page));
+        }
+        assert!(runs > 1_000, "{runs} runs");
+    }
 }
