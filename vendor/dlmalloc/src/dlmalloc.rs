@@ -1746,15 +1746,25 @@ impl<A: Allocator> Dlmalloc<A> {
         self.sys_trim(pad)
     }
 
-    /// yoctoclaw's addition (see PATCH.md): calls `f(start, len)` for every run of whole
-    /// pages (of `page` bytes, a power of two) that lies inside a free chunk: the
-    /// designated victim, the top chunk and every chunk of the tree bins (free chunks
-    /// of 256 bytes and more). A chunk's own header (a `TreeChunk`) and everything
-    /// outside the chunk (the next chunk's header, which holds this one's footer) are
-    /// never inside a run. The caller may hand those pages back to the system
-    /// (`madvise(MADV_DONTNEED)`): the memory stays mapped, reads back as zeros, and
-    /// nothing in a free chunk beyond its header is ever read. Small bins are skipped
-    /// (their chunks are smaller than a page). Returns the bytes passed to `f`.
+    /// Calls `f(start, len)` for every run of whole pages (`page` bytes, a power of
+    /// two) inside a free chunk: the designated victim, the top chunk and every chunk
+    /// of the tree bins. The small bins are skipped: their chunks are under 256 bytes,
+    /// less than any page. A run starts at or after `size_of::<TreeChunk>()` bytes into
+    /// its chunk, past every field a free chunk keeps (and past the previous chunk's
+    /// footer, the chunk's first word), and ends at or before the chunk's end, where
+    /// the next chunk starts with this one's footer (`prev_foot`); for the top chunk,
+    /// where the fencepost and the room for a segment record begin. Runs are disjoint
+    /// (no chunk is in two of these places). Returns the bytes passed to `f`.
+    ///
+    /// Nothing in dlmalloc reads a byte of a free chunk past those fields before
+    /// writing it: chunks are found and merged through headers and footers only, and a
+    /// split writes the new headers. So the caller may discard what the runs hold.
+    ///
+    /// # Safety
+    ///
+    /// The allocator's state is consistent (every earlier call met its contract), and
+    /// `f` does not call into this allocator. What `f` may do with a run:
+    /// `crate::Dlmalloc::free_pages`.
     pub unsafe fn free_pages(&mut self, page: usize, mut f: impl FnMut(*mut u8, usize)) -> usize {
         debug_assert!(page.is_power_of_two());
         let mut total = 0;
@@ -1773,9 +1783,11 @@ impl<A: Allocator> Dlmalloc<A> {
             each(self.top, self.topsize);
         }
         // Depth-first over each tree bin; a node's chunks of the same size hang off it
-        // in a ring (`next`). The trees are tries on the size's bits, so no path is
-        // deeper than the bits of a `usize`: the stack below always suffices.
-        let mut stack = [ptr::null_mut::<TreeChunk>(); 2 * (mem::size_of::<usize>() * 8 + 1)];
+        // in a ring (`next`), and only the node has children. The trees are tries on
+        // the bits of the size, one bit a level, so no tree has more levels than a
+        // `usize` has bits; the stack holds at most one waiting sibling a level above
+        // the node being visited and its two children.
+        let mut stack = [ptr::null_mut::<TreeChunk>(); mem::size_of::<usize>() * 8 + 1];
         for i in 0..NTREEBINS {
             let mut depth = 0;
             if !self.treebins[i].is_null() {
@@ -1787,6 +1799,9 @@ impl<A: Allocator> Dlmalloc<A> {
                 let t = stack[depth];
                 let mut u = t;
                 loop {
+                    // SAFETY (of the reads here and of `child` below): `u` is a chunk of a
+                    // tree bin, so its header is a live `TreeChunk`; `each` never passes a
+                    // header to `f`.
                     each(TreeChunk::chunk(u), Chunk::size(TreeChunk::chunk(u)));
                     u = TreeChunk::next(u);
                     if u == t {
@@ -1794,9 +1809,12 @@ impl<A: Allocator> Dlmalloc<A> {
                     }
                 }
                 for child in (*t).child {
-                    if !child.is_null() && depth < stack.len() {
-                        stack[depth] = child;
-                        depth += 1;
+                    if !child.is_null() {
+                        debug_assert!(depth < stack.len());
+                        if depth < stack.len() {
+                            stack[depth] = child;
+                            depth += 1;
+                        }
                     }
                 }
             }
