@@ -1772,7 +1772,7 @@ impl<A: Allocator> Dlmalloc<A> {
             let lo = align_up(c as usize + mem::size_of::<TreeChunk>(), page);
             let hi = (c as usize + size) & !(page - 1);
             if hi > lo {
-                f(lo as *mut u8, hi - lo);
+                f(c.cast::<u8>().wrapping_add(lo - c as usize), hi - lo);
                 total += hi - lo;
             }
         };

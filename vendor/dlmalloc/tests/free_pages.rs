@@ -3,6 +3,9 @@
 // no call at all when there is nothing to hand back. Run them with `--features debug`
 // too: then the allocator checks its own structures on every call.
 
+// Under Miri only the tests without random traffic run (see `random_traffic_overwritten`).
+#![cfg_attr(miri, allow(dead_code, unused_imports))]
+
 use arbitrary::Unstructured;
 use dlmalloc::{Allocator, Dlmalloc};
 use rand::{rngs::SmallRng, RngCore, SeedableRng};
@@ -43,8 +46,8 @@ fn traffic(seeds: u64, release: &mut dyn FnMut(*mut u8, usize)) -> (usize, usize
 fn random_traffic_madvise_dontneed() {
     let (calls, bytes) = traffic(SEEDS, &mut |start, len| {
         // SAFETY: `free_pages` reports whole pages of free memory that the allocator
-        // never reads again before writing; dropping them only makes them read back as
-        // zeros.
+        // never reads again before writing; dropping them at most makes them read back
+        // as zeros.
         let rc = unsafe { libc::madvise(start.cast(), len, libc::MADV_DONTNEED) };
         assert_eq!(rc, 0, "madvise({start:p}, {len})");
     });
@@ -55,19 +58,21 @@ fn random_traffic_madvise_dontneed() {
 }
 
 // The pages are overwritten with garbage (what `MADV_FREE` may leave, and not zeros):
-// nothing of the allocator's may live there and `calloc` must clear them. Runs
-// everywhere, Miri included.
+// nothing of the allocator's may live there and `calloc` must clear them. Runs on
+// every platform. Skipped under Miri: long traffic soon unlinks a small-bin chunk
+// whose neighbour is the bin's head, which Miri reports (Stacked and Tree Borrows)
+// at `unlink_small_chunk` with or without `free_pages`: the `smallbins` self-aliasing
+// that `sub_page_granularity_alloc_free` in smoke.rs is skipped for.
 #[test]
+#[cfg(not(miri))]
 fn random_traffic_overwritten() {
-    let seeds = if cfg!(miri) { 1 } else { SEEDS };
-    let (calls, bytes) = traffic(seeds, &mut |start, len| {
+    let (calls, bytes) = traffic(SEEDS, &mut |start, len| {
         // SAFETY: `free_pages` reports whole pages of free memory that the allocator
         // never reads again before writing.
         unsafe { ptr::write_bytes(start, 0xa5, len) };
     });
-    let enough = if cfg!(miri) { 1 } else { 1000 };
     assert!(
-        calls >= enough && bytes >= enough << 10,
+        calls >= 1000 && bytes >= 100 << 20,
         "{calls} calls, {bytes} bytes"
     );
 }
@@ -84,13 +89,13 @@ fn kernel_page_size() -> usize {
 // drop live memory past their end (16 KiB pages on Apple silicon and some aarch64
 // Linux kernels, 64 KiB on others).
 #[test]
-#[cfg(all(unix, not(target_arch = "wasm32"), not(miri)))]
+#[cfg(all(unix, not(target_arch = "wasm32")))]
 fn page_size_is_the_kernels() {
     assert_eq!(Dlmalloc::new().allocator().page_size(), kernel_page_size());
 }
 
 /// How many of the pages of `start..end` (page-aligned) are resident.
-#[cfg(all(unix, not(target_arch = "wasm32")))]
+#[cfg(all(target_os = "linux", not(miri)))]
 fn resident_pages(start: usize, end: usize) -> usize {
     let page = kernel_page_size();
     let mut vec = vec![0u8; (end - start) / page];
@@ -103,8 +108,9 @@ fn resident_pages(start: usize, end: usize) -> usize {
 
 // A large block freed between two live ones: its pages leave memory, read back as
 // zeros, and serve the next allocation of that size; its neighbours keep their bytes.
+// Linux: elsewhere `MADV_DONTNEED` need not drop the pages at once nor zero them.
 #[test]
-#[cfg(all(unix, not(target_arch = "wasm32"), not(miri)))]
+#[cfg(all(target_os = "linux", not(miri)))]
 fn freed_block_in_the_middle_leaves_memory() {
     let page = kernel_page_size();
     let big = 256 * page;

@@ -196,13 +196,9 @@ unsafe fn free_pages(
             }
         } else {
             let first_page = (ptr as usize + page - 1) & !(page - 1);
-            let pages = (first_page..ptr as usize + size).step_by(page);
-            for at in std::iter::once(ptr as usize).chain(pages) {
-                assert_eq!(
-                    *(at as *const u8),
-                    0xce,
-                    "{ptr:p}+{size} changed at {at:#x}"
-                );
+            let pages = (first_page - ptr as usize..size).step_by(page);
+            for at in std::iter::once(0).chain(pages) {
+                assert_eq!(*ptr.add(at), 0xce, "{ptr:p}+{size} changed at +{at}");
             }
         }
     }
