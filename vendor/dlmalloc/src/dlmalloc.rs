@@ -2206,6 +2206,7 @@ mod tests {
         use std::vec::Vec;
 
         // Every run of whole `page`s past the header of a free chunk, in address order.
+        // Safety: `a`'s state is sound.
         unsafe fn expected<A: Allocator>(a: &mut Dlmalloc<A>, page: usize) -> Vec<(usize, usize)> {
             let mut runs = Vec::new();
             let mut run = |c: usize, size: usize| {
@@ -2236,6 +2237,7 @@ mod tests {
             runs
         }
 
+        // The runs `free_pages` reports, in address order. Safety: `a`'s state is sound.
         unsafe fn reported<A: Allocator>(a: &mut Dlmalloc<A>, page: usize) -> Vec<(usize, usize)> {
             let mut runs = Vec::new();
             let total = a.free_pages(page, |start, len| runs.push((start as usize, len)));
@@ -2245,6 +2247,7 @@ mod tests {
         }
 
         // Whether the `size` bytes at `p` all hold the tag that `p`'s allocation wrote.
+        // Safety: `p` is a live allocation of `size` bytes, all written.
         unsafe fn intact(p: *mut u8, size: usize) -> bool {
             let tag = [(p as usize >> 4) as u8; 4096];
             let bytes = core::slice::from_raw_parts(p, size);
@@ -2256,6 +2259,9 @@ mod tests {
         let mut live: Vec<(*mut u8, usize)> = Vec::new();
         let mut x = 0x2545_f491_4f6c_dd1d_u64;
         let mut runs = 0;
+        // SAFETY: every pointer comes from `a`, is written and read within its size and
+        // freed once; the runs overwritten are whole pages of free chunks (`free_pages`'
+        // contract, checked against the chunk walk just before).
         unsafe {
             for step in 0..20_000 {
                 x ^= x << 13;

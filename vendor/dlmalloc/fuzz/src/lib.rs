@@ -125,6 +125,7 @@ fn run_with(
                 a.malloc(size, align)
             };
             if zero {
+                // SAFETY: `ptr` is a fresh allocation of `size` bytes, zeroed by `calloc`.
                 assert!(slice::from_raw_parts(ptr, size).iter().all(|&b| b == 0));
             }
             ptr.write_bytes(0xce, size);
@@ -153,6 +154,8 @@ fn run_with(
 /// runs are disjoint and that every live allocation still holds its bytes: all of them
 /// if `full`, else the first byte and the first of each page (whatever changes a whole
 /// page of an allocation changes one of those).
+///
+/// Safety: `ptrs` are live allocations of `a`, each `size` bytes long and all written.
 unsafe fn free_pages(
     a: &mut Dlmalloc,
     ptrs: &[(*mut u8, usize, usize)],
@@ -190,6 +193,7 @@ unsafe fn free_pages(
     let pattern = [0xce; 4096];
     for &(ptr, size, _) in ptrs {
         if full {
+            // SAFETY: `ptr` is a live allocation of `size` bytes, all written.
             let bytes = slice::from_raw_parts(ptr, size);
             for chunk in bytes.chunks(pattern.len()) {
                 assert!(chunk == &pattern[..chunk.len()], "{ptr:p}+{size} changed");
@@ -198,6 +202,7 @@ unsafe fn free_pages(
             let first_page = (ptr as usize + page - 1) & !(page - 1);
             let pages = (first_page - ptr as usize..size).step_by(page);
             for at in std::iter::once(0).chain(pages) {
+                // SAFETY: `at < size` and the allocation's bytes are all written.
                 assert_eq!(*ptr.add(at), 0xce, "{ptr:p}+{size} changed at +{at}");
             }
         }
