@@ -1746,15 +1746,25 @@ impl<A: Allocator> Dlmalloc<A> {
         self.sys_trim(pad)
     }
 
-    /// yoctoclaw's addition (see PATCH.md): calls `f(start, len)` for every run of whole
-    /// pages (of `page` bytes, a power of two) that lies inside a free chunk: the
-    /// designated victim, the top chunk and every chunk of the tree bins (free chunks
-    /// of 256 bytes and more). A chunk's own header (a `TreeChunk`) and everything
-    /// outside the chunk (the next chunk's header, which holds this one's footer) are
-    /// never inside a run. The caller may hand those pages back to the system
-    /// (`madvise(MADV_DONTNEED)`): the memory stays mapped, reads back as zeros, and
-    /// nothing in a free chunk beyond its header is ever read. Small bins are skipped
-    /// (their chunks are smaller than a page). Returns the bytes passed to `f`.
+    /// Calls `f(start, len)` for every run of whole pages (`page` bytes, a power of
+    /// two) inside a free chunk: the designated victim, the top chunk and every chunk
+    /// of the tree bins. The small bins are skipped: their chunks are under 256 bytes,
+    /// less than any page. A run starts at or after `size_of::<TreeChunk>()` bytes into
+    /// its chunk, past every field a free chunk keeps (and past the previous chunk's
+    /// footer, the chunk's first word), and ends at or before the chunk's end, where
+    /// the next chunk starts with this one's footer (`prev_foot`); for the top chunk,
+    /// where the fencepost and the room for a segment record begin. Runs are disjoint
+    /// (no chunk is in two of these places). Returns the bytes passed to `f`.
+    ///
+    /// Nothing in dlmalloc reads a byte of a free chunk past those fields before
+    /// writing it: chunks are found and merged through headers and footers only, and a
+    /// split writes the new headers. So the caller may discard what the runs hold.
+    ///
+    /// # Safety
+    ///
+    /// The allocator's state is consistent (every earlier call met its contract), and
+    /// `f` does not call into this allocator. What `f` may do with a run:
+    /// `crate::Dlmalloc::free_pages`.
     pub unsafe fn free_pages(&mut self, page: usize, mut f: impl FnMut(*mut u8, usize)) -> usize {
         debug_assert!(page.is_power_of_two());
         let mut total = 0;
@@ -1762,7 +1772,7 @@ impl<A: Allocator> Dlmalloc<A> {
             let lo = align_up(c as usize + mem::size_of::<TreeChunk>(), page);
             let hi = (c as usize + size) & !(page - 1);
             if hi > lo {
-                f(lo as *mut u8, hi - lo);
+                f(c.cast::<u8>().wrapping_add(lo - c as usize), hi - lo);
                 total += hi - lo;
             }
         };
@@ -1773,9 +1783,11 @@ impl<A: Allocator> Dlmalloc<A> {
             each(self.top, self.topsize);
         }
         // Depth-first over each tree bin; a node's chunks of the same size hang off it
-        // in a ring (`next`). The trees are tries on the size's bits, so no path is
-        // deeper than the bits of a `usize`: the stack below always suffices.
-        let mut stack = [ptr::null_mut::<TreeChunk>(); 2 * (mem::size_of::<usize>() * 8 + 1)];
+        // in a ring (`next`), and only the node has children. The trees are tries on
+        // the bits of the size, one bit a level, so no tree has more levels than a
+        // `usize` has bits; the stack holds at most one waiting sibling a level above
+        // the node being visited and its two children.
+        let mut stack = [ptr::null_mut::<TreeChunk>(); mem::size_of::<usize>() * 8 + 1];
         for i in 0..NTREEBINS {
             let mut depth = 0;
             if !self.treebins[i].is_null() {
@@ -1787,6 +1799,9 @@ impl<A: Allocator> Dlmalloc<A> {
                 let t = stack[depth];
                 let mut u = t;
                 loop {
+                    // SAFETY (of the reads here and of `child` below): `u` is a chunk of a
+                    // tree bin, so its header is a live `TreeChunk`; `each` never passes a
+                    // header to `f`.
                     each(TreeChunk::chunk(u), Chunk::size(TreeChunk::chunk(u)));
                     u = TreeChunk::next(u);
                     if u == t {
@@ -1794,9 +1809,12 @@ impl<A: Allocator> Dlmalloc<A> {
                     }
                 }
                 for child in (*t).child {
-                    if !child.is_null() && depth < stack.len() {
-                        stack[depth] = child;
-                        depth += 1;
+                    if !child.is_null() {
+                        debug_assert!(depth < stack.len());
+                        if depth < stack.len() {
+                            stack[depth] = child;
+                            depth += 1;
+                        }
                     }
                 }
             }
@@ -2171,5 +2189,124 @@ mod tests {
                 a.free(p);
             }
         }
+    }
+
+    // The runs `free_pages` reports, against a walk of every chunk of every segment
+    // (what the C original's `traverse_and_check` does): each free chunk with a whole
+    // page past its header gives exactly the run from its first page past the header to
+    // its last whole page, nothing else gives one. So no run touches a chunk header, a
+    // footer (the next chunk's `prev_foot`), a segment record or a live allocation,
+    // and the walk of the tree bins misses nothing. The runs are then overwritten (a
+    // caller may leave anything there) and the traffic goes on; with `--features
+    // debug` the allocator checks its structures on every call.
+    #[test]
+    #[cfg(not(miri))]
+    fn free_pages_reports_every_free_chunks_pages() {
+        extern crate std;
+        use std::vec::Vec;
+
+        // Every run of whole `page`s past the header of a free chunk, in address order.
+        // Safety: `a`'s state is sound.
+        unsafe fn expected<A: Allocator>(a: &mut Dlmalloc<A>, page: usize) -> Vec<(usize, usize)> {
+            let mut runs = Vec::new();
+            let mut run = |c: usize, size: usize| {
+                let lo = align_up(c + mem::size_of::<TreeChunk>(), page);
+                let hi = (c + size) & !(page - 1);
+                if hi > lo {
+                    runs.push((lo, hi - lo));
+                }
+            };
+            let mut sp: *mut Segment = &mut a.seg;
+            while !sp.is_null() {
+                let mut q = a.align_as_chunk((*sp).base);
+                while Segment::holds(sp, q.cast())
+                    && q != a.top
+                    && (*q).head != Chunk::fencepost_head()
+                {
+                    if !Chunk::cinuse(q) {
+                        run(q as usize, Chunk::size(q));
+                    }
+                    q = Chunk::next(q);
+                }
+                sp = (*sp).next;
+            }
+            if !a.top.is_null() {
+                run(a.top as usize, a.topsize);
+            }
+            runs.sort_unstable();
+            runs
+        }
+
+        // The runs `free_pages` reports, in address order. Safety: `a`'s state is sound.
+        unsafe fn reported<A: Allocator>(a: &mut Dlmalloc<A>, page: usize) -> Vec<(usize, usize)> {
+            let mut runs = Vec::new();
+            let total = a.free_pages(page, |start, len| runs.push((start as usize, len)));
+            assert_eq!(total, runs.iter().map(|r| r.1).sum::<usize>());
+            runs.sort_unstable();
+            runs
+        }
+
+        // Whether the `size` bytes at `p` all hold the tag that `p`'s allocation wrote.
+        // Safety: `p` is a live allocation of `size` bytes, all written.
+        unsafe fn intact(p: *mut u8, size: usize) -> bool {
+            let tag = [(p as usize >> 4) as u8; 4096];
+            let bytes = core::slice::from_raw_parts(p, size);
+            bytes.chunks(tag.len()).all(|c| c == &tag[..c.len()])
+        }
+
+        let mut a = Dlmalloc::new(System::new());
+        let page = a.system_allocator.page_size();
+        let mut live: Vec<(*mut u8, usize)> = Vec::new();
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut runs = 0;
+        // SAFETY: every pointer comes from `a`, is written and read within its size and
+        // freed once; the runs overwritten are whole pages of free chunks (`free_pages`'
+        // contract, checked against the chunk walk just before).
+        unsafe {
+            for step in 0..20_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let r = x as usize;
+                if live.len() >= 256 || (!live.is_empty() && r % 2 == 0) {
+                    let (p, size) = live.swap_remove((r >> 8) % live.len());
+                    assert!(intact(p, size), "{p:p}+{size} changed");
+                    a.free(p);
+                } else {
+                    let size = if r & 0x70 == 0 {
+                        (r >> 8) % (256 << 10)
+                    } else {
+                        (r >> 8) % 1024
+                    };
+                    let p = if r & 0x780 == 0 {
+                        a.memalign(page, size)
+                    } else {
+                        a.malloc(size)
+                    };
+                    assert!(!p.is_null());
+                    p.write_bytes((p as usize >> 4) as u8, size);
+                    live.push((p, size));
+                }
+                if step % 50 == 0 {
+                    for pg in [page, 1 << 16] {
+                        assert_eq!(reported(&mut a, pg), expected(&mut a, pg));
+                    }
+                    for (start, len) in reported(&mut a, page) {
+                        ptr::write_bytes(start as *mut u8, 0xa5, len);
+                        runs += 1;
+                    }
+                    a.check_malloc_state();
+                }
+                if step % 2_000 == 0 {
+                    a.trim(0);
+                }
+            }
+            for (p, size) in live.drain(..) {
+                assert!(intact(p, size), "{p:p}+{size} changed");
+                a.free(p);
+            }
+            assert_eq!(reported(&mut a, page), expected(&mut a, page));
+        }
+        assert!(runs > 1_000, "{runs} runs");
     }
 }

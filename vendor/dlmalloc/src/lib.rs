@@ -278,12 +278,45 @@ impl<A: Allocator> Dlmalloc<A> {
         self.0.trim(pad)
     }
 
-    /// yoctoclaw's addition (see PATCH.md): calls `f(start, len)` for every run of
-    /// whole pages inside the allocator's free chunks, which the caller may hand back
-    /// to the system with `madvise(MADV_DONTNEED)` (they stay mapped and read back as
-    /// zeros). Returns the bytes passed to `f`.
+    /// Calls `f(start, len)` for every run of whole pages inside this allocator's
+    /// free chunks, so that the caller can hand that memory back to the system while
+    /// it stays mapped: `madvise` with `MADV_DONTNEED` or `MADV_FREE` on Unix,
+    /// `DiscardVirtualMemory` on Windows, or whatever the platform offers.
+    ///
+    /// [`Dlmalloc::trim`] returns only the free memory at the top of the heap and
+    /// segments that are wholly free. In a long-running program with a fragmented
+    /// heap most of the free memory can lie between live allocations, where only this
+    /// reaches it.
+    ///
+    /// A page is [`Allocator::page_size`] bytes: every run starts at a multiple of it
+    /// and is a multiple of it long. Runs are disjoint and lie inside free chunks; no
+    /// run holds a chunk header or footer, a segment record or a byte of a live
+    /// allocation. The chunks stay free: the allocator hands the memory out again
+    /// later without telling `f`. The walk visits each free chunk of 256 bytes and
+    /// more once and allocates nothing. Returns the total length of the runs (0 when
+    /// there are none).
+    ///
+    /// # Safety
+    ///
+    /// - As for the other methods, every earlier call on this allocator met its
+    ///   contract, so that its free lists are sound.
+    /// - `f` does not call into this allocator: it does not allocate from it, free
+    ///   into it or trim it (`&mut self` rules that out except through a raw pointer
+    ///   or a global allocator built on this instance).
+    /// - `f` may do anything with the bytes of a run that leaves the pages mapped,
+    ///   readable and writable: discard them (they may then read back as zeros, as
+    ///   after `MADV_DONTNEED`, or as anything, as after `MADV_FREE`), overwrite them,
+    ///   or leave them alone. The allocator never reads them before writing them again,
+    ///   and `calloc` clears what it hands out. `f` must not unmap the pages or take
+    ///   away read or write access: the allocator writes to them when it reuses them.
+    /// - If `f` passes a run to a call that works on whole system pages (`madvise`
+    ///   rounds a length up to them), [`Allocator::page_size`] must be a multiple of
+    ///   the system's page, as it is for this crate's own system allocators;
+    ///   otherwise the call could reach past the run's end.
     pub unsafe fn free_pages(&mut self, f: impl FnMut(*mut u8, usize)) -> usize {
         let page = self.0.allocator().page_size();
+        // SAFETY: the caller's contract is the inner function's, and `page` is the
+        // system allocator's page size (a power of two, the trait's contract).
         self.0.free_pages(page, f)
     }
 

@@ -79,7 +79,15 @@ unsafe impl Allocator for System {
     }
 
     fn page_size(&self) -> usize {
-        4096
+        // The kernel's page: 4 KiB on most systems, 16 KiB on Apple silicon and some
+        // aarch64 Linux kernels, 64 KiB on others. `Dlmalloc::free_pages` reports runs
+        // of these pages for the caller to pass to `madvise`, which rounds a length up
+        // to whole kernel pages: a smaller figure here would reach past a run's end.
+        // SAFETY: `sysconf` only reads a value.
+        match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+            n if n > 0 => n as usize,
+            _ => 4096,
+        }
     }
 }
 
