@@ -219,12 +219,17 @@ mod tests {
         fn mincore(addr: *mut std::ffi::c_void, len: usize, vec: *mut u8) -> std::ffi::c_int;
     }
 
+    /// The kernel's page size (4 KiB here; 16 or 64 KiB on some arm64 kernels).
+    fn page() -> usize {
+        rustix::param::page_size()
+    }
+
     /// Whether the page at `p` (page-aligned) is resident.
     fn resident(p: *mut u8) -> bool {
         let mut v = 0u8;
         // SAFETY: mincore only reads the page table for the range and writes one byte
         // per page into `v` (one page asked); an unmapped address is an error, not UB.
-        unsafe { mincore(p.cast(), 4096, &mut v) == 0 && v & 1 == 1 }
+        unsafe { mincore(p.cast(), page(), &mut v) == 0 && v & 1 == 1 }
     }
 
     /// # Safety
@@ -257,15 +262,16 @@ mod tests {
             fill(a, small.size(), 1);
             fill(b, big.size(), 2);
             fill(c, small.size(), 3);
-            assert!(resident(((b as usize + 8192) & !4095) as *mut u8));
+            let pg = page();
+            assert!(resident(((b as usize + 2 * pg) & !(pg - 1)) as *mut u8));
             // Wherever b lies (between live blocks, or next to the top of the heap), its
             // whole pages are handed back and no longer resident.
             Heap.dealloc(b, big);
             let released = release_free_pages();
-            assert!(released >= big.size() - 3 * 4096, "{released}");
-            let first = (b as usize + 4096 + 64) & !4095;
-            let last = (b as usize + big.size() - 4096) & !4095;
-            for p in (first..last).step_by(4096) {
+            assert!(released >= big.size() - 3 * pg, "{released}");
+            let first = (b as usize + pg + 64) & !(pg - 1);
+            let last = (b as usize + big.size() - pg) & !(pg - 1);
+            for p in (first..last).step_by(pg) {
                 assert!(
                     !resident(p as *mut u8),
                     "page {p:#x} of the free block is resident"
@@ -368,7 +374,7 @@ mod tests {
             released > 0,
             "the code mapping was not found in /proc/self/maps"
         );
-        assert_eq!(released % 4096, 0);
+        assert_eq!(released % page(), 0);
         // Code runs on after its pages were unmapped (faulted back from the page cache).
         let v: Vec<u64> = (1..=100).collect();
         assert_eq!(v.iter().sum::<u64>(), 5050);
