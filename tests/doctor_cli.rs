@@ -5,8 +5,9 @@ mod support;
 
 use std::net::TcpListener;
 use std::process::Output;
+use support::binary::TEST_NOW;
 use support::fake_http::{FakeServer, Response, openai_text, openai_tool_call};
-use support::{TempHome, config_for, text};
+use support::{TempHome, config_for, hook, text};
 
 const GOOD_TOKEN: &str = "123456:GOOD-token-abcdef";
 const BAD_TOKEN: &str = "654321:BAD-token-zyxwvu";
@@ -170,7 +171,7 @@ fn a_bad_bot_token_fails_and_is_never_printed() {
 fn a_clock_before_the_build_is_a_warning() {
     let p = provider(200);
     let home = TempHome::onboarded("doc-clock", &config_for(&p.url(), ""));
-    let out = doctor(&home, &[("YOCTOCLAW_TEST_NOW", "86400")]);
+    let out = doctor(&home, &[(hook(TEST_NOW), "86400")]);
     let stdout = text(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -352,7 +353,7 @@ fn a_board_without_tzdata_takes_iana_zones_from_the_builtin_table() {
     let jan_2030 = "1893456000";
     let envs = [
         ("TZDIR", missing.to_str().expect("utf-8 temp path")),
-        ("YOCTOCLAW_TEST_NOW", jan_2030),
+        (hook(TEST_NOW), jan_2030),
     ];
     let out = doctor(&home, &envs);
     let stdout = text(&out.stdout);
@@ -374,7 +375,7 @@ fn a_board_without_tzdata_takes_iana_zones_from_the_builtin_table() {
         );
         return;
     }
-    let out = doctor(&home, &[("YOCTOCLAW_TEST_NOW", jan_2030)]);
+    let out = doctor(&home, &[(hook(TEST_NOW), jan_2030)]);
     let stdout = text(&out.stdout);
     let l = line(&stdout, "timezone");
     assert!(

@@ -9,12 +9,13 @@
 mod support;
 
 use std::time::Duration;
+use support::binary::TEST_NOW;
 use support::fake_http::{
     FakeServer, Response, chat_model, openai_sse, openai_text, openai_tool_call,
 };
 use support::fake_telegram::{FakeTelegram, Shown, message};
-use support::gateway::Gateway;
-use support::{TempHome, config_for, text};
+use support::gateway::{FAST_BACKOFF, Gateway};
+use support::{TempHome, config_for, hook, text};
 use yoctoclaw::channels::telegram::reply::reply_parts;
 use yoctoclaw::scheduler::heartbeat;
 use yoctoclaw::store::Db;
@@ -61,7 +62,7 @@ fn cron_add(home: &TempHome, now: i64, args: &[&str]) {
     all.extend_from_slice(args);
     let out = home
         .cmd(&all)
-        .env("YOCTOCLAW_TEST_NOW", now.to_string())
+        .env(hook(TEST_NOW), now.to_string())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -91,13 +92,7 @@ fn a_due_cron_job_is_delivered_through_the_gateways_sender() {
         r#"{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}"#,
     )]);
     let now = T.to_string();
-    let mut g = start(
-        &home,
-        &[
-            ("YOCTOCLAW_TEST_NOW", &now),
-            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
-        ],
-    );
+    let mut g = start(&home, &[(hook(TEST_NOW), &now), FAST_BACKOFF]);
     let d = db(&home);
     g.wait_for("the job's result", || {
         d.get_cron_job(1)
@@ -205,13 +200,7 @@ fn a_heartbeat_that_needs_attention_is_delivered_by_the_gateway() {
         .set_state(heartbeat::LAST_RUN_KEY, &(T - 7200).to_string())
         .unwrap();
     let now = T.to_string();
-    let mut g = start(
-        &home,
-        &[
-            ("YOCTOCLAW_TEST_NOW", &now),
-            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
-        ],
-    );
+    let mut g = start(&home, &[(hook(TEST_NOW), &now), FAST_BACKOFF]);
     let d = db(&home);
     g.wait_for("the heartbeat's record", || {
         d.get_state(heartbeat::LAST_RUN_KEY).unwrap().as_deref() == Some(&*now)
@@ -244,13 +233,7 @@ fn sigterm_during_a_heartbeat_turn_stops_the_scheduler_at_once() {
         .set_state(heartbeat::LAST_RUN_KEY, &(T - 7200).to_string())
         .unwrap();
     let now = T.to_string();
-    let mut g = start(
-        &home,
-        &[
-            ("YOCTOCLAW_TEST_NOW", &now),
-            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
-        ],
-    );
+    let mut g = start(&home, &[(hook(TEST_NOW), &now), FAST_BACKOFF]);
     g.wait_for("the heartbeat's model call", || !llm.requests().is_empty());
     // `stop` checks: status 0 within the bound, "gateway: stopped".
     g.stop_cleanly();
@@ -289,13 +272,7 @@ fn without_telegram_the_gateway_runs_cron_retention_and_the_status_record() {
         ],
     );
     let now = T.to_string();
-    let mut g = start(
-        &home,
-        &[
-            ("YOCTOCLAW_TEST_NOW", &now),
-            ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01"),
-        ],
-    );
+    let mut g = start(&home, &[(hook(TEST_NOW), &now), FAST_BACKOFF]);
     let pid = i64::from(g.pid());
     let d = db(&home);
     g.wait_for("the job's result", || {
@@ -412,7 +389,7 @@ fn a_streamed_reply_is_one_message_edited_in_place_when_drafts_are_missing() {
     let home = TempHome::onboarded("gw-stream", &streaming(tg_config(&llm, &tg, "")));
     std::fs::write(home.workspace().join("notes.txt"), "buy milk, call Bob").unwrap();
     tg.push_private(ALICE, "alice", "what do my notes say?");
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    let mut g = start(&home, &[FAST_BACKOFF]);
     let want = reply_parts(&full, true);
     g.wait_for("the final text", || {
         tg.shown_to(ALICE).last().map(|s| s.text.as_str()) == Some(want[0].as_str())
@@ -454,7 +431,7 @@ fn a_streamed_reply_uses_drafts_when_the_server_has_them() {
     tg.set_drafts(true);
     let home = TempHome::onboarded("gw-draft", &streaming(tg_config(&llm, &tg, "")));
     tg.push_private(ALICE, "alice", "weather?");
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    let mut g = start(&home, &[FAST_BACKOFF]);
     g.wait_for("the final message", || !tg.sent_to(ALICE).is_empty());
     g.stop_cleanly();
     let shown = tg.shown_to(ALICE);
@@ -491,7 +468,7 @@ fn a_long_streamed_reply_ends_as_the_same_messages_as_a_non_streamed_one() {
         "@yc_test_bot plan the party",
         None,
     ));
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")]);
+    let mut g = start(&home, &[FAST_BACKOFF]);
     let want = reply_parts(full.trim(), true);
     assert!(want.len() >= 3, "{}", want.len());
     g.wait_for("every part", || tg.sent_to(group).len() == want.len());

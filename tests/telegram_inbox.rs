@@ -9,12 +9,13 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use support::binary::TEST_NOW;
 use support::fake_http::{
     FakeServer, Response, chat_bodies, openai_sse, openai_text, openai_tool_call,
 };
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway};
-use support::{TempHome, config_for};
+use support::{TempHome, config_for, hook};
 use yoctoclaw::store::Db;
 
 const ALICE: i64 = 42;
@@ -180,7 +181,7 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
     let (then, later) = (t0.to_string(), (t0 + 25 * 3600).to_string());
     tg.push_private(ALICE, "alice", "what about yesterday?");
     let home = TempHome::onboarded("tg-old", &config(&llm, &tg));
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_NOW", &then)]);
+    let mut g = start(&home, &[(hook(TEST_NOW), &then)]);
     g.wait_for("the model call", || {
         llm.requests_to("/chat/completions").len() == 1
     });
@@ -190,7 +191,7 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
     g.kill();
 
     // The board comes back 25 hours later.
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_NOW", &later)]);
+    let mut g = start(&home, &[(hook(TEST_NOW), &later)]);
     g.wait_for("the told line", || !texts(&tg).is_empty());
     let log = settle_and_stop(g, &tg);
     let sent = texts(&tg);
@@ -210,7 +211,7 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
     assert_eq!(waiting(&home), 0);
 
     // Told once: another restart says nothing more.
-    let g = start(&home, &[("YOCTOCLAW_TEST_NOW", &later)]);
+    let g = start(&home, &[(hook(TEST_NOW), &later)]);
     settle_and_stop(g, &tg);
     assert_eq!(texts(&tg).len(), 1);
 }
@@ -279,7 +280,8 @@ fn a_stream_cut_in_its_first_second_is_retried_like_any_other_failure() {
         1,
     );
     let home = TempHome::onboarded("tg-cut", &cfg);
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_MS", "10")]);
+    // The retry after the cut waits the real backoff (under a second).
+    let mut g = start(&home, &[]);
     g.wait_for("the answer", || !texts(&tg).is_empty());
     let log = settle_and_stop(g, &tg);
     let shown: Vec<String> = tg.shown_to(ALICE).into_iter().map(|s| s.text).collect();
