@@ -27,6 +27,7 @@ else
   nice -n 10 cargo build --quiet --release --bin yoctoclaw
   echo "binary: host release build ($(rustc -vV | sed -n 's/^host: //p')); its RSS includes the shared C library"
 fi
+scripts/check-no-hooks.sh "$BIN"
 YOCTOCLAW_MEDIA_BENCH=1 YOCTOCLAW_BIN="$(realpath "$BIN")" \
   cargo test --quiet --test telegram_media media_benchmark_run -- --nocapture 2>&1 \
   | grep -E "^(idle|[0-9]+ MB):|SKIPPED|panicked|FAILED"

@@ -170,7 +170,7 @@ fn systemd_system_unit_is_written_idempotent_and_removed_exactly() {
     );
     assert!(unit.starts_with("# Written by yoctoclaw service install"));
     // The memory limits are those of the profile for this CPU and 55 MB, when there is one.
-    match yoctoclaw::service::board_for(std::env::consts::ARCH, 55_000) {
+    match yoctoclaw::service::board_for(support::binary::arch(), 55_000) {
         Some(b) => assert_has(
             &unit,
             &[

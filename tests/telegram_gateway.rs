@@ -60,7 +60,8 @@ fn poll_errors_are_survived_with_one_conflict_warning_and_the_token_never_logged
     ]);
     tg.push_private(ALICE, "alice", "hello");
     let home = TempHome::onboarded("tg-errors", &config(&llm, &tg, ""));
-    let mut g = start(&home, "debug");
+    // Three 409s are 90 s of waiting at full scale: this needs the waits shortened.
+    let mut g = Gateway::start(&home, &[fast_backoff(), ("RUST_LOG", "debug")]);
     g.wait_for("the reply", || !tg.sent_to(ALICE).is_empty());
     let log = g.log();
     let out = g.stop_cleanly();

@@ -14,7 +14,7 @@ use support::fake_http::{
     FakeServer, Response, chat_bodies, openai_sse, openai_text, openai_tool_call,
 };
 use support::fake_telegram::FakeTelegram;
-use support::gateway::{FAST_BACKOFF, Gateway};
+use support::gateway::{FAST_BACKOFF, Gateway, fast_backoff};
 use support::{TempHome, config_for, hook};
 use yoctoclaw::store::Db;
 
@@ -220,11 +220,13 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
 fn a_reply_is_retried_through_a_telegram_outage_and_survives_a_restart() {
     let llm = chat_bodies(vec![openai_text("the answer")], Duration::ZERO);
     let tg = FakeTelegram::start();
-    // Nine failures in a row: about 10 minutes of backoff at full scale (here 1/100).
+    // Nine failures in a row: about 10 minutes of backoff at full scale (here 1/100): this
+    // needs the waits shortened.
+    let scale = fast_backoff();
     tg.script_sends(vec![Response::text(502, "Bad Gateway"); 9]);
     tg.push_private(ALICE, "alice", "are you there?");
     let home = TempHome::onboarded("tg-outage", &config(&llm, &tg));
-    let mut g = start(&home, &[]);
+    let mut g = start(&home, &[scale]);
     g.wait_for("the answer after the outage", || texts(&tg).len() >= 10);
     let log = settle_and_stop(g, &tg);
     let sent = texts(&tg);

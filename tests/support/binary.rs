@@ -39,25 +39,51 @@ pub fn bin() -> &'static Path {
 /// machine, `qemu-<arch>` for another's, or `YOCTOCLAW_BIN_RUNNER`.
 pub fn runner() -> &'static [String] {
     static RUNNER: OnceLock<Vec<String>> = OnceLock::new();
-    RUNNER.get_or_init(|| {
-        if let Some(r) = std::env::var_os("YOCTOCLAW_BIN_RUNNER") {
-            return r
-                .to_string_lossy()
-                .split_whitespace()
-                .map(str::to_string)
-                .collect();
-        }
+    RUNNER
+        .get_or_init(|| {
+            if let Some(r) = std::env::var_os("YOCTOCLAW_BIN_RUNNER") {
+                return r
+                    .to_string_lossy()
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect();
+            }
+            if arch() == std::env::consts::ARCH {
+                Vec::new()
+            } else {
+                vec![format!("qemu-{}", arch())]
+            }
+        })
+        .as_slice()
+}
+
+/// The machine the binary under test is for (`std::env::consts::ARCH`'s names), from its
+/// ELF header: tests whose expectations depend on the machine ask this, not the host.
+pub fn arch() -> &'static str {
+    static ARCH: OnceLock<&'static str> = OnceLock::new();
+    ARCH.get_or_init(|| {
         let head = std::fs::File::open(bin())
             .and_then(|mut f| {
                 let mut h = [0u8; 20];
                 std::io::Read::read_exact(&mut f, &mut h).map(|_| h)
             })
             .unwrap_or_else(|e| panic!("read {}: {e}", bin().display()));
-        match elf_arch(&head) {
-            Some(arch) if arch != std::env::consts::ARCH => vec![format!("qemu-{arch}")],
-            _ => Vec::new(),
-        }
+        elf_arch(&head).unwrap_or(std::env::consts::ARCH)
     })
+}
+
+/// `prog` as a path: found on this process's `PATH` when it has no slash (a test may give
+/// the child another `PATH`, and `Command` looks the program up on the child's).
+fn resolve(prog: &str) -> PathBuf {
+    if prog.contains('/') {
+        return PathBuf::from(prog);
+    }
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{prog} (the runner of {}) is not on PATH", bin().display()))
 }
 
 /// The machine an ELF header is for, as `std::env::consts::ARCH` and qemu-user name it.
@@ -86,7 +112,7 @@ fn elf_arch(h: &[u8; 20]) -> Option<&'static str> {
 pub fn command() -> Command {
     match runner().split_first() {
         Some((prog, args)) => {
-            let mut c = Command::new(prog);
+            let mut c = Command::new(resolve(prog));
             c.args(args).arg(bin());
             c
         }
@@ -116,4 +142,17 @@ pub fn hook(name: &'static str) -> &'static str {
         bin().display()
     );
     name
+}
+
+/// The warning the binary logs at start on a kernel without Landlock (an old board kernel,
+/// or qemu-user, which has no Landlock system calls): what a machine says, not the run.
+pub const LANDLOCK_MISSING_LOG: &str = "exec: Landlock is not available";
+
+/// `stderr` without the line [`LANDLOCK_MISSING_LOG`] starts, for a test that a quiet run
+/// logs nothing on any kernel.
+pub fn without_landlock_notice(stderr: &str) -> String {
+    stderr
+        .split_inclusive('\n')
+        .filter(|l| !l.contains(LANDLOCK_MISSING_LOG))
+        .collect()
 }
