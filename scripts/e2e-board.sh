@@ -105,15 +105,15 @@ echo "e2e-board: $BIN ($(stat -c %s "$BIN") bytes) under ${YOCTOCLAW_BIN_RUNNER:
 EXCLUDED=$NEEDS_HOOK
 [ -n "${YOCTOCLAW_BIN_RUNNER:-}" ] && EXCLUDED="$EXCLUDED$NOT_UNDER_QEMU"
 
+LOGS=${E2E_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/e2e-board.XXXXXX")}
+mkdir -p "$LOGS"
+
 # ---- build the test binaries (the host's; nothing of BIN is rebuilt) ----
 targets=()
 for s in $SUITES; do targets+=(--test "$s"); done
-if ! cargo test --quiet --no-run "${targets[@]}" 2>/tmp/e2e-board-build.log; then
-    tail -20 /tmp/e2e-board-build.log; echo "e2e-board: cargo test --no-run failed"; exit 1
+if ! cargo test --quiet --no-run "${targets[@]}" 2>"$LOGS/build.log"; then
+    tail -20 "$LOGS/build.log"; echo "e2e-board: cargo test --no-run failed"; exit 1
 fi
-
-LOGS=${E2E_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/e2e-board.XXXXXX")}
-mkdir -p "$LOGS"
 passed=0 failed=0
 summary=()
 t0=$(date +%s)
