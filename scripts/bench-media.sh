@@ -27,6 +27,7 @@ else
   nice -n 10 cargo build --quiet --release --bin yoctoclaw
   echo "binary: host release build ($(rustc -vV | sed -n 's/^host: //p')); its RSS includes the shared C library"
 fi
-YOCTOCLAW_BENCH_BIN="$(realpath "$BIN")" \
+scripts/check-no-hooks.sh "$BIN"
+YOCTOCLAW_BIN="$(realpath "$BIN")" \
   cargo test --quiet --test telegram_media media_benchmark_run -- --ignored --exact --nocapture 2>&1 \
   | grep -E "^(idle|[0-9]+ MB):|SKIPPED|panicked|FAILED"

@@ -20,8 +20,9 @@
 //!   cannot open our `/proc/<pid>/mem` even as root (recent kernels still let it read
 //!   `/proc/<pid>/environ`, which is why the environment block is wiped).
 //!   [`restrict_self`] applies it in the child between fork and exec.
-//! - [`landlock`] says whether the kernel has it (probed once; `YOCTOCLAW_TEST_NO_LANDLOCK`
-//!   pretends it does not, for the fallback's tests).
+//! - [`landlock`] says whether the kernel has it (probed once). Nothing turns it off: the
+//!   fallback's tests start the binary under a seccomp filter that makes the Landlock
+//!   system calls fail as on a kernel without them.
 //!
 //! Not a sandbox against root: a command running as root can still do what root does
 //! (load modules, change the system). `tools.exec.user` runs commands as another user.
@@ -50,9 +51,6 @@ use std::sync::OnceLock;
 
 /// Rules in one ruleset, at most (entries beyond are not granted).
 pub const MAX_LANDLOCK_RULES: usize = 1024;
-
-/// The test hook that makes [`landlock`] report Landlock missing.
-pub const TEST_NO_LANDLOCK_ENV: &str = "YOCTOCLAW_TEST_NO_LANDLOCK";
 
 // The same numbers on every Linux architecture (allocated after the tables were unified).
 const SYS_LANDLOCK_CREATE_RULESET: c_long = 444;
@@ -99,8 +97,6 @@ pub enum Missing {
     NoSyscall,
     /// Built in but not enabled at boot (`lsm=`).
     Disabled,
-    /// [`TEST_NO_LANDLOCK_ENV`] is set.
-    TestHook,
     /// Another error, with its errno.
     Other(i32),
 }
@@ -110,7 +106,6 @@ impl fmt::Display for Missing {
         match self {
             Missing::NoSyscall => f.write_str("this kernel has no Landlock; it needs Linux 5.13+"),
             Missing::Disabled => f.write_str("Landlock is not enabled at boot (lsm=)"),
-            Missing::TestHook => write!(f, "turned off by {TEST_NO_LANDLOCK_ENV}"),
             Missing::Other(e) => write!(f, "Landlock answered errno {e}"),
         }
     }
@@ -120,9 +115,6 @@ impl fmt::Display for Missing {
 pub fn landlock() -> Result<u32, Missing> {
     static ABI: OnceLock<Result<u32, Missing>> = OnceLock::new();
     *ABI.get_or_init(|| {
-        if std::env::var_os(TEST_NO_LANDLOCK_ENV).is_some_and(|v| !v.is_empty()) {
-            return Err(Missing::TestHook);
-        }
         // SAFETY: the documented version query: no pointer is read.
         let r = unsafe {
             syscall(

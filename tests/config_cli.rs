@@ -57,7 +57,7 @@ fn onboard_creates_everything_and_never_overwrites() {
 #[test]
 fn home_comes_from_the_environment_when_no_flag() {
     let home = TempHome::new("envhome");
-    let out = std::process::Command::new(support::bin())
+    let out = support::binary::command()
         .env_clear()
         .env("YOCTOCLAW_HOME", &home.dir)
         .arg("onboard")
@@ -128,16 +128,13 @@ fn bad_usage_exits_2() {
 
 #[test]
 fn version_and_help() {
-    let out = std::process::Command::new(support::bin())
+    let out = support::binary::command()
         .arg("--version")
         .output()
         .unwrap();
     assert!(out.status.success());
     assert!(text(&out.stdout).starts_with("yoctoclaw "));
-    let out = std::process::Command::new(support::bin())
-        .arg("--help")
-        .output()
-        .unwrap();
+    let out = support::binary::command().arg("--help").output().unwrap();
     assert!(out.status.success());
     assert!(text(&out.stdout).contains("onboard"));
 }

@@ -7,8 +7,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use support::binary::TEST_NOW;
 use support::fake_http::{FakeServer, Request, Response, openai_text};
-use support::{TempHome, config_for, text};
+use support::{TempHome, config_for, hook, text};
 use yoctoclaw::agent::Agent;
 use yoctoclaw::app::{self, Loaded};
 use yoctoclaw::config::{Env, Home};
@@ -80,12 +81,7 @@ fn cron_add_list_remove_round_trip() {
         &config_for(&fake.url(), r#""agent":{"timezone":"+02:00"}"#),
     );
     let now = T.to_string();
-    let run = |args: &[&str]| {
-        home.cmd(args)
-            .env("YOCTOCLAW_TEST_NOW", &now)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| home.cmd(args).env(hook(TEST_NOW), &now).output().unwrap();
     let out = run(&["cron", "list"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("No cron jobs."));
@@ -432,7 +428,7 @@ fn a_clock_before_the_build_time_holds_the_heartbeat() {
     let out = home
         .cmd(&["heartbeat"])
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .env("YOCTOCLAW_TEST_NOW", "86400")
+        .env(hook(TEST_NOW), "86400")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -452,7 +448,7 @@ fn cron_add_on_a_1970_clock_waits_for_the_clock() {
     let home = home_with(&fake.url(), "");
     let out = home
         .cmd(&["cron", "add", "every 1h", "x", "--message"])
-        .env("YOCTOCLAW_TEST_NOW", "86400")
+        .env(hook(TEST_NOW), "86400")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));

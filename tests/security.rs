@@ -27,7 +27,7 @@ use support::{TempHome, config_for, skipped, text};
 
 const API_KEY: &str = "plain-api-key-value-0123456789";
 const SECRET_FILE_VALUE: &str = "correct-horse-battery-staple-42";
-/// What the binary logs when the kernel has no Landlock (or the test hook turns it off).
+/// What the binary logs when the kernel has no Landlock.
 const NO_LANDLOCK: &str = "Landlock is not available";
 
 /// An OpenAI answer calling every `(name, arguments)` in order.
@@ -125,6 +125,62 @@ fn run_agent(home: &TempHome, env: &[(&str, &str)]) -> Output {
         c.env(k, v);
     }
     c.output().expect("run yoctoclaw")
+}
+
+/// Run `c` as on a kernel without Landlock: a seccomp filter, installed between fork and
+/// exec, makes the three Landlock system calls (444 to 446 on every Linux architecture)
+/// fail with ENOSYS, as a kernel before 5.13 answers. The binary has no switch of its own
+/// to turn confinement off. Under qemu-user the filter applies to qemu's own calls, so a
+/// guest's Landlock call fails the same way.
+fn without_landlock(c: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    unsafe extern "C" {
+        fn prctl(option: i32, ...) -> i32;
+    }
+    const PR_SET_NO_NEW_PRIVS: i32 = 38;
+    const PR_SET_SECCOMP: i32 = 22;
+    const SECCOMP_MODE_FILTER: u64 = 2;
+    const ENOSYS: u32 = 38;
+    let f = |code, jt, jf, k| SockFilter { code, jt, jf, k };
+    let prog = [
+        f(0x20, 0, 0, 0),                    // ld [nr]
+        f(0x35, 0, 2, 444),                  // jge #444 ? next : allow
+        f(0x25, 1, 0, 446),                  // jgt #446 ? allow : next
+        f(0x06, 0, 0, 0x0005_0000 | ENOSYS), // ret ERRNO(ENOSYS)
+        f(0x06, 0, 0, 0x7fff_0000),          // ret ALLOW
+    ];
+    // SAFETY: between fork and exec only two prctl calls run (async-signal-safe), on a
+    // filter the closure owns; no allocation.
+    unsafe {
+        c.pre_exec(move || {
+            let fprog = SockFprog {
+                len: prog.len() as u16,
+                filter: prog.as_ptr(),
+            };
+            if prctl(PR_SET_NO_NEW_PRIVS, 1u64, 0u64, 0u64, 0u64) != 0
+                || prctl(
+                    PR_SET_SECCOMP,
+                    SECCOMP_MODE_FILTER,
+                    &fprog as *const SockFprog,
+                ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
 }
 
 fn with_secrets(home: &TempHome) {
@@ -317,7 +373,9 @@ fn without_landlock_exec_refuses_paths_that_resolve_into_the_home() {
     std::os::unix::fs::symlink(home.dir.join("secrets.env"), ws.join("s")).unwrap();
     std::os::unix::fs::symlink(&home.dir, ws.join("linkdir")).unwrap();
     std::fs::write(ws.join("notes.md"), "plain notes\n").unwrap();
-    let out = run_agent(&home, &[("YOCTOCLAW_TEST_NO_LANDLOCK", "1")]);
+    let out = without_landlock(&mut home.cmd(&["agent", "-m", "go"]))
+        .output()
+        .expect("run yoctoclaw");
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert_eq!(
@@ -349,9 +407,7 @@ fn doctor_says_whether_exec_is_confined() {
         .find(|l| l.contains("confine"))
         .unwrap_or_else(|| panic!("no confinement line:\n{s}"));
     assert!(line.contains("Landlock"), "{line}");
-    let out = home
-        .cmd(&["doctor"])
-        .env("YOCTOCLAW_TEST_NO_LANDLOCK", "1")
+    let out = without_landlock(&mut home.cmd(&["doctor"]))
         .output()
         .unwrap();
     let s = text(&out.stdout);

@@ -47,7 +47,7 @@ impl Root {
         std::fs::metadata(self.at(p)).unwrap().permissions().mode() & 0o7777
     }
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(bin());
+        let mut c = support::binary::command();
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.dir.join("home"))
@@ -170,7 +170,7 @@ fn systemd_system_unit_is_written_idempotent_and_removed_exactly() {
     );
     assert!(unit.starts_with("# Written by yoctoclaw service install"));
     // The memory limits are those of the profile for this CPU and 55 MB, when there is one.
-    match yoctoclaw::service::board_for(std::env::consts::ARCH, 55_000) {
+    match yoctoclaw::service::board_for(support::binary::arch(), 55_000) {
         Some(b) => assert_has(
             &unit,
             &[
@@ -512,6 +512,7 @@ fn a_system_path_without_root_says_so_and_writes_nothing() {
         }
         c = Command::new("setpriv");
         c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(support::binary::runner())
             .arg(bin())
             .arg("--home")
             .arg(r.home())
@@ -568,7 +569,7 @@ fn no_init_system_and_bad_usage_are_one_sentence() {
     );
     let odd = r.dir.join("home/my home");
     std::fs::create_dir_all(&odd).unwrap();
-    let out = Command::new(bin())
+    let out = support::binary::command()
         .arg("--home")
         .arg(&odd)
         .args(["service", "install", "--root"])
@@ -652,7 +653,7 @@ fn under_sudo_the_invoking_users_home_and_account_are_used() {
         ),
     );
     // What `sudo yoctoclaw service install` sees: HOME is root's, SUDO_USER the caller.
-    let out = Command::new(bin())
+    let out = support::binary::command()
         .env_clear()
         .env("HOME", "/root")
         .env("SUDO_USER", "pi")

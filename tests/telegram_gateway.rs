@@ -1,13 +1,14 @@
 //! The Telegram gateway end to end: the real binary against a fake Bot API and a fake
-//! OpenAI-compatible model, stopped with SIGTERM. Backoff waits are shortened through
-//! `YOCTOCLAW_TEST_BACKOFF_SCALE`, so error paths run in milliseconds.
+//! OpenAI-compatible model, stopped with SIGTERM. Where the binary has the test hook (a
+//! `cargo test` build), backoff waits are shortened through `YOCTOCLAW_TEST_BACKOFF_SCALE`,
+//! so error paths run in milliseconds; the tests that need it say so (`fast_backoff`).
 
 mod support;
 
 use std::time::Duration;
 use support::fake_http::{FakeServer, Response, chat_bodies, openai_text};
 use support::fake_telegram::{BOT_ID, BOT_USERNAME, FakeTelegram, message};
-use support::gateway::{FAST_BACKOFF, Gateway, TOKEN, TOKEN_SECRET_PART};
+use support::gateway::{FAST_BACKOFF, Gateway, TOKEN, TOKEN_SECRET_PART, fast_backoff};
 use support::{TempHome, config_for, text};
 
 const ALICE: i64 = 42;
@@ -59,7 +60,8 @@ fn poll_errors_are_survived_with_one_conflict_warning_and_the_token_never_logged
     ]);
     tg.push_private(ALICE, "alice", "hello");
     let home = TempHome::onboarded("tg-errors", &config(&llm, &tg, ""));
-    let mut g = start(&home, "debug");
+    // Three 409s are 90 s of waiting at full scale: this needs the waits shortened.
+    let mut g = Gateway::start(&home, &[fast_backoff(), ("RUST_LOG", "debug")]);
     g.wait_for("the reply", || !tg.sent_to(ALICE).is_empty());
     let log = g.log();
     let out = g.stop_cleanly();
@@ -493,7 +495,8 @@ fn error_replies_never_name_a_host_a_port_or_a_path() {
         ),
     );
     let home = TempHome::onboarded("tg-err-host", &cfg);
-    let mut g = Gateway::start(&home, &[FAST_BACKOFF, ("YOCTOCLAW_TEST_BACKOFF_MS", "1")]);
+    // The provider's retries wait the real backoff (about 3 s in all).
+    let mut g = Gateway::start(&home, &[FAST_BACKOFF]);
     g.wait_for("the error reply", || !tg.sent_to(ALICE).is_empty());
     let log = g.stop_cleanly();
     let reply = &tg.sent_to(ALICE)[0].text;
@@ -503,9 +506,18 @@ fn error_replies_never_name_a_host_a_port_or_a_path() {
     }
     // The log may name the host, for the owner.
     assert!(log.contains(&format!("127.0.0.1:{port}")), "{log}");
+}
 
-    // A cron delivery that cannot reach Telegram: the recorded result and the command's
-    // sentence name no host either.
+#[test]
+fn a_cron_delivery_that_cannot_reach_telegram_names_no_host() {
+    // The recorded result and the command's sentence name no host either. The sends are
+    // retried for 10 minutes (the reply window): this needs the waits shortened.
+    let scale = fast_backoff();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let tg_port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -531,7 +543,7 @@ fn error_replies_never_name_a_host_a_port_or_a_path() {
     let out = home
         .cmd(&["cron", "run", "1"])
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
-        .env("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.001")
+        .env(scale.0, "0.001")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -9,12 +9,13 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use support::binary::TEST_NOW;
 use support::fake_http::{
     FakeServer, Response, chat_bodies, openai_sse, openai_text, openai_tool_call,
 };
 use support::fake_telegram::FakeTelegram;
-use support::gateway::{BARRIER_REPLY, FAST_BACKOFF, Gateway};
-use support::{TempHome, config_for};
+use support::gateway::{BARRIER_REPLY, FAST_BACKOFF, Gateway, fast_backoff};
+use support::{TempHome, config_for, hook};
 use yoctoclaw::store::Db;
 
 const ALICE: i64 = 42;
@@ -191,7 +192,7 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
     let (then, later) = (t0.to_string(), (t0 + 25 * 3600).to_string());
     tg.push_private(ALICE, "alice", "what about yesterday?");
     let home = TempHome::onboarded("tg-old", &config(&llm, &tg));
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_NOW", &then)]);
+    let mut g = start(&home, &[(hook(TEST_NOW), &then)]);
     g.wait_for("the model call", || {
         llm.requests_to("/chat/completions").len() == 1
     });
@@ -201,7 +202,7 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
     g.kill();
 
     // The board comes back 25 hours later.
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_NOW", &later)]);
+    let mut g = start(&home, &[(hook(TEST_NOW), &later)]);
     g.wait_for("the told line", || !texts(&tg).is_empty());
     let log = settle_and_stop(g, &tg);
     let sent = texts(&tg);
@@ -221,7 +222,7 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
     assert_eq!(waiting(&home), 0);
 
     // Told once: another restart says nothing more.
-    let g = start(&home, &[("YOCTOCLAW_TEST_NOW", &later)]);
+    let g = start(&home, &[(hook(TEST_NOW), &later)]);
     settle_and_stop(g, &tg);
     assert_eq!(texts(&tg).len(), 1);
 }
@@ -230,11 +231,13 @@ fn messages_a_day_old_after_a_crash_are_told_in_one_line_never_answered() {
 fn a_reply_is_retried_through_a_telegram_outage_and_survives_a_restart() {
     let llm = chat_bodies(vec![openai_text("the answer")], Duration::ZERO);
     let tg = FakeTelegram::start();
-    // Nine failures in a row: about 10 minutes of backoff at full scale (here 1/100).
+    // Nine failures in a row: about 10 minutes of backoff at full scale (here 1/100): this
+    // needs the waits shortened.
+    let scale = fast_backoff();
     tg.script_sends(vec![Response::text(502, "Bad Gateway"); 9]);
     tg.push_private(ALICE, "alice", "are you there?");
     let home = TempHome::onboarded("tg-outage", &config(&llm, &tg));
-    let mut g = start(&home, &[]);
+    let mut g = start(&home, &[scale]);
     g.wait_for("the answer after the outage", || texts(&tg).len() >= 10);
     let log = settle_and_stop(g, &tg);
     let sent = texts(&tg);
@@ -287,7 +290,8 @@ fn a_stream_cut_in_its_first_second_is_retried_like_any_other_failure() {
         1,
     );
     let home = TempHome::onboarded("tg-cut", &cfg);
-    let mut g = start(&home, &[("YOCTOCLAW_TEST_BACKOFF_MS", "10")]);
+    // The retry after the cut waits the real backoff (under a second).
+    let mut g = start(&home, &[]);
     g.wait_for("the answer", || !texts(&tg).is_empty());
     let log = settle_and_stop(g, &tg);
     let shown: Vec<String> = tg

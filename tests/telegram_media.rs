@@ -784,11 +784,7 @@ fn media_benchmark_run() {
         1,
     );
     let home = TempHome::onboarded("media-bench", &cfg);
-    let bin = std::env::var("YOCTOCLAW_BENCH_BIN").ok();
-    let mut g = match &bin {
-        Some(b) => Gateway::start_bin(&home, b, &[FAST_BACKOFF]),
-        None => Gateway::start(&home, &[FAST_BACKOFF]),
-    };
+    let mut g = Gateway::start(&home, &[]);
     g.wait_for_log("serving Telegram");
     let hwm = |pid: u32| {
         std::fs::read_to_string(format!("/proc/{pid}/status"))

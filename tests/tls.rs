@@ -12,10 +12,12 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::binary::TEST_NOW;
 use support::fake_http::{FakeServer, Response, http_date, json_str, openai_text};
 use support::fake_telegram::FakeTelegram;
+use support::gateway::FAST_BACKOFF;
 use support::tls::{self, DAY_SECS, Mode, Switch, TestCa, unix_now};
-use support::{TempHome, text};
+use support::{TempHome, hook, text};
 
 const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
 const KEY: &str = "sk-test-not-a-real-key";
@@ -97,8 +99,7 @@ fn home_for(
 
 fn agent(home: &TempHome, envs: &[(&str, &str)]) -> (Option<i32>, String, String) {
     let mut c = home.cmd(&["agent", "-m", "hello"]);
-    c.env("YOCTOCLAW_API_KEY", KEY)
-        .env("YOCTOCLAW_TEST_BACKOFF_MS", "1");
+    c.env("YOCTOCLAW_API_KEY", KEY);
     for (k, v) in envs {
         c.env(k, v);
     }
@@ -195,8 +196,7 @@ impl Gateway {
             .cmd(&["gateway"])
             .env("TELEGRAM_BOT_TOKEN", TOKEN)
             .env("YOCTOCLAW_API_KEY", KEY)
-            .env("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01")
-            .env("YOCTOCLAW_TEST_BACKOFF_MS", "1")
+            .env(FAST_BACKOFF.0, FAST_BACKOFF.1)
             .env("RUST_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -442,12 +442,12 @@ fn with_the_clock_in_1970_a_certificate_valid_at_build_time_is_accepted() {
     let ca = TestCa::new("yoctoclaw test CA");
     let (model, sw) = tls_model(&ca, "pong in 1970", false);
     let (home, _) = home_for("tls-1970", &model.url(), "", None, Some(&ca));
-    let (code, out, err) = agent(&home, &[("YOCTOCLAW_TEST_NOW", "0")]);
+    let (code, out, err) = agent(&home, &[(hook(TEST_NOW), "0")]);
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("pong in 1970"), "{out}");
     // One that expired before the build is still refused, with the sentence.
     sw.set(Mode::Expired);
-    let (code, _, err) = agent(&home, &[("YOCTOCLAW_TEST_NOW", "0")]);
+    let (code, _, err) = agent(&home, &[(hook(TEST_NOW), "0")]);
     assert_eq!(code, Some(1), "{err}");
     let s = sentence(&err);
     assert!(s.contains("the server's certificate has expired"), "{s}");
@@ -460,7 +460,7 @@ fn two_turns(home: &TempHome, now: &str) {
     let mut c = home
         .cmd(&["agent"])
         .env("YOCTOCLAW_API_KEY", KEY)
-        .env("YOCTOCLAW_TEST_NOW", now)
+        .env(hook(TEST_NOW), now)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -501,7 +501,7 @@ fn with_the_clock_in_1970_the_time_comes_from_the_date_of_an_https_answer() {
     let out = home
         .cmd(&["doctor"])
         .env("YOCTOCLAW_API_KEY", KEY)
-        .env("YOCTOCLAW_TEST_NOW", "86400")
+        .env(hook(TEST_NOW), "86400")
         .output()
         .unwrap();
     let report = text(&out.stdout);
@@ -585,7 +585,7 @@ fn a_heartbeat_from_a_crontab_on_a_1970_board_learns_the_time_over_https() {
     let out = home
         .cmd(&["heartbeat"])
         .env("YOCTOCLAW_API_KEY", KEY)
-        .env("YOCTOCLAW_TEST_NOW", "86400")
+        .env(hook(TEST_NOW), "86400")
         .output()
         .unwrap();
     let err = text(&out.stderr);
@@ -602,7 +602,7 @@ fn the_certificate_clock_follows_the_wall_clock_past_the_build_time() {
     let (model, _sw) = tls_model(&ca, "pong", false);
     let (home, _) = home_for("tls-future", &model.url(), "", None, Some(&ca));
     let later = (unix_now() + 60 * DAY_SECS).to_string();
-    let (code, _, err) = agent(&home, &[("YOCTOCLAW_TEST_NOW", &later)]);
+    let (code, _, err) = agent(&home, &[(hook(TEST_NOW), &later)]);
     assert_eq!(code, Some(1), "{err}");
     assert!(sentence(&err).contains("has expired"), "{err}");
 }

@@ -2,8 +2,9 @@
 //!
 //! It reads the turn's tag (`plan::parse_tag`) from the newest user message of the
 //! request and answers at once: a native tool call on the first round of tool turns,
-//! the final answer once a tool result is the last message, a 500 on the first request
-//! of error turns (the gateway retries), and a short summary for compaction requests.
+//! the final answer once a tool result is the last message, a 500 with `Retry-After: 0`
+//! on the first request of error turns (the gateway retries at once, as a real client
+//! does when told to), and a short summary for compaction requests.
 //! A heartbeat check-in (a request whose newest user message holds `HEARTBEAT_OK`, from
 //! the heartbeat's instruction) is answered with [`HEARTBEAT_REPLY`], which is not
 //! `HEARTBEAT_OK`, so the heartbeat delivers it (the VM test looks for it at the fake
@@ -135,6 +136,7 @@ fn answer(st: &ModelStats, body: &str, plain: bool) -> Response {
                     500,
                     r#"{"error":{"message":"upstream overloaded","type":"server_error"}}"#,
                 )
+                .with_header("Retry-After", "0")
             } else {
                 Response::json(200, &openai_text(&final_answer(i, kind)))
             }

@@ -10,7 +10,7 @@
 //! What a soak does: onboard a temporary home, seed `--seed-memories` memories, start the
 //! gateway, wait until it polls, let it sit idle, then send messages (35 % tool turns:
 //! read_file, list_dir, memory_store, memory_search; 5 % replies over 4,096 characters;
-//! 5 % a provider 500 first, retried with fast backoff), one turn in flight per chat.
+//! 5 % a provider 500 first, with `Retry-After: 0`, retried at once), one turn in flight per chat.
 //! Figures are for the gateway's process tree; the fakes' CPU (this process) is not in
 //! them. `YOCTOCLAW_*` variables of the soak's environment reach the gateway (config
 //! overrides such as `YOCTOCLAW_MEMORY_CACHE_KIB=64`, for experiments).
@@ -367,7 +367,6 @@ fn start_gateway(o: &Opts, home: &Path, log: &Path, stats: &Path) -> Result<Chil
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("TELEGRAM_BOT_TOKEN", TOKEN)
         .env("YOCTOCLAW_API_KEY", API_KEY)
-        .env("YOCTOCLAW_TEST_BACKOFF_MS", "1")
         // Config overrides for experiments (YOCTOCLAW_MEMORY_CACHE_KIB=64 …) pass through.
         .envs(std::env::vars_os().filter(|(k, _)| {
             k.to_str()

@@ -109,7 +109,7 @@ fi
 # ---- 5. gateway and N messages ----
 metric "memtotal_kib=$(meminfo MemTotal)"
 metric "memavailable_before_kib=$(meminfo MemAvailable)"
-YOCTOCLAW_TEST_BACKOFF_MS=1 yoctoclaw --home "$H" gateway 2>/tmp/gw.log &
+yoctoclaw --home "$H" gateway 2>/tmp/gw.log &
 gw=$!
 # Sampler: lowest MemAvailable, highest VmRSS while the gateway runs.
 (

@@ -39,11 +39,6 @@
 //! `MAX_APPROVAL_COMMAND_CHARS` characters. The wait ends after the timeout, or when the turn is dropped (the
 //! pending entry is removed either way).
 //!
-//! # Test hook
-//! `YOCTOCLAW_TEST_APPROVAL_SCALE` (a number in 0.001..=1) multiplies the approval
-//! timeout, so tests see a timeout in well under a second. It can only shorten the wait
-//! and is logged when set.
-//!
 //! # Threads
 //! Executor thread: the registry is shared by the sessions' turns; asking awaits the
 //! channel's asker, answers arrive from the channels on the same thread.
@@ -61,9 +56,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::time::Duration;
-
-/// The hidden test variable that shortens the approval timeout.
-pub const TEST_APPROVAL_SCALE_ENV: &str = "YOCTOCLAW_TEST_APPROVAL_SCALE";
 
 /// What [`Asker::ask`] returns: resolves to `true` once the question is on its way.
 pub type AskFuture = Pin<Box<dyn Future<Output = bool>>>;
@@ -112,25 +104,9 @@ impl Approvals {
         }
     }
 
-    /// The configured timeout, shortened by the test hook when it is set.
+    /// The configured timeout (`agent.approval_timeout_secs`).
     pub fn timeout_from(configured_secs: u64) -> Duration {
-        let base = Duration::from_secs(configured_secs.max(1));
-        let Ok(v) = std::env::var(TEST_APPROVAL_SCALE_ENV) else {
-            return base;
-        };
-        match v.trim().parse::<f64>() {
-            Ok(f) if f.is_finite() && f > 0.0 => {
-                let f = f.clamp(0.001, 1.0);
-                log::warn!(
-                    "{TEST_APPROVAL_SCALE_ENV}={f} shortens the approval timeout (tests only)"
-                );
-                base.mul_f64(f)
-            }
-            _ => {
-                log::warn!("ignored {TEST_APPROVAL_SCALE_ENV}: not a number above 0");
-                base
-            }
-        }
+        Duration::from_secs(configured_secs.max(1))
     }
 
     pub fn timeout(&self) -> Duration {

@@ -209,7 +209,7 @@ impl Agent {
                             attempt + 1,
                             self.backoff.attempts
                         );
-                        smol::Timer::after(self.backoff.real(delay)).await;
+                        smol::Timer::after(delay).await;
                         attempt += 1;
                     }
                     None => {
@@ -472,6 +472,7 @@ mod tests {
             error: ProviderError::Status {
                 status: 500,
                 detail: "boom".into(),
+                retry_after_secs: None,
             },
         };
         assert_eq!(failures_text(std::slice::from_ref(&a)), a.error.to_string());

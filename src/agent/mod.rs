@@ -164,7 +164,7 @@ impl Agent {
             providers,
             workers,
             tools,
-            backoff: Backoff::from_env(),
+            backoff: Backoff::default(),
             approvals,
             workspace_prompt: prompt::WorkspaceCache::default(),
             ratios: RefCell::new(vec![fit::INITIAL_TOKENS_PER_KIB; n]),

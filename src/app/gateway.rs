@@ -28,10 +28,10 @@
 //!   (`heap::release_code`: an idle gateway keeps resident only the code it runs).
 //!
 //! # Test hook
-//! `YOCTOCLAW_TEST_BACKOFF_SCALE` (a number in 0.001..=1) multiplies every Telegram
-//! backoff wait, so the integration tests exercise 409/429/5xx paths in milliseconds.
-//! It is read only here, logged when set, and can only shorten waits
-//! (docs/DECISIONS.md).
+//! In builds with the `test-hooks` feature only (`cargo test`; never a release or board
+//! build): `YOCTOCLAW_TEST_BACKOFF_SCALE` (a number in 0.001..=1) multiplies every
+//! Telegram backoff wait, so the integration tests exercise 409/429/5xx paths in
+//! milliseconds. It is logged when set and can only shorten waits (docs/DECISIONS.md).
 
 use super::{AppError, Loaded, agent as build_agent, open_db, outbound, providers, runtime};
 use crate::agent::Agent;
@@ -62,6 +62,7 @@ pub const TURN_GRACE_MS: u64 = 1_000;
 pub const SHUTDOWN_LIMIT_MS: u64 = 1_700;
 /// Overall timeout of one outgoing Bot API call (sendMessage, getMe…).
 pub const SEND_TIMEOUT_SECS: u64 = 30;
+#[cfg(feature = "test-hooks")]
 pub use crate::channels::telegram::backoff::TEST_BACKOFF_SCALE_ENV;
 /// How often the gateway rewrites its status record.
 pub const STATUS_RECORD_SECS: u64 = crate::status::GATEWAY_RECORD_INTERVAL_SECS;
@@ -459,7 +460,16 @@ fn bot_token(l: &Loaded) -> Result<String, AppError> {
     Ok(token)
 }
 
-/// The backoff waits: the production ones, or shortened by the test variable (logged).
+/// The backoff waits: the production ones, or in a `test-hooks` build shortened by the
+/// test variable (logged).
+#[cfg(not(feature = "test-hooks"))]
+fn test_backoff() -> Backoff {
+    Backoff::standard()
+}
+
+/// The backoff waits: the production ones, or in a `test-hooks` build shortened by the
+/// test variable (logged).
+#[cfg(feature = "test-hooks")]
 fn test_backoff() -> Backoff {
     let Ok(v) = std::env::var(TEST_BACKOFF_SCALE_ENV) else {
         return Backoff::standard();

@@ -139,8 +139,13 @@ pub enum ProviderError {
         retry_after_secs: Option<u64>,
         detail: String,
     },
-    /// 5xx and other unexpected statuses.
-    Status { status: u16, detail: String },
+    /// 5xx and other unexpected statuses; `retry_after_secs`: the `Retry-After` header,
+    /// when the server sent one (a 503 telling how long it will be down).
+    Status {
+        status: u16,
+        detail: String,
+        retry_after_secs: Option<u64>,
+    },
     /// 400 and other client errors the provider explains.
     BadRequest { status: u16, detail: String },
     /// The request does not fit the model's context window (a 400 that says so, or the
@@ -214,7 +219,7 @@ impl fmt::Display for ProviderError {
                 "the provider is rate limiting us (HTTP 429{}): wait a little and try again",
                 detail_suffix(detail)
             ),
-            ProviderError::Status { status, detail } => write!(
+            ProviderError::Status { status, detail, .. } => write!(
                 f,
                 "the provider failed (HTTP {status}{}): try again later",
                 detail_suffix(detail)

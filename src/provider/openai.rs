@@ -326,6 +326,7 @@ pub fn body_error(v: &Value, cfg: &ProviderConfig) -> Option<ProviderError> {
         None => ProviderError::Status {
             status: 200,
             detail,
+            retry_after_secs: None,
         },
     })
 }
@@ -501,7 +502,11 @@ pub fn error_for_status(
             detail,
         },
         400..=499 => ProviderError::BadRequest { status, detail },
-        _ => ProviderError::Status { status, detail },
+        _ => ProviderError::Status {
+            status,
+            detail,
+            retry_after_secs: retry_after,
+        },
     }
 }
 

@@ -4,19 +4,17 @@
 //! Transient failures (429, 500/502/503/504/529, network errors, timeouts, a stream cut
 //! before any text was shown) are retried with exponential backoff and jitter: 1 s, then
 //! 2 s (each 50–100 % of that, so many clients do not retry in step), at most
-//! `PROVIDER_ATTEMPTS` attempts. A 429 with `Retry-After: N` waits exactly N seconds; a
+//! `PROVIDER_ATTEMPTS` attempts. A retryable status with `Retry-After: N` (a 429, or a
+//! 503 saying how long it will be down; RFC 9110 §10.2.3, and what the official OpenAI
+//! and Anthropic clients honour on any status) waits exactly N seconds, 0 included; a
 //! provider asking for more than `RETRY_AFTER_MAX_SECS` is not waited for (the next
 //! fallback is tried at once). No attempt starts once `RETRY_BUDGET_SECS` have passed
 //! since the first one. Everything else (400, 401, 403, 404, unreadable answers) is not
 //! retried: the same request would fail the same way.
 //!
 //! The waits themselves are `smol::Timer`s awaited by the agent on the executor, never
-//! a blocking sleep.
-//!
-//! # Test hook
-//! `YOCTOCLAW_TEST_BACKOFF_MS=N` (hidden, for the integration tests) makes each second
-//! of backoff last N milliseconds of real time (clamped to 0..=1000, so it can only
-//! shorten waits). Logged delays stay in logical seconds.
+//! a blocking sleep. Nothing shortens them but the server's own `Retry-After` (the
+//! integration tests' fake servers send one).
 //!
 //! # Bounds
 //! Attempts, single delays, `Retry-After` and the total time per provider are all capped
@@ -33,9 +31,6 @@ use crate::limits::{
 };
 use std::time::Duration;
 
-/// The hidden environment variable that shrinks backoff waits in tests.
-pub const TEST_BACKOFF_ENV: &str = "YOCTOCLAW_TEST_BACKOFF_MS";
-
 /// The retry policy. `Backoff::default()` is the production policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
@@ -49,8 +44,6 @@ pub struct Backoff {
     pub retry_after_max: Duration,
     /// No new attempt after this long since the first. Defaults to `RETRY_BUDGET_SECS`.
     pub budget: Duration,
-    /// Real milliseconds per logical second of waiting. Defaults to 1000.
-    pub ms_per_sec: u64,
 }
 
 impl Default for Backoff {
@@ -61,23 +54,11 @@ impl Default for Backoff {
             max_delay: Duration::from_millis(RETRY_MAX_DELAY_MS),
             retry_after_max: Duration::from_secs(RETRY_AFTER_MAX_SECS),
             budget: Duration::from_secs(RETRY_BUDGET_SECS),
-            ms_per_sec: 1000,
         }
     }
 }
 
 impl Backoff {
-    /// The production policy, with the test hook `YOCTOCLAW_TEST_BACKOFF_MS` applied.
-    pub fn from_env() -> Backoff {
-        let scale = std::env::var(TEST_BACKOFF_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        Backoff {
-            ms_per_sec: scale.map_or(1000, |n| n.min(1000)),
-            ..Backoff::default()
-        }
-    }
-
     /// After failed attempt `attempt` (1-based) with `err`, `elapsed` since the first
     /// attempt on this provider: how long to wait before the next attempt, or `None` to
     /// give up on this provider. `random` is any random number (for the jitter).
@@ -93,6 +74,10 @@ impl Backoff {
         }
         let delay = match err {
             ProviderError::RateLimited {
+                retry_after_secs: Some(s),
+                ..
+            }
+            | ProviderError::Status {
                 retry_after_secs: Some(s),
                 ..
             } => {
@@ -118,12 +103,6 @@ impl Backoff {
         }
         Some(delay)
     }
-
-    /// The real time to sleep for a logical delay (shorter only under the test hook).
-    pub fn real(&self, logical: Duration) -> Duration {
-        let ms = logical.as_millis().min(u64::MAX as u128) as u64;
-        Duration::from_millis(ms.saturating_mul(self.ms_per_sec) / 1000)
-    }
 }
 
 pub use crate::runtime::Jitter;
@@ -136,6 +115,7 @@ mod tests {
         ProviderError::Status {
             status: s,
             detail: String::new(),
+            retry_after_secs: None,
         }
     }
 
@@ -199,6 +179,32 @@ mod tests {
             None
         );
         assert!(b.next_delay(1, &rl(None), Duration::ZERO, 0).is_some());
+        // A 503 (or any retryable status) that says how long: that long, 0 included.
+        let down = |s| ProviderError::Status {
+            status: 503,
+            detail: String::new(),
+            retry_after_secs: s,
+        };
+        assert_eq!(
+            b.next_delay(1, &down(Some(0)), Duration::ZERO, 0),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            b.next_delay(2, &down(Some(3)), Duration::ZERO, 0),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            b.next_delay(1, &down(Some(RETRY_AFTER_MAX_SECS + 1)), Duration::ZERO, 0),
+            None
+        );
+        // Not on a status that is not retried.
+        let bad = crate::provider::openai::status_error(
+            400,
+            "",
+            Some(0),
+            &crate::config::ProviderConfig::default(),
+        );
+        assert_eq!(b.next_delay(1, &bad, Duration::ZERO, 0), None);
     }
 
     #[test]
@@ -209,19 +215,6 @@ mod tests {
         assert!(
             b.next_delay(1, &status(503), Duration::from_secs(1), 0)
                 .is_some()
-        );
-    }
-
-    #[test]
-    fn the_test_hook_only_shortens() {
-        let b = Backoff {
-            ms_per_sec: 1,
-            ..Backoff::default()
-        };
-        assert_eq!(b.real(Duration::from_secs(2)), Duration::from_millis(2));
-        assert_eq!(
-            Backoff::default().real(Duration::from_secs(2)),
-            Duration::from_secs(2)
         );
     }
 }

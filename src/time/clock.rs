@@ -12,12 +12,13 @@
 //! moves forward. [`source`] says which clock is in use.
 //!
 //! # Test hook
-//! `YOCTOCLAW_TEST_NOW=<unix seconds>` makes `now` return that fixed time for the whole
-//! process (read once). It exists so integration tests can put the binary in 1970 (a board
-//! without an RTC) and check `doctor` and cron behave; it is not a user setting. Every
-//! reader of the wall clock goes through `now`, so the hook moves the whole program's
-//! idea of time, log timestamps and the TLS certificate clock (`provider::tls::FloorClock`)
-//! included.
+//! In builds with the `test-hooks` feature only (`cargo test` turns it on; release and
+//! board builds never have it): `YOCTOCLAW_TEST_NOW=<unix seconds>` makes `now` return
+//! that fixed time for the whole process (read once). It exists so integration tests can
+//! put the binary in 1970 (a board without an RTC) and check `doctor` and cron behave; it
+//! is not a user setting. Every reader of the wall clock goes through `now`, so the hook
+//! moves the whole program's idea of time, log timestamps and the TLS certificate clock
+//! (`provider::tls::FloorClock`) included.
 //!
 //! # Threads
 //! Any thread: one read of the system clock (or of the test hook, read once).
@@ -26,7 +27,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
 
-/// The test hook's environment variable (see the module doc).
+/// The test hook's environment variable (see the module doc; `test-hooks` builds only).
+#[cfg(feature = "test-hooks")]
 pub const TEST_NOW_ENV: &str = "YOCTOCLAW_TEST_NOW";
 
 /// Network time, as the Unix second at which [`mono_start`] was (`NO_NETWORK_TIME`: none).
@@ -48,7 +50,8 @@ fn mono_secs() -> i64 {
 pub enum Source {
     /// The system clock (at or after the build time).
     System,
-    /// `YOCTOCLAW_TEST_NOW` (tests only), at or after the build time.
+    /// The test hook's fixed time (builds with `test-hooks` only), at or after the build
+    /// time.
     TestHook,
     /// The system clock is before the build time; an HTTPS `Date` header gave the time.
     Network,
@@ -83,7 +86,7 @@ impl Source {
     pub fn describe(self) -> &'static str {
         match self {
             Source::System => "the system clock",
-            Source::TestHook => "the test clock (YOCTOCLAW_TEST_NOW)",
+            Source::TestHook => "the test clock (a test build's fixed time)",
             Source::Network => {
                 "the Date of a verified HTTPS answer (the system clock is before this build)"
             }
@@ -96,14 +99,17 @@ impl Source {
 
 /// The system clock (or the test hook): seconds since the epoch, 0 before 1970.
 fn system_now() -> (i64, bool) {
-    static FIXED: OnceLock<Option<i64>> = OnceLock::new();
-    let fixed = FIXED.get_or_init(|| {
-        std::env::var(TEST_NOW_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<i64>().ok())
-    });
-    if let Some(t) = fixed {
-        return (*t, true);
+    #[cfg(feature = "test-hooks")]
+    {
+        static FIXED: OnceLock<Option<i64>> = OnceLock::new();
+        let fixed = FIXED.get_or_init(|| {
+            std::env::var(TEST_NOW_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse::<i64>().ok())
+        });
+        if let Some(t) = fixed {
+            return (*t, true);
+        }
     }
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -112,7 +118,7 @@ fn system_now() -> (i64, bool) {
     (t, false)
 }
 
-/// Seconds since the Unix epoch: the system clock (or the fixed `YOCTOCLAW_TEST_NOW`),
+/// Seconds since the Unix epoch: the system clock (or the test hook's fixed time),
 /// unless that is before the build time and network time is known (see the module doc).
 pub fn now() -> i64 {
     let (sys, _) = system_now();

@@ -17,8 +17,17 @@ pub const TOKEN: &str = "123456789:AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
 pub const TOKEN_SECRET_PART: &str = "AAHdQwErTyUiOpAsDfGhJkLzXcVbNm12345";
 /// Longest wait for anything the gateway should do (a hang guard, not a timing check).
 pub const PATIENCE: Duration = Duration::from_secs(40);
-/// Backoff waits shortened 100 times (Telegram error paths in milliseconds).
-pub const FAST_BACKOFF: (&str, &str) = ("YOCTOCLAW_TEST_BACKOFF_SCALE", "0.01");
+/// Telegram's backoff waits shortened 100 times, where the binary has the test hook (a
+/// `cargo test` build): only a speed-up for the tests that pass it, which must pass
+/// without it too (a shipped binary ignores the variable). A test whose checks need the
+/// short waits uses [`fast_backoff`] instead.
+pub const FAST_BACKOFF: (&str, &str) = (super::binary::TEST_BACKOFF_SCALE, "0.01");
+
+/// [`FAST_BACKOFF`] for a test that cannot work without it (fails on a binary without the
+/// hook: see `support::hook`).
+pub fn fast_backoff() -> (&'static str, &'static str) {
+    (super::hook(super::binary::TEST_BACKOFF_SCALE), "0.01")
+}
 /// How the reply to the barrier's `/help` begins ([`Gateway::barrier`]).
 pub const BARRIER_REPLY: &str = "Commands:";
 
@@ -51,18 +60,6 @@ impl Gateway {
     /// info; `env` is applied after (so it can override either).
     pub fn start(home: &TempHome, env: &[(&str, &str)]) -> Gateway {
         Gateway::spawn(home.cmd(&["gateway"]), env)
-    }
-
-    /// [`Gateway::start`] with another build of the binary (benchmarks: a release build).
-    pub fn start_bin(home: &TempHome, bin: &str, env: &[(&str, &str)]) -> Gateway {
-        let mut cmd = std::process::Command::new(bin);
-        cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .arg("--home")
-            .arg(&home.dir)
-            .arg("gateway")
-            .stdin(Stdio::null());
-        Gateway::spawn(cmd, env)
     }
 
     fn spawn(mut cmd: std::process::Command, env: &[(&str, &str)]) -> Gateway {

@@ -1,12 +1,13 @@
 //! Shared helpers for the integration tests: temporary homes and running the binary.
 #![allow(dead_code)]
 
+pub mod binary;
 pub mod fake_http;
 pub mod fake_telegram;
 pub mod gateway;
 pub mod tls;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -50,7 +51,7 @@ impl TempHome {
 
     /// The binary with `--home` set and a clean environment.
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(bin());
+        let mut c = binary::command();
         c.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .arg("--home")
@@ -71,9 +72,8 @@ impl Drop for TempHome {
     }
 }
 
-pub fn bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_yoctoclaw"))
-}
+#[allow(unused_imports)]
+pub use binary::{bin, hook};
 
 /// The stdout of a run that must have succeeded (else a panic showing both streams).
 pub fn succeeded(out: &std::process::Output) -> String {

@@ -4,9 +4,10 @@
 //! Why it exists: the waits are fixed (409 Conflict ≥ 30 s, 429 as Telegram says, 5xx and
 //! network errors 1 s → 60 s with jitter, never a tight loop on instant empty answers),
 //! and tests must not take minutes. [`Backoff::standard`] holds those values;
-//! [`Backoff::scaled`] multiplies every one of them by a factor for tests (the gateway
-//! reads it from the hidden `YOCTOCLAW_TEST_BACKOFF_SCALE` variable; see
-//! docs/DECISIONS.md). Production code never shortens them otherwise.
+//! [`Backoff::scaled`] multiplies every one of them by a factor for tests (in builds with
+//! the `test-hooks` feature only, the gateway reads it from the hidden
+//! `YOCTOCLAW_TEST_BACKOFF_SCALE` variable; see docs/DECISIONS.md). Release and board
+//! builds never shorten them.
 //!
 //! # Bounds
 //! - A scale is clamped to `MIN_SCALE..=1.0`: it can only shorten waits, never lengthen
@@ -43,7 +44,8 @@ pub const REPLY_RETRY_SECS: u64 = 600;
 pub const MAX_RETRY_AFTER_SECS: u64 = 600;
 /// Smallest accepted test scale.
 pub const MIN_SCALE: f64 = 0.001;
-/// The hidden test variable that shortens backoff waits.
+/// The hidden test variable that shortens backoff waits (`test-hooks` builds only).
+#[cfg(feature = "test-hooks")]
 pub const TEST_BACKOFF_SCALE_ENV: &str = "YOCTOCLAW_TEST_BACKOFF_SCALE";
 
 /// The wait durations of the Telegram threads.
@@ -100,13 +102,18 @@ impl Backoff {
         }
     }
 
-    /// The production values, shortened by `YOCTOCLAW_TEST_BACKOFF_SCALE` when it holds a
-    /// number (silently: the gateway logs it once at start).
+    /// The production values; in a `test-hooks` build, shortened by
+    /// `YOCTOCLAW_TEST_BACKOFF_SCALE` when it holds a number (silently: the gateway logs it
+    /// once at start).
     pub fn from_env() -> Backoff {
-        std::env::var(TEST_BACKOFF_SCALE_ENV)
+        #[cfg(feature = "test-hooks")]
+        if let Some(f) = std::env::var(TEST_BACKOFF_SCALE_ENV)
             .ok()
             .and_then(|v| Backoff::parse_scale(&v))
-            .map_or_else(Backoff::standard, Backoff::scaled)
+        {
+            return Backoff::scaled(f);
+        }
+        Backoff::standard()
     }
 
     /// Parse a scale such as `0.01`; `None` when it is not a number.
