@@ -44,7 +44,9 @@ enum Read {
 
 fn read(how: &Read, body: &str) -> usize {
     match how {
-        Read::Value => json::parse_value(body).map_or(0, |v| json::as_object(&v).map_or(1, |o| o.len())),
+        Read::Value => {
+            json::parse_value(body).map_or(0, |v| json::as_object(&v).map_or(1, |o| o.len()))
+        }
         Read::Updates => updates_from_body(200, body, None).map_or(0, |u| u.len() + 1),
     }
 }
@@ -91,7 +93,10 @@ fn main() {
     }
     let mut line = String::from("BENCH-JSON");
     let mut total_ns = 0.0;
-    println!("{:<18} {:>7} {:>7} {:>10}", "bodies", "count", "bytes", "ns/body");
+    println!(
+        "{:<18} {:>7} {:>7} {:>10}",
+        "bodies", "count", "bytes", "ns/body"
+    );
     for (name, how, bodies) in &sets {
         let bytes: usize = bodies.iter().map(|b| b.len()).sum();
         let start = Instant::now();
