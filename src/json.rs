@@ -87,6 +87,7 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    #[inline]
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.i).copied()
     }
@@ -95,8 +96,10 @@ impl Reader<'_> {
         (self.text.len(), message)
     }
 
+    #[inline]
     fn skip_ws(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+        let b = self.text.as_bytes();
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = b.get(self.i) {
             self.i += 1;
         }
     }
@@ -237,6 +240,8 @@ impl Reader<'_> {
         let mut copied = start;
         let mut j = start;
         loop {
+            // Whole words with nothing to look at, then byte by byte up to the byte the
+            // word test saw (it is exact: a word it flags holds such a byte).
             while let Some(word) = b.get(j..j + 8) {
                 let mut w = [0u8; 8];
                 w.copy_from_slice(word);
@@ -244,6 +249,13 @@ impl Reader<'_> {
                     break;
                 }
                 j += 8;
+            }
+            while let Some(&c) = b.get(j)
+                && c >= 0x20
+                && c != b'"'
+                && c != b'\\'
+            {
+                j += 1;
             }
             match b.get(j) {
                 None => return Err(self.end("unexpected end of input inside a string")),
@@ -266,10 +278,7 @@ impl Reader<'_> {
                     j = self.escape(j, o)?;
                     copied = j;
                 }
-                Some(&c) if c < 0x20 => {
-                    return Err((j, "control character in string (escape it)"));
-                }
-                Some(_) => j += 1,
+                Some(_) => return Err((j, "control character in string (escape it)")),
             }
         }
     }
@@ -395,9 +404,12 @@ fn hex4(b: &[u8], at: usize) -> Result<u32, bool> {
     for k in at..at + 4 {
         let d = match b.get(k) {
             None => return Err(true),
-            Some(&c) => char::from(c).to_digit(16).ok_or(false)?,
+            Some(&c @ b'0'..=b'9') => c - b'0',
+            Some(&c @ b'a'..=b'f') => c - b'a' + 10,
+            Some(&c @ b'A'..=b'F') => c - b'A' + 10,
+            Some(_) => return Err(false),
         };
-        n = n * 16 + d;
+        n = n * 16 + u32::from(d);
     }
     Ok(n)
 }
