@@ -287,38 +287,33 @@ impl Reader<'_> {
     /// it. A lone surrogate becomes U+FFFD; a pair becomes its one character.
     fn escape(&self, j: usize, out: &mut String) -> Result<usize, Failure> {
         let b = self.text.as_bytes();
-        let c = match b.get(j + 1) {
+        let (c, len) = match b.get(j + 1) {
             None => return Err(self.end("unexpected end of input inside a string")),
-            Some(b'"') => '"',
-            Some(b'\\') => '\\',
-            Some(b'/') => '/',
-            Some(b'b') => '\u{8}',
-            Some(b'f') => '\u{c}',
-            Some(b'n') => '\n',
-            Some(b'r') => '\r',
-            Some(b't') => '\t',
-            Some(b'u') => {
-                let u = match hex4(b, j + 2) {
-                    Ok(u) => u,
-                    Err(true) => return Err(self.end("unexpected end of input inside a string")),
-                    Err(false) => return Err((j, "invalid \\u escape")),
-                };
-                if (0xD800..0xDC00).contains(&u)
-                    && b.get(j + 6) == Some(&b'\\')
-                    && b.get(j + 7) == Some(&b'u')
-                    && let Ok(low @ 0xDC00..0xE000) = hex4(b, j + 8)
-                {
-                    let c = 0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00);
-                    out.push(char::from_u32(c).unwrap_or('\u{fffd}'));
-                    return Ok(j + 12);
-                }
-                // A lone surrogate is the only code unit `from_u32` refuses.
-                char::from_u32(u).unwrap_or('\u{fffd}')
-            }
+            Some(b'"') => ('"', 2),
+            Some(b'\\') => ('\\', 2),
+            Some(b'/') => ('/', 2),
+            Some(b'b') => ('\u{8}', 2),
+            Some(b'f') => ('\u{c}', 2),
+            Some(b'n') => ('\n', 2),
+            Some(b'r') => ('\r', 2),
+            Some(b't') => ('\t', 2),
+            Some(b'u') => match hex4(b, j + 2) {
+                Err(true) => return Err(self.end("unexpected end of input inside a string")),
+                Err(false) => return Err((j, "invalid \\u escape")),
+                Ok(u) => match (u, low_surrogate_escape(b, j + 6)) {
+                    (0xD800..0xDC00, Some(low)) => {
+                        let c = 0x10000 + ((u - 0xD800) << 10) + (low - 0xDC00);
+                        // Always a character: a pair spells U+10000 to U+10FFFF.
+                        (char::from_u32(c).unwrap_or('\u{fffd}'), 12)
+                    }
+                    // A lone surrogate is the only code unit `from_u32` refuses.
+                    _ => (char::from_u32(u).unwrap_or('\u{fffd}'), 6),
+                },
+            },
             Some(_) => return Err((j, "invalid escape in string")),
         };
         out.push(c);
-        Ok(j + if b.get(j + 1) == Some(&b'u') { 6 } else { 2 })
+        Ok(j + len)
     }
 
     /// The number starting under `self.i`; `self.i` ends after it.
@@ -395,6 +390,16 @@ impl Reader<'_> {
             (j, message)
         }
     }
+}
+
+/// The code unit of a `\uDC00`–`\uDFFF` escape at `at`, if one is there.
+fn low_surrogate_escape(b: &[u8], at: usize) -> Option<u32> {
+    if b.get(at..at + 2) != Some(b"\\u") {
+        return None;
+    }
+    hex4(b, at + 2)
+        .ok()
+        .filter(|u| (0xDC00..0xE000).contains(u))
 }
 
 /// The 4 hex digits at `at` as a number; `Err(true)` when the text ends first,
