@@ -406,6 +406,40 @@ fn network_errors_are_retried_then_reported() {
     );
 }
 
+#[test]
+fn a_broken_answer_logs_where_it_broke_and_never_its_text() {
+    // A body cut off in the middle of the answer's text (a proxy that closed early), and
+    // one with a raw control byte in it: each is one sentence to the user and one log line
+    // naming the byte where the JSON broke and the body's length, never the body.
+    let full = openai_text("Marta's number is 555-0143-SECRETISH, call after nine.");
+    let cut = &full[..full.find("555").unwrap() + 3];
+    let raw = full.replacen("call after", "call\u{1}after", 1);
+    for (name, body, at) in [
+        ("cut", cut.to_string(), cut.len()),
+        ("raw", raw.clone(), raw.find('\u{1}').unwrap()),
+    ] {
+        let fake = scripted(vec![ok(&body)]);
+        let home = TempHome::onboarded(&format!("broken-{name}"), &config_for(&fake.url(), ""));
+        let out = run(&home, &["agent", "-m", "hi"]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert_eq!(fake.requests().len(), 1, "{name}: not retried");
+        let err = text(&out.stderr);
+        let logged = format!(
+            "not valid Chat Completions JSON (byte {at} of {}: ",
+            body.len()
+        );
+        assert!(err.contains(&logged), "{name}: {logged} in {err}");
+        assert!(
+            err.contains("the provider sent an answer yoctoclaw cannot read (not valid Chat Completions JSON)"),
+            "{name}: {err}"
+        );
+        assert!(
+            !err.contains("555"),
+            "{name}: the body is never logged: {err}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------- streaming
 
 #[test]

@@ -346,7 +346,7 @@ fn bad(detail: &str) -> ProviderError {
 
 /// Parse a successful (2xx) Messages API body.
 pub fn parse_reply(text: &str, cfg: &ProviderConfig) -> Result<ChatReply, ProviderError> {
-    let v = json::parse_value(text).map_err(|_| bad("not valid Messages API JSON"))?;
+    let v = super::read_json(text, "not valid Messages API JSON")?;
     if json::str_at(&v, "type") == Some("error") {
         return Err(error_from_value(&v, cfg));
     }
@@ -455,7 +455,7 @@ impl AnthropicStream {
         text: &mut String,
         cfg: &ProviderConfig,
     ) -> Result<(), ProviderError> {
-        let v = json::parse_value(data).map_err(|_| bad("a stream event is not JSON"))?;
+        let v = super::read_json(data, "a stream event is not JSON")?;
         match json::str_at(&v, "type").unwrap_or("") {
             "message_start" => {
                 if let Some(u) = json::path(&v, &["message", "usage"]) {

@@ -283,6 +283,21 @@ fn detail_suffix(detail: &str) -> String {
 
 impl std::error::Error for ProviderError {}
 
+/// A provider's body read as JSON. When it is not, a warning says where it stopped being
+/// JSON (the byte offset and the body's length, never the body) and the error carries
+/// `detail` (the user's sentence names no position).
+fn read_json(text: &str, detail: &str) -> Result<miniserde::json::Value, ProviderError> {
+    crate::json::parse_value(text).map_err(|e| {
+        log::warn!(
+            "provider: {detail} ({})",
+            crate::json::AtByte(&e, text.len())
+        );
+        ProviderError::BadResponse {
+            detail: detail.into(),
+        }
+    })
+}
+
 /// A transport failure as a provider error; the log line names the host the sentence leaves
 /// out.
 fn transport_error(e: http::HttpError, url: &str) -> ProviderError {

@@ -133,7 +133,7 @@ pub fn parse_reply(text: &str, cfg: &ProviderConfig) -> Result<ChatReply, Provid
     let not_json = || ProviderError::BadResponse {
         detail: "not valid Chat Completions JSON".into(),
     };
-    let v = json::parse_value(text).map_err(|_| not_json())?;
+    let v = super::read_json(text, "not valid Chat Completions JSON")?;
     if json::as_object(&v).is_none() {
         return Err(not_json());
     }

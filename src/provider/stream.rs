@@ -85,9 +85,7 @@ impl OpenAiStream {
         if data.is_empty() {
             return Ok(());
         }
-        let v = json::parse_value(data).map_err(|_| ProviderError::BadResponse {
-            detail: "a stream event is not JSON".into(),
-        })?;
+        let v = super::read_json(data, "a stream event is not JSON")?;
         if let Some(e) = body_error(&v, cfg) {
             return Err(e);
         }

@@ -314,7 +314,11 @@ impl Transcriber {
             );
             return Err(TranscribeError::Status(status));
         }
-        let v = crate::json::parse_value(&text).map_err(|_| TranscribeError::BadAnswer)?;
+        let v = crate::json::parse_value(&text).map_err(|e| {
+            let at = crate::json::AtByte(&e, text.len());
+            log::warn!("transcription: the answer is not JSON ({at})");
+            TranscribeError::BadAnswer
+        })?;
         let t = crate::json::str_at(&v, "text").ok_or(TranscribeError::BadAnswer)?;
         Ok(crate::text::cap_text(
             t.trim(),

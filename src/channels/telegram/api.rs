@@ -618,7 +618,18 @@ pub fn parse_envelope(
     body: &str,
     retry_after_header: Option<u64>,
 ) -> Result<Value, ApiError> {
-    let v = miniserde::json::from_str::<Value>(body).ok();
+    let v = match json::parse_value(body) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            if (200..300).contains(&status) {
+                log::warn!(
+                    "telegram: an answer is not JSON ({})",
+                    json::AtByte(&e, body.len())
+                );
+            }
+            None
+        }
+    };
     let v = v.filter(|v| matches!(v, Value::Object(_)));
     let ok = v.as_ref().and_then(|v| get(v, "ok")).and_then(as_bool);
     if (200..300).contains(&status) && ok == Some(true) {
@@ -697,21 +708,20 @@ fn cut(s: &str, max_bytes: usize) -> String {
     s[..end].to_string()
 }
 
-/// The updates in a `getUpdates` result; entries without an `update_id` are skipped.
-/// The updates of a `getUpdates` answer. Never stuck on one bad update: lone surrogate
-/// escapes are repaired first (`json::repair_surrogates`); when the body still cannot be
-/// read, each element of its `result` array is read on its own, and one that cannot be
-/// is logged with its `update_id` and kept as an update without a message, so the
-/// offset moves past it and the updates after it are answered.
+/// The updates of a `getUpdates` answer; entries without an `update_id` are skipped.
+/// Never stuck on one bad update: the reader turns a lone surrogate escape into U+FFFD
+/// (`json::parse_value`); when the body still cannot be read, each element of its
+/// `result` array is read on its own, and one that cannot be is logged with its
+/// `update_id` and kept as an update without a message, so the offset moves past it and
+/// the updates after it are answered.
 pub fn updates_from_body(
     status: u16,
     body: &str,
     retry_after: Option<u64>,
 ) -> Result<Vec<Update>, ApiError> {
-    let body = json::repair_surrogates(body);
-    match parse_envelope(status, &body, retry_after) {
+    match parse_envelope(status, body, retry_after) {
         Ok(result) => parse_updates(&result),
-        Err(e @ ApiError::BadResponse { .. }) => salvage_updates(&body).ok_or(e),
+        Err(e @ ApiError::BadResponse { .. }) => salvage_updates(body).ok_or(e),
         Err(e) => Err(e),
     }
 }
@@ -818,7 +828,7 @@ const MAX_SALVAGED_UPDATES: usize = 100;
 
 /// One element of a `result` array: the update if it reads, else its `update_id` alone.
 fn salvage_one(element: &str) -> Option<Update> {
-    if let Ok(v) = miniserde::json::from_str::<Value>(element)
+    if let Ok(v) = json::parse_value(element)
         && let Ok(mut list) = parse_updates(&Value::Array(vec![v].into_iter().collect()))
     {
         return list.pop();
@@ -1161,7 +1171,7 @@ mod tests {
                 s.push(alphabet[rng.index(alphabet.len())] as char);
             }
             let status = STATUSES[rng.index(STATUSES.len())];
-            let is_object = matches!(miniserde::json::from_str::<Value>(&s), Ok(Value::Object(_)));
+            let is_object = matches!(json::parse_value(&s), Ok(Value::Object(_)));
             match parse_envelope(status, &s, None) {
                 Ok(v) => {
                     assert_eq!(status, 200, "{s:?}");
