@@ -52,8 +52,14 @@ pub fn drop_cached(path: &Path) -> Result<(), String> {
 /// when the file cannot be mapped.
 pub fn resident_kib(path: &Path) -> Option<u64> {
     unsafe extern "C" {
-        fn mmap(a: *mut c_void, len: usize, prot: c_int, fl: c_int, fd: c_int, off: i64)
-        -> *mut c_void;
+        fn mmap(
+            a: *mut c_void,
+            len: usize,
+            prot: c_int,
+            fl: c_int,
+            fd: c_int,
+            off: i64,
+        ) -> *mut c_void;
         fn munmap(a: *mut c_void, len: usize) -> c_int;
         fn mincore(a: *mut c_void, len: usize, vec: *mut u8) -> c_int;
     }
@@ -70,7 +76,14 @@ pub fn resident_kib(path: &Path) -> Option<u64> {
     // SAFETY: a read-only shared mapping of a file we opened, only passed to mincore (never
     // read through) and unmapped before returning.
     unsafe {
-        let p = mmap(std::ptr::null_mut(), len, PROT_READ, MAP_SHARED, f.as_raw_fd(), 0);
+        let p = mmap(
+            std::ptr::null_mut(),
+            len,
+            PROT_READ,
+            MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
         if p as isize == -1 {
             return None;
         }

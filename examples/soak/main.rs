@@ -38,7 +38,8 @@
 //!
 //! `--phase-cmd CMD`: run `CMD PHASE PID` (and wait for it) where a phase ends: `start`
 //! (start-up and the idle seconds before the traffic), `traffic`, `quiet` (before the
-//! gateway is stopped). `scripts/link-order.sh` dumps a profiler's counters there.
+//! gateway is stopped), e.g. to dump a profiler's counters per phase
+//! (`callgrind_control --dump`).
 //! `--heartbeat-mins M`: the gateway's heartbeat on, every M minutes (at least 5), with a
 //! task in HEARTBEAT.md and its check-in delivered to the first chat: a quiet phase longer
 //! than M minutes then holds a heartbeat turn.
