@@ -22,8 +22,7 @@ Options:
   --slowdown X     the largest slowdown that passes (default 2.0)
   --at KIB         no search: one run without a limit, then one trial at KIB; exit 1
                    unless it passes (the CI guard)
-  --json FILE      every trial and figure as JSON (default none; the bench writes
-                   docs/footprint/floor.json with --json docs/footprint/floor.json)
+  --json FILE      every trial and figure as JSON (docs/footprint/floor.json is one)
   --label TEXT     a name for this binary in the report and the JSON
 
 What is in the memory group: the gateway's process tree only, from its first instruction
@@ -318,7 +317,8 @@ def build(args):
 
 def parse():
     import argparse
-    p = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1].strip())
+    p = argparse.ArgumentParser(usage="scripts/bench-floor.py [options]", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bin")
     p.add_argument("--soak")
     p.add_argument("-n", type=int, default=1000)
