@@ -1,4 +1,4 @@
-//! What a memory-floor trial (`scripts/bench-floor.sh`) needs from the soak: the gateway
+//! What a memory-floor trial (`scripts/bench-floor.py`) needs from the soak: the gateway
 //! started from a cold copy of the binary, its home's files out of the page cache, and the
 //! gateway's process placed in a memory cgroup before it runs its first instruction.
 //!

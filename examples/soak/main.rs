@@ -44,7 +44,7 @@
 //! task in HEARTBEAT.md and its check-in delivered to the first chat: a quiet phase longer
 //! than M minutes then holds a heartbeat turn.
 //!
-//! Memory as a board's limit sees it (`scripts/bench-floor.sh`): `--cold` starts the
+//! Memory as a board's limit sees it (`scripts/bench-floor.py`): `--cold` starts the
 //! gateway from a fresh copy of `--bin` whose pages, and those of the prepared home, were
 //! dropped from the page cache (so the gateway is charged for its code and its database
 //! as on a board after a boot); `--cgroup DIR` starts it inside that memory cgroup (it
