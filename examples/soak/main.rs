@@ -55,7 +55,8 @@
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
-//! printing the gateway log's tail. Exit 1 too when `--max-peak-kib` is exceeded.
+//! printing the gateway log's tail. Exit 1 too when `--max-peak-kib` is exceeded, or when
+//! the traffic outlasts `--deadline-secs`.
 mod cold;
 mod fake_bot;
 #[path = "../../tests/support/fake_http.rs"]
