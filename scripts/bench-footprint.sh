@@ -30,6 +30,8 @@
 # to $BENCH_OUT (default docs/footprint/: mixed.json, plain.json, burst.json, sd.json,
 # alloc.json); scripts/footprint-chart.py then draws $BENCH_OUT/footprint.svg (RSS over
 # messages and CPU per message, per run). BENCH_QUIET_SECS (default 60) sets the quiet.
+# Memory as a board's limit sees it (the smallest memory-cgroup limit the gateway keeps up
+# under) is scripts/bench-floor.py's: it needs root and runs minutes of trials.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TLS_FLAG=()

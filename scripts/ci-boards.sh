@@ -119,18 +119,7 @@ DIST=${BOARDS_DIST:-$ROOT/dist}
 
 # ---- 2. build ----
 if [ $build = 1 ]; then
-    # The functions' order (boards/link-order.txt, DECISIONS 104): a relink that fails
-    # fails the build here instead of leaving zig's order behind a warning.
-    export ZCC_ORDER_STRICT=1
     for t in "${triples[@]}"; do
-        case $t in *-musl*)
-            zcc=$t; zcc=${zcc/-unknown-/-}; zcc="boards/zig/${zcc/riscv64gc/riscv64}-cc"
-            if out=$(python3 boards/zig/relink.py --self-test "$zcc" 2>&1); then
-                ok "link order on $t: ${out##*: }"
-            else
-                bad "link order on $t: $out"
-            fi ;;
-        esac
         s=$(date +%s)
         if nice -n 10 scripts/build-boards.sh --path build-std "$t"; then
             ok "build $t ($(( $(date +%s) - s )) s)"

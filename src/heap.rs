@@ -1,9 +1,8 @@
 //! The process's one heap: dlmalloc behind a mutex, installed as the global allocator by
-//! `main.rs` (SQLite allocates from it too, see `store::sqlite_alloc`), and [`trim`],
-//! which hands the free memory at the top of the heap back to the system,
+//! `main.rs` (SQLite allocates from it too, see `store::sqlite_alloc`); [`trim`], which
+//! hands the free memory at the top of the heap back to the system; and
 //! [`release_free_pages`], which does the same for whole free pages inside the heap
-//! (dlmalloc vendored for it: vendor/dlmalloc/PATCH.md), and [`release_code`], which
-//! unmaps the binary's code and read-only data pages (they stay in the page cache).
+//! (dlmalloc vendored for it: vendor/dlmalloc/PATCH.md).
 //!
 //! Why not `dlmalloc::GlobalDlmalloc`: its instance is private, so nothing can trim it,
 //! and dlmalloc on its own keeps up to 2 MiB of free memory mapped. A daemon that is idle
@@ -12,8 +11,7 @@
 //!
 //! # Bounds
 //! [`trim`] leaves `TRIM_PAD_BYTES` free at the top, so the next message does not map
-//! fresh pages at once. Nothing here allocates but [`release_code`] (one read of
-//! /proc/self/maps, a few KiB).
+//! fresh pages at once. Nothing here allocates.
 //!
 //! # Threads
 //! Any thread: the global allocator, one mutex around dlmalloc.
@@ -21,7 +19,6 @@
 use dlmalloc::Dlmalloc;
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Free bytes left mapped at the top of the heap after a trim.
 pub const TRIM_PAD_BYTES: usize = 64 * 1024;
@@ -97,106 +94,13 @@ pub fn release_free_pages() -> usize {
     done
 }
 
-/// Set by [`release_code_at_next_wait`], taken by [`release_code_if_asked`].
-static RELEASE_AT_NEXT_WAIT: AtomicBool = AtomicBool::new(false);
-
-/// Ask for [`release_code`] the next time a connection that carries the hook
-/// (`provider::http::idle_agent`: the Telegram long poll) starts waiting for an answer.
-/// The poller asks after a poll that came back empty: released then, after the next
-/// request went out, the pages stay unmapped for the whole wait, where a release before
-/// the request would be undone by the request itself (docs/DECISIONS.md 105).
-pub fn release_code_at_next_wait() {
-    RELEASE_AT_NEXT_WAIT.store(true, Ordering::Relaxed);
-}
-
-/// [`release_code`] if [`release_code_at_next_wait`] asked for it since the last time;
-/// returns whether it ran.
-pub fn release_code_if_asked() -> bool {
-    let asked = RELEASE_AT_NEXT_WAIT.swap(false, Ordering::Relaxed);
-    if asked {
-        release_code();
-    }
-    asked
-}
-
-/// Unmap the binary's code and read-only data from this process; the pages stay in the
-/// kernel's page cache. A daemon idle most of the day then holds only the code and
-/// constants it uses while idle (the long poll, a timer), and the next message maps back
-/// what it needs from the page cache (minor faults, no disk read while the cache holds
-/// them). Returns the bytes unmapped, 0 when /proc is not there. docs/DECISIONS.md, 93
-/// and 100.
-///
-/// Which mappings: the code mapping (the `r-xp` one holding this function) and the
-/// binary's `r--p` mappings before it (`.rodata` and the ELF headers in every layout
-/// GNU ld and lld produce). Both are read-only and were never written, so
-/// `MADV_DONTNEED` drops page-table entries, not data. Never the `r--p` mapping after the
-/// code: that is RELRO in a dynamically linked build, pages the loader wrote
-/// (relocations) and then made read-only; dropping them would lose the writes.
-pub fn release_code() -> usize {
-    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-        return 0;
-    };
-    let here = release_code as fn() -> usize as usize;
-    let mappings: Vec<Mapping> = maps.lines().filter_map(Mapping::parse).collect();
-    let Some(code) = mappings
-        .iter()
-        .find(|m| m.perms == "r-xp" && (m.start..m.end).contains(&here))
-    else {
-        return 0;
-    };
-    mappings
-        .iter()
-        .filter(|m| {
-            std::ptr::eq(*m, code)
-                || (m.perms == "r--p" && m.path == code.path && m.end <= code.start)
-        })
-        // SAFETY: each range is one of this process's own file mappings of its binary,
-        // page-aligned, read-only, private and never written (see above): dropping its
-        // pages only makes the next use fault them back in.
-        .map(|m| {
-            // SAFETY: as said above the closure.
-            match unsafe { dont_need(m.start as *mut u8, m.end - m.start) } {
-                true => m.end - m.start,
-                false => 0,
-            }
-        })
-        .sum()
-}
-
-/// One line of /proc/self/maps: the range, the permissions, the path (if any).
-struct Mapping<'a> {
-    start: usize,
-    end: usize,
-    perms: &'a str,
-    path: &'a str,
-}
-
-impl<'a> Mapping<'a> {
-    fn parse(line: &'a str) -> Option<Mapping<'a>> {
-        let mut f = line.split_whitespace();
-        let (range, perms) = (f.next()?, f.next()?);
-        let path = f.nth(3).unwrap_or("");
-        let (a, z) = range.split_once('-')?;
-        let (start, end) = (
-            usize::from_str_radix(a, 16).ok()?,
-            usize::from_str_radix(z, 16).ok()?,
-        );
-        (start < end).then_some(Mapping {
-            start,
-            end,
-            perms,
-            path,
-        })
-    }
-}
-
 /// `madvise(MADV_DONTNEED)` on `len` bytes at `p`: the pages' contents are dropped (a
 /// private anonymous page reads back as zeros, a file page is read again from the file).
 /// Whether the kernel took it.
 ///
 /// # Safety
 /// `p..p + len` is page-aligned memory of this process that nothing will read expecting
-/// the old contents (free heap pages, or read-only file pages that were never written).
+/// the old contents (free pages inside the heap).
 unsafe fn dont_need(p: *mut u8, len: usize) -> bool {
     // SAFETY: the caller's contract.
     unsafe { rustix::mm::madvise(p.cast(), len, rustix::mm::Advice::LinuxDontNeed) }.is_ok()
@@ -365,59 +269,5 @@ mod tests {
         }
         trim();
         assert!(!trim(), "nothing left to give back right after a trim");
-    }
-
-    #[test]
-    fn code_pages_come_back_after_release() {
-        let released = release_code();
-        assert!(
-            released > 0,
-            "the code mapping was not found in /proc/self/maps"
-        );
-        assert_eq!(released % page(), 0);
-        // Code runs on after its pages were unmapped (faulted back from the page cache).
-        let v: Vec<u64> = (1..=100).collect();
-        assert_eq!(v.iter().sum::<u64>(), 5050);
-        assert!(release_code() > 0);
-    }
-
-    /// Pointers in a `static` live in RELRO in the (dynamically linked) test binary:
-    /// written by the loader, then made read-only. They must survive a release.
-    static TABLE: [&str; 3] = ["one", "two", "three"];
-
-    #[test]
-    fn read_only_data_before_the_code_is_released_and_relro_is_kept() {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        let m: Vec<Mapping> = maps.lines().filter_map(Mapping::parse).collect();
-        let here = release_code as fn() -> usize as usize;
-        let code = m
-            .iter()
-            .find(|x| x.perms == "r-xp" && (x.start..x.end).contains(&here))
-            .unwrap();
-        let before: usize = m
-            .iter()
-            .filter(|x| x.perms == "r--p" && x.path == code.path && x.end <= code.start)
-            .map(|x| x.end - x.start)
-            .sum();
-        assert!(before > 0, "no read-only mapping before the code: {maps}");
-        assert_eq!(release_code(), code.end - code.start + before);
-        // Constants and relocated pointers read back after the release.
-        let joined: String = std::hint::black_box(&TABLE).concat();
-        assert_eq!(joined, "onetwothree");
-        assert_eq!(std::hint::black_box("a constant string").len(), 17);
-    }
-
-    #[test]
-    fn maps_lines_parse_with_and_without_a_path() {
-        let a =
-            Mapping::parse("01000000-01060000 r--p 00000000 fd:01 123 /usr/bin/yoctoclaw").unwrap();
-        assert_eq!(
-            (a.start, a.end, a.perms, a.path),
-            (0x0100_0000, 0x0106_0000, "r--p", "/usr/bin/yoctoclaw")
-        );
-        let b = Mapping::parse("7f97266a0000-7f9726780000 rw-p 00000000 00:00 0").unwrap();
-        assert_eq!((b.perms, b.path), ("rw-p", ""));
-        assert!(Mapping::parse("garbage").is_none());
-        assert!(Mapping::parse("2000-1000 r--p 0 0:0 0 /x").is_none());
     }
 }

@@ -17,7 +17,8 @@
 //!
 //! Usage: `soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M]
 //! [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls]
-//! [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD] [--heartbeat-mins M]`
+//! [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD] [--heartbeat-mins M] [--cold]
+//! [--cgroup DIR] [--deadline-secs S]`
 //! (`--plain`: every turn a plain answer, for the cost of the simplest message;
 //! `--burst`: all N messages arrive at once, as after a reboot or a Wi-Fi outage, and
 //! each chat's waiting messages are answered as collected turns; `--tls`: both fakes serve
@@ -37,14 +38,26 @@
 //!
 //! `--phase-cmd CMD`: run `CMD PHASE PID` (and wait for it) where a phase ends: `start`
 //! (start-up and the idle seconds before the traffic), `traffic`, `quiet` (before the
-//! gateway is stopped). `scripts/link-order.sh` dumps a profiler's counters there.
+//! gateway is stopped), e.g. to dump a profiler's counters per phase
+//! (`callgrind_control --dump`).
 //! `--heartbeat-mins M`: the gateway's heartbeat on, every M minutes (at least 5), with a
 //! task in HEARTBEAT.md and its check-in delivered to the first chat: a quiet phase longer
 //! than M minutes then holds a heartbeat turn.
 //!
+//! Memory as a board's limit sees it (`scripts/bench-floor.py`): `--cold` starts the
+//! gateway from a fresh copy of `--bin` whose pages, and those of the prepared home, were
+//! dropped from the page cache (so the gateway is charged for its code and its database
+//! as on a board after a boot); `--cgroup DIR` starts it inside that memory cgroup (it
+//! joins between fork and exec, so start-up is charged too); `--deadline-secs S` fails the
+//! soak when the traffic takes longer than S seconds. Besides VmRSS and VmHWM the soak
+//! samples RssAnon (anonymous memory: heap, stacks) and PSS (/proc/PID/smaps_rollup: each
+//! page divided by the processes mapping it) during the traffic.
+//!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
-//! printing the gateway log's tail. Exit 1 too when `--max-peak-kib` is exceeded.
+//! printing the gateway log's tail. Exit 1 too when `--max-peak-kib` is exceeded, or when
+//! the traffic outlasts `--deadline-secs`.
+mod cold;
 mod fake_bot;
 #[path = "../../tests/support/fake_http.rs"]
 mod fake_http;
@@ -72,6 +85,7 @@ const API_KEY: &str = "sk-soak-not-a-real-key";
 /// The CA file in the soak's home (`--tls`).
 const CA_FILE: &str = "soak-ca.pem";
 
+#[derive(Clone)]
 struct Opts {
     bin: PathBuf,
     n: u64,
@@ -90,11 +104,14 @@ struct Opts {
     json: Option<PathBuf>,
     phase_cmd: Option<PathBuf>,
     heartbeat_mins: u64,
+    cold: bool,
+    cgroup: Option<PathBuf>,
+    deadline_secs: Option<u64>,
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD] [--heartbeat-mins M]"
+        "usage: soak --bin PATH [-n N] [--chats C] [--version-runs R] [--seed-memories M] [--idle-secs S] [--quiet-secs Q] [--max-peak-kib K] [--alloc] [--plain] [--burst] [--tls] [--syncs] [--json FILE] [--keep-home] [--phase-cmd CMD] [--heartbeat-mins M] [--cold] [--cgroup DIR] [--deadline-secs S]"
     );
     std::process::exit(2)
 }
@@ -118,6 +135,9 @@ fn opts() -> Opts {
         json: None,
         phase_cmd: None,
         heartbeat_mins: 0,
+        cold: false,
+        cgroup: None,
+        deadline_secs: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -141,6 +161,11 @@ fn opts() -> Opts {
             "--quiet-secs" => o.quiet_secs = num(),
             "--syncs" => o.syncs = true,
             "--heartbeat-mins" => o.heartbeat_mins = num(),
+            "--cold" => o.cold = true,
+            "--deadline-secs" => o.deadline_secs = Some(num().max(1)),
+            "--cgroup" => {
+                o.cgroup = Some(args.next().map(PathBuf::from).unwrap_or_else(|| usage()))
+            }
             "--json" => o.json = Some(args.next().map(PathBuf::from).unwrap_or_else(|| usage())),
             "--phase-cmd" => {
                 o.phase_cmd = Some(args.next().map(PathBuf::from).unwrap_or_else(|| usage()))
@@ -171,6 +196,7 @@ fn main() {
 struct Mem {
     rss_kib: u64,
     hwm_kib: u64,
+    anon_kib: u64,
     threads: u64,
 }
 
@@ -180,6 +206,7 @@ fn sample(pid: u32) -> Mem {
     Mem {
         rss_kib: s.rss_kib + child_rss,
         hwm_kib: s.hwm_kib,
+        anon_kib: s.anon_kib,
         threads: s.threads,
     }
 }
@@ -378,8 +405,20 @@ fn start_gateway(o: &Opts, home: &Path, log: &Path, stats: &Path) -> Result<Chil
     if o.alloc {
         c.env("YOCTOCLAW_ALLOC_STATS", stats);
     }
+    if let Some(dir) = &o.cgroup {
+        cold::join_cgroup(&mut c, dir)?;
+    }
     c.spawn()
         .map_err(|e| format!("cannot start the gateway: {e}"))
+}
+
+/// A file removed when this goes out of scope (the cold copy of the binary).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn log_tail(log: &Path) -> String {
@@ -399,6 +438,13 @@ struct Report {
     end: Mem,
     peak_kib: u64,
     peak_sampled_kib: u64,
+    /// Sampled during the traffic: RssAnon and PSS peaks; PSS after start and at the end.
+    anon_peak_kib: u64,
+    pss_peak_kib: u64,
+    pss_idle_kib: u64,
+    pss_end_kib: u64,
+    /// `--cold`: KiB of the binary's copy in the page cache just before the gateway started.
+    bin_cached_kib: Option<u64>,
     cpu_idle_s: f64,
     cpu_s: f64,
     idle_secs: u64,
@@ -449,6 +495,18 @@ fn run(o: &Opts) -> Result<i32, String> {
     let bot = FakeBot::start(o.chats, o.n, o.burst, ca.as_ref());
     let home = temp_home();
     prepare_home(o, &home, &model, &bot, ca.as_ref())?;
+    // `--cold`: the gateway runs a fresh copy of the binary (beside the home, on the same
+    // file system), and neither it nor the home is in the page cache when it starts.
+    let copy = o.cold.then(|| RemoveOnDrop(home.with_extension("bin")));
+    let mut gw = o.clone();
+    let mut bin_cached_kib = None;
+    if let Some(RemoveOnDrop(copy)) = &copy {
+        cold::copy_cold(&o.bin, copy)?;
+        cold::drop_cached(&home)?;
+        bin_cached_kib = cold::resident_kib(copy);
+        gw.bin = copy.clone();
+    }
+    let o = &gw;
     let log = home.join("gateway.log");
     let stats = home.join("alloc.stats");
     let tck = procfs::clk_tck() as f64;
@@ -456,7 +514,10 @@ fn run(o: &Opts) -> Result<i32, String> {
     let pid = child.id();
     let result = soak(o, &bot, &model, &mut child, pid, tck, &stats);
     let mut r = match result {
-        Ok(r) => r,
+        Ok(r) => Report {
+            bin_cached_kib,
+            ..r
+        },
         Err(e) => {
             let _ = child.kill();
             let _ = child.wait();
@@ -550,6 +611,7 @@ fn soak(
     let cpu0 = cpu_ticks(pid);
     std::thread::sleep(Duration::from_secs(o.idle_secs));
     r.idle = sample(pid);
+    r.pss_idle_kib = procfs::pss_kib(pid).unwrap_or(0);
     r.idle_smaps = procfs::smaps(pid, &o.bin).unwrap_or_default();
     let cpu1 = cpu_ticks(pid);
     r.cpu_idle_s = (cpu1 - cpu0) as f64 / tck;
@@ -572,11 +634,16 @@ fn soak(
     let mut last_done = 0;
     let mut last_progress = Instant::now();
     let mut next_mark = 100u64.min(o.n);
-    loop {
+    for i in 0u64.. {
         std::thread::sleep(Duration::from_millis(5));
         let done = bot.with(|s| s.done);
         let m = sample(pid);
         r.peak_sampled_kib = r.peak_sampled_kib.max(m.rss_kib);
+        r.anon_peak_kib = r.anon_peak_kib.max(m.anon_kib);
+        // smaps_rollup walks the page tables: every 10th sample (about 20 a second).
+        if i % 10 == 0 {
+            r.pss_peak_kib = r.pss_peak_kib.max(procfs::pss_kib(pid).unwrap_or(0));
+        }
         if r.t200_s.is_none() && done >= 200 {
             r.t200_s = Some(t0.elapsed().as_secs_f64());
         }
@@ -600,6 +667,14 @@ fn soak(
             last_progress = Instant::now();
         }
         alive(child)?;
+        if let Some(max) = o.deadline_secs
+            && t0.elapsed() > Duration::from_secs(max)
+        {
+            return Err(format!(
+                "past the deadline of {max} s with {done} of {} messages answered",
+                o.n
+            ));
+        }
         if last_progress.elapsed() > Duration::from_secs(STALL_SECS) {
             return Err(format!(
                 "no reply for {STALL_SECS} s after {done} of {} messages",
@@ -621,6 +696,7 @@ fn soak(
     r.cpu_s = (cpu2 - cpu1) as f64 / tck;
     std::thread::sleep(Duration::from_millis(500));
     r.end = sample(pid);
+    r.pss_end_kib = procfs::pss_kib(pid).unwrap_or(0);
     r.peak_kib = r.end.hwm_kib.max(r.peak_sampled_kib);
     r.smaps = procfs::smaps(pid, &o.bin).unwrap_or_default();
     if o.alloc {
@@ -802,6 +878,28 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         "",
     );
     row("peak RSS (VmHWM)", mib(r.peak_kib), "<= 6 MiB (stretch 4)");
+    row(
+        "peak anonymous memory (RssAnon, sampled)",
+        mib(r.anon_peak_kib),
+        "<= 1.5 MiB (stretch 1)",
+    );
+    row(
+        "PSS after start / peak (sampled) / end",
+        format!(
+            "{:.2} / {:.2} / {:.2} MiB",
+            r.pss_idle_kib as f64 / 1024.0,
+            r.pss_peak_kib as f64 / 1024.0,
+            r.pss_end_kib as f64 / 1024.0
+        ),
+        "",
+    );
+    if let Some(kib) = r.bin_cached_kib {
+        row(
+            "binary in the page cache at start (--cold)",
+            format!("{kib} KiB"),
+            "0",
+        );
+    }
     row("RSS at the end", mib(r.end.rss_kib), "");
     row(
         "growth, end vs after 100",
@@ -820,6 +918,7 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         "",
     );
     row("messages per second", format!("{rate:.0}"), "");
+    row("traffic wall time", format!("{:.2} s", r.traffic_s), "");
     if let Some(t) = r.t200_s {
         row(
             "first 200 messages answered",
@@ -996,6 +1095,13 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
     );
     if !o.alloc {
         line.push_str(&format!(" version_ms={:.2}", r.version_med_ms));
+    }
+    line.push_str(&format!(
+        " traffic_s={:.3} rss_anon_peak_kib={} pss_idle_kib={} pss_peak_kib={} pss_end_kib={}",
+        r.traffic_s, r.anon_peak_kib, r.pss_idle_kib, r.pss_peak_kib, r.pss_end_kib
+    ));
+    if let Some(kib) = r.bin_cached_kib {
+        line.push_str(&format!(" cold_bin_cached_kib={kib}"));
     }
     line.push_str(&format!(
         " write_bytes_per_msg={:.0} write_calls_per_msg={:.1}",

@@ -14,6 +14,8 @@ use std::path::Path;
 pub struct Status {
     pub rss_kib: u64,
     pub hwm_kib: u64,
+    /// `RssAnon`: resident anonymous memory (heap, stacks), what no page cache backs.
+    pub anon_kib: u64,
     pub threads: u64,
 }
 
@@ -30,11 +32,21 @@ pub fn status(pid: u32) -> Option<Status> {
         match k {
             "VmRSS:" => s.rss_kib = v,
             "VmHWM:" => s.hwm_kib = v,
+            "RssAnon:" => s.anon_kib = v,
             "Threads:" => s.threads = v,
             _ => {}
         }
     }
     Some(s)
+}
+
+/// Proportional set size (/proc/PID/smaps_rollup `Pss:`), in KiB: each resident page
+/// divided by the number of processes that map it.
+pub fn pss_kib(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("Pss:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 /// The numeric fields of /proc/PID/stat after the command name.

@@ -24,8 +24,7 @@
 //!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
 //! - The status record is rewritten every `STATUS_RECORD_SECS`; the heap is trimmed then
 //!   (`heap::trim`, and the free pages inside the heap: `heap::release_free_pages`) and
-//!   once start-up is done, and the code and read-only data pages are unmapped
-//!   (`heap::release_code`: an idle gateway keeps resident only the code it runs).
+//!   once start-up is done.
 //!
 //! # Test hook
 //! In builds with the `test-hooks` feature only (`cargo test`; never a release or board
@@ -203,8 +202,6 @@ async fn status_task(db: Rc<Db>, bot: BotSlot) {
         db.release_memory();
         crate::heap::trim();
         crate::heap::release_free_pages();
-        // And the code pages, last: an idle gateway keeps only the code it runs idle.
-        crate::heap::release_code();
         smol::Timer::after(Duration::from_secs(STATUS_RECORD_SECS)).await;
     }
 }
@@ -388,19 +385,10 @@ async fn serve_telegram(
     let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
     {
         let poll_timeout = tg.poll_timeout_secs;
-        let api = Api::for_long_polls(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
+        let api = Api::new(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
         let (offset, stop, backoff) = (bot.next_offset(), t.stop.clone(), t.backoff);
         spawn_thread("yc-tg-poll", move || {
-            let fetch = |off| {
-                let got = api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
-                // A long poll that ended empty: the gateway is idle. What its return and
-                // the next request map back (HTTP, JSON) is dropped again once that
-                // request is out and its wait begins (DECISIONS 105).
-                if matches!(&got, Ok(u) if u.is_empty()) {
-                    crate::heap::release_code_at_next_wait();
-                }
-                got
-            };
+            let fetch = |off| api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
             poll_loop(fetch, offset, &backoff, &tx, &stop);
         })
         .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;
@@ -408,7 +396,6 @@ async fn serve_telegram(
     db.release_memory();
     crate::heap::trim();
     crate::heap::release_free_pages();
-    crate::heap::release_code();
     log::info!(
         "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
         me.username,

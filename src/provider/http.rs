@@ -22,69 +22,10 @@ use crate::limits::{
 };
 use std::fmt;
 use std::time::Duration;
-use ureq::unversioned::transport::{NextTimeout, Transport};
 
 /// An HTTP agent with our bounds and an overall timeout.
 pub fn agent(timeout_secs: u64) -> ureq::Agent {
     with_config(config(timeout_secs))
-}
-
-/// [`agent`] for a long poll: before each wait for the server's answer its connections
-/// hand back the code pages when the poller asked for it (`heap::release_code_at_next_wait`
-/// after an empty poll), so an idle gateway waits with only the code it needs to wake up
-/// mapped (docs/DECISIONS.md 105).
-pub fn idle_agent(timeout_secs: u64) -> ureq::Agent {
-    use ureq::unversioned::transport::{ConnectProxyConnector, Connector, TcpConnector};
-    let connector =
-        ().chain(ConnectProxyConnector::default())
-            .chain(TcpConnector::default())
-            .chain(super::tls::FloorClockTls)
-            .chain(ReleaseBeforeWait);
-    let resolver = super::resolve::CachingResolver::default();
-    ureq::Agent::with_parts(config(timeout_secs), connector, resolver)
-}
-
-/// The last step of [`idle_agent`]'s connector chain: wraps the connection in [`WaitHook`].
-#[derive(Debug)]
-struct ReleaseBeforeWait;
-
-impl<In: Transport> ureq::unversioned::transport::Connector<In> for ReleaseBeforeWait {
-    type Out = WaitHook<In>;
-
-    fn connect(
-        &self,
-        _: &ureq::unversioned::transport::ConnectionDetails,
-        chained: Option<In>,
-    ) -> Result<Option<Self::Out>, ureq::Error> {
-        Ok(chained.map(WaitHook))
-    }
-}
-
-/// A connection that calls `heap::release_code_if_asked` before each wait for input.
-#[derive(Debug)]
-struct WaitHook<T>(T);
-
-impl<T: Transport> Transport for WaitHook<T> {
-    fn buffers(&mut self) -> &mut dyn ureq::unversioned::transport::Buffers {
-        self.0.buffers()
-    }
-
-    fn transmit_output(&mut self, amount: usize, timeout: NextTimeout) -> Result<(), ureq::Error> {
-        self.0.transmit_output(amount, timeout)
-    }
-
-    fn await_input(&mut self, timeout: NextTimeout) -> Result<bool, ureq::Error> {
-        crate::heap::release_code_if_asked();
-        self.0.await_input(timeout)
-    }
-
-    fn is_open(&mut self) -> bool {
-        self.0.is_open()
-    }
-
-    fn is_tls(&self) -> bool {
-        self.0.is_tls()
-    }
 }
 
 /// Our bounds and an overall timeout.
@@ -368,54 +309,5 @@ mod tests {
         );
         assert_eq!(host_of("http://127.0.0.1:8080/v1"), "127.0.0.1:8080");
         assert_eq!(host_of("http://user:pw@h:1/x"), "h:1");
-    }
-
-    /// A server on loopback that answers `n` requests with "ok", one per connection.
-    fn serve(n: usize) -> String {
-        use std::io::{Read, Write};
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/x", l.local_addr().unwrap());
-        std::thread::spawn(move || {
-            for s in l.incoming().take(n) {
-                let mut s = s.unwrap();
-                let mut got = Vec::new();
-                let mut buf = [0u8; 1024];
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match s.read(&mut buf) {
-                        Ok(0) | Err(_) => break,
-                        Ok(k) => got.extend_from_slice(&buf[..k]),
-                    }
-                }
-                let _ = s.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                );
-            }
-        });
-        url
-    }
-
-    #[test]
-    fn only_the_long_poll_agent_releases_the_code_and_only_when_asked() {
-        let url = serve(3);
-        // Asked, but an ordinary agent's request leaves the request pending.
-        crate::heap::release_code_at_next_wait();
-        let r = get(&agent(5), &url, 100, None).unwrap();
-        assert_eq!((r.0, r.1.as_str()), (200, "ok"));
-        assert!(
-            crate::heap::release_code_if_asked(),
-            "an ordinary agent took the release"
-        );
-        // Asked: the long-poll agent's request takes it (while waiting for the answer).
-        crate::heap::release_code_at_next_wait();
-        let r = get(&idle_agent(5), &url, 100, None).unwrap();
-        assert_eq!((r.0, r.1.as_str()), (200, "ok"));
-        assert!(
-            !crate::heap::release_code_if_asked(),
-            "the long-poll agent did not release"
-        );
-        // Not asked: nothing to take, and the request works as any other.
-        let r = get(&idle_agent(5), &url, 100, None).unwrap();
-        assert_eq!((r.0, r.1.as_str()), (200, "ok"));
-        assert!(!crate::heap::release_code_if_asked());
     }
 }

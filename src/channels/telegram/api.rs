@@ -313,12 +313,6 @@ impl Api {
         Api::with_agent(api_base, token, http::agent(timeout_secs))
     }
 
-    /// [`Api::new`] for the long poll: its connections release the code pages before a
-    /// wait when asked (`http::idle_agent`, docs/DECISIONS.md 105).
-    pub fn for_long_polls(api_base: &str, token: &str, timeout_secs: u64) -> Api {
-        Api::with_agent(api_base, token, http::idle_agent(timeout_secs))
-    }
-
     fn with_agent(api_base: &str, token: &str, agent: ureq::Agent) -> Api {
         let base = api_base.trim_end_matches('/');
         Api {
