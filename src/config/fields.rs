@@ -245,6 +245,28 @@ impl<'a> Fields<'a> {
             .collect())
     }
 
+    /// An object keyed by names the config chooses (`mcp.servers`, a server's `env`),
+    /// returned as `(path, key, value)` in key order.
+    pub fn object_map(
+        &mut self,
+        key: &'static str,
+    ) -> Result<Vec<(String, String, &'a Value)>, ConfigError> {
+        let path = self.key_path(key);
+        let Some(v) = self.raw(key) else {
+            return Ok(Vec::new());
+        };
+        let obj = json::as_object(v).ok_or_else(|| bad(path.clone(), "a JSON object"))?;
+        Ok(obj
+            .iter()
+            .map(|(k, v)| (format!("{path}.{k}"), k.clone(), v))
+            .collect())
+    }
+
+    /// Accept `key` without reading it (keys other programs write that mean nothing here).
+    pub fn ignore(&mut self, key: &'static str) {
+        self.seen.push(key);
+    }
+
     pub fn env(&self) -> &'a Env {
         self.env
     }

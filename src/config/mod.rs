@@ -21,6 +21,7 @@
 
 mod env;
 mod fields;
+pub mod mcp;
 pub mod tool_rules;
 mod types;
 

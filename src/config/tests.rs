@@ -390,3 +390,120 @@ fn every_group_names_known_tools_once() {
     // Every tool is in exactly one group, so the groups together deny everything.
     assert_eq!(seen.len(), tool_rules::TOOL_NAMES.len());
 }
+
+#[test]
+fn mcp_servers_read_the_shape_other_clients_paste() {
+    // Claude Desktop's stdio entry, Cursor's HTTP entry, Cline's extra keys.
+    let c = parse_str(
+        r#"{"mcp":{"idle_stop_mins":5,"servers":{
+            "fs":{"command":"npx","args":["-y","@modelcontextprotocol/server-filesystem","/tmp"],
+                  "env":{"DEBUG":"1","PORT":8123},"autoApprove":[],"disabled":false,"timeout":30},
+            "home_assistant":{"url":"http://ha.local:8123/mcp_server/sse","type":"sse",
+                  "headers":{"Authorization":"Bearer ${HA_TOKEN}"},"trust":true,"start":"boot",
+                  "allow_tools":["HassTurnOn"],"idle_stop_mins":0},
+            "notes":{"url":"https://notes.example/mcp","enabled":false,
+                  "env_from_secrets":["A","B=C"]}}}}"#,
+    )
+    .unwrap();
+    let m = &c.mcp;
+    assert_eq!(m.idle_stop_mins, 5);
+    assert_eq!(m.servers.len(), 3);
+    let fs = m.server("fs").unwrap();
+    assert!(fs.enabled && !fs.trust);
+    assert_eq!(fs.start, mcp::McpStart::FirstUse);
+    assert_eq!(fs.timeout_secs, 30);
+    assert_eq!(fs.idle_stop_mins, 5);
+    match &fs.transport {
+        mcp::McpTransport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            assert_eq!(command, "npx");
+            assert_eq!(args.len(), 3);
+            assert_eq!(
+                env,
+                &[("DEBUG".into(), "1".into()), ("PORT".into(), "8123".into())]
+            );
+            assert!(cwd.is_empty());
+        }
+        t => panic!("{t:?}"),
+    }
+    let ha = m.server("home_assistant").unwrap();
+    assert_eq!(ha.transport_name(), "sse");
+    assert!(ha.trust);
+    assert_eq!(ha.start, mcp::McpStart::Boot);
+    assert_eq!(ha.idle_stop_mins, 0);
+    assert_eq!(ha.allow_tools, ["HassTurnOn"]);
+    let notes = m.server("notes").unwrap();
+    assert!(!notes.enabled);
+    assert_eq!(notes.transport_name(), "http");
+    assert_eq!(
+        notes.env_from_secrets,
+        [("A".into(), "A".into()), ("B".into(), "C".into())]
+    );
+}
+
+#[test]
+fn mcp_entries_that_cannot_work_are_errors_naming_the_key() {
+    let err = |text: &str| parse_str(text).unwrap_err().to_string();
+    assert!(err(r#"{"mcp":{"servers":{"a b":{"command":"x"}}}}"#).contains("mcp.servers.a b"));
+    assert!(err(r#"{"mcp":{"servers":{"x":{}}}}"#).contains("either \"command\""));
+    assert!(
+        err(r#"{"mcp":{"servers":{"x":{"command":"a","url":"http://h"}}}}"#)
+            .contains("mcp.servers.x")
+    );
+    assert!(err(r#"{"mcp":{"servers":{"x":{"url":"ftp://h"}}}}"#).contains("mcp.servers.x.url"));
+    assert!(
+        err(r#"{"mcp":{"servers":{"x":{"command":"a","colour":1}}}}"#)
+            .contains("mcp.servers.x.colour")
+    );
+    assert!(
+        err(r#"{"mcp":{"servers":{"x":{"url":"http://h","headers":{"A":"b\r\nX: y"}}}}}"#)
+            .contains("headers")
+    );
+    assert!(
+        err(r#"{"mcp":{"servers":{"x":{"url":"http://h","headers":{"A":"${}"}}}}}"#)
+            .contains("headers")
+    );
+    let nine: Vec<String> = (0..9)
+        .map(|i| format!("\"s{i}\":{{\"command\":\"c\"}}"))
+        .collect();
+    assert!(
+        err(&format!(
+            "{{\"mcp\":{{\"servers\":{{{}}}}}}}",
+            nine.join(",")
+        ))
+        .contains("at most 8")
+    );
+}
+
+#[test]
+fn mcp_servers_never_get_yoctoclaws_own_secrets() {
+    for text in [
+        r#"{"mcp":{"servers":{"x":{"command":"a","env_from_secrets":["YOCTOCLAW_API_KEY"]}}}}"#,
+        r#"{"mcp":{"servers":{"x":{"command":"a","env":{"K":"${TELEGRAM_BOT_TOKEN}"}}}}}"#,
+        r#"{"mcp":{"servers":{"x":{"url":"http://h","headers":{"A":"Bearer ${YOCTOCLAW_API_KEY}"}}}}}"#,
+        r#"{"fallbacks":[{"api_key_env":"BACKUP_KEY"}],"mcp":{"servers":{"x":{"command":"a","env_from_secrets":["K=BACKUP_KEY"]}}}}"#,
+    ] {
+        let e = parse_str(text).unwrap_err().to_string();
+        assert!(e.contains("never reach an MCP server"), "{text}: {e}");
+    }
+}
+
+#[test]
+fn mcp_references_resolve_from_the_environment_and_name_what_is_missing() {
+    let env = Env::isolated(&[("HA_TOKEN", "t0k")]);
+    assert_eq!(
+        mcp::resolve_refs("Bearer ${HA_TOKEN}", &env).unwrap(),
+        "Bearer t0k"
+    );
+    assert_eq!(
+        mcp::resolve_refs("$HOME and $ {x}", &env).unwrap(),
+        "$HOME and $ {x}"
+    );
+    assert_eq!(mcp::resolve_refs("${NOPE}", &env).unwrap_err(), "NOPE");
+    assert_eq!(mcp::refs("a ${B} c ${D_1}").unwrap(), ["B", "D_1"]);
+    assert!(mcp::refs("${1A}").is_err());
+}

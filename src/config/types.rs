@@ -408,6 +408,8 @@ pub struct Config {
     pub tls: TlsConfig,
     pub transcription: TranscriptionConfig,
     pub media: MediaConfig,
+    /// `mcp`: MCP servers (`config::mcp`).
+    pub mcp: super::mcp::McpConfig,
     /// `error`, `warn`, `info`, `debug`. Defaults to `info`.
     pub log_level: String,
 }
@@ -428,6 +430,7 @@ impl Default for Config {
             tls: TlsConfig::default(),
             transcription: TranscriptionConfig::default(),
             media: MediaConfig::default(),
+            mcp: super::mcp::McpConfig::default(),
             log_level: "info".into(),
         }
     }
@@ -639,6 +642,15 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
+    let own_secrets: Vec<&str> = [provider.api_key_env.as_str(), telegram.token_env.as_str()]
+        .into_iter()
+        .chain(fallbacks.iter().map(|f| f.api_key_env.as_str()))
+        .chain([transcription.api_key_env.as_str()])
+        .collect();
+    let mut s = top.section("mcp")?;
+    let mcp = super::mcp::read_mcp(&mut s, &own_secrets)?;
+    s.finish()?;
+
     let log_level = top.choice("log_level", "info", LOG_LEVELS)?;
 
     Ok(Config {
@@ -655,6 +667,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         tls,
         transcription,
         media,
+        mcp,
         log_level,
     })
 }
