@@ -162,22 +162,22 @@ fn valid_var_name(name: &str) -> bool {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
-/// The `${NAME}` references in `value`, or `Err(())` for a malformed one (`${`, `${}`,
+/// The `${NAME}` references in `value`, or `None` for a malformed one (`${`, `${}`,
 /// `${A-B}`). `$` not followed by `{` is literal.
-pub fn refs(value: &str) -> Result<Vec<&str>, ()> {
+pub fn refs(value: &str) -> Option<Vec<&str>> {
     let mut out = Vec::new();
     let mut rest = value;
     while let Some(i) = rest.find("${") {
         let after = &rest[i + 2..];
-        let end = after.find('}').ok_or(())?;
+        let end = after.find('}')?;
         let name = &after[..end];
         if !valid_var_name(name) {
-            return Err(());
+            return None;
         }
         out.push(name);
         rest = &after[end + 1..];
     }
-    Ok(out)
+    Some(out)
 }
 
 /// `value` with each `${NAME}` replaced by the variable's value from `env`; `Err(NAME)`
@@ -356,8 +356,8 @@ fn read_server(
     };
     for (k, v) in &templated {
         match refs(v) {
-            Ok(names) => read.extend(names),
-            Err(()) => {
+            Some(names) => read.extend(names),
+            None => {
                 return Err(bad(
                     format!(
                         "{path}.{}",
