@@ -1,4 +1,4 @@
-//! `mcp`: the MCP servers whose tools the model is offered (`crate::mcp` runs them).
+//! `mcp`: the MCP servers whose tools the model is offered (the `mcp` module runs them).
 //!
 //! `mcp.servers` is an object keyed by server name whose entries have the shape MCP
 //! users paste between clients (Claude Desktop's, Cursor's and Cline's `mcpServers`):
