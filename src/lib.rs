@@ -43,6 +43,7 @@ pub mod jobs;
 pub mod json;
 pub mod limits;
 pub mod logging;
+pub mod mcp;
 pub mod memory;
 pub mod migrate;
 pub mod onboard;

@@ -12,8 +12,9 @@
 //! start is skipped.
 //!
 //! # Bounds
-//! One line, and one event's joined data, may hold at most `MAX_SSE_LINE_BYTES`; more is
-//! [`SseError::LineTooLong`], never unbounded growth. Events produced by one `push` are
+//! One line, and one event's joined data, may hold at most `MAX_SSE_LINE_BYTES` (or the
+//! limit given to [`SseParser::with_limit`]); more is [`SseError::LineTooLong`], never
+//! unbounded growth. Events produced by one `push` are
 //! bounded by the bytes pushed.
 //!
 //! # Threads
@@ -34,18 +35,15 @@ pub struct SseEvent {
 /// Why a stream cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SseError {
-    /// A line or an event's data exceeded `MAX_SSE_LINE_BYTES`.
+    /// A line or an event's data exceeded the parser's limit (`MAX_SSE_LINE_BYTES` by
+    /// default).
     LineTooLong,
 }
 
 impl fmt::Display for SseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SseError::LineTooLong => write!(
-                f,
-                "event-stream line longer than {} KiB",
-                MAX_SSE_LINE_BYTES / 1024
-            ),
+            SseError::LineTooLong => f.write_str("event-stream line too long"),
         }
     }
 }
@@ -64,12 +62,21 @@ pub struct SseParser {
     event: String,
     data: String,
     has_data: bool,
+    /// Longest line, and longest event data, accepted.
+    limit: usize,
 }
 
 impl SseParser {
     pub fn new() -> SseParser {
+        SseParser::with_limit(MAX_SSE_LINE_BYTES)
+    }
+
+    /// A parser whose lines and events' data may hold up to `limit` bytes (MCP carries a
+    /// whole JSON-RPC message in one event).
+    pub fn with_limit(limit: usize) -> SseParser {
         SseParser {
             at_start: true,
+            limit,
             ..SseParser::default()
         }
     }
@@ -112,7 +119,7 @@ impl SseParser {
     }
 
     fn extend_line(&mut self, bytes: &[u8]) -> Result<(), SseError> {
-        if self.line.len() + bytes.len() > MAX_SSE_LINE_BYTES {
+        if self.line.len() + bytes.len() > self.limit {
             return Err(SseError::LineTooLong);
         }
         self.line.extend_from_slice(bytes);
@@ -150,7 +157,7 @@ impl SseParser {
         match field {
             "event" => self.event = value.to_string(),
             "data" => {
-                if self.data.len() + value.len() + 1 > MAX_SSE_LINE_BYTES {
+                if self.data.len() + value.len() + 1 > self.limit {
                     return Err(SseError::LineTooLong);
                 }
                 if self.has_data {
