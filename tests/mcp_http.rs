@@ -117,10 +117,16 @@ fn drive(url: &str) -> HttpTransport {
     let mut t = HttpTransport::new(config(url)).unwrap();
     let got = t.send(INIT, Some("1"), deadline()).unwrap();
     assert_eq!(got.len(), 1, "{got:?}");
-    assert!(got[0].contains(r#""protocolVersion":"2025-06-18""#), "{got:?}");
+    assert!(
+        got[0].contains(r#""protocolVersion":"2025-06-18""#),
+        "{got:?}"
+    );
     assert!(got[0].contains(r#""name":"yc-test-http""#), "{got:?}");
     t.set_protocol_version("2025-06-18");
-    assert_eq!(t.send(INITIALIZED, None, deadline()).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        t.send(INITIALIZED, None, deadline()).unwrap(),
+        Vec::<String>::new()
+    );
 
     let got = t
         .send(
@@ -143,9 +149,16 @@ fn drive(url: &str) -> HttpTransport {
 
     let text = "h\u{e9}llo \\\"w\u{f6}rld\\\" \u{1F600}";
     let got = t
-        .send(&call(4, "echo", &format!(r#"{{"text":"{text}"}}"#)), Some("4"), deadline())
+        .send(
+            &call(4, "echo", &format!(r#"{{"text":"{text}"}}"#)),
+            Some("4"),
+            deadline(),
+        )
         .unwrap();
-    assert!(got[0].contains(r#"h\u00e9llo"#) || got[0].contains("h\u{e9}llo"), "{got:?}");
+    assert!(
+        got[0].contains(r#"h\u00e9llo"#) || got[0].contains("h\u{e9}llo"),
+        "{got:?}"
+    );
     t
 }
 
@@ -155,7 +168,10 @@ fn chatty(t: &mut HttpTransport) -> Vec<String> {
         .send(&call(5, "chatty", r#"{"n":3}"#), Some("5"), deadline())
         .unwrap();
     let last = got.last().unwrap();
-    assert!(last.contains("done after 3 steps") && last.contains(r#""id":5"#), "{got:?}");
+    assert!(
+        last.contains("done after 3 steps") && last.contains(r#""id":5"#),
+        "{got:?}"
+    );
     got
 }
 
@@ -174,7 +190,10 @@ fn post_with_session(port: u16, path: &str, session: &str) -> u16 {
     .unwrap();
     let mut line = String::new();
     BufReader::new(s).read_line(&mut line).unwrap();
-    line.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    line.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
 }
 
 #[test]
@@ -185,7 +204,10 @@ fn python_sdk_streamable_http_with_event_streams() {
     let url = format!("http://127.0.0.1:{}/mcp", server.port);
     let mut t = drive(&url);
     assert!(!t.is_legacy());
-    let session = t.session_id().expect("the SDK gives a session id").to_string();
+    let session = t
+        .session_id()
+        .expect("the SDK gives a session id")
+        .to_string();
     // Notifications first, in order, then the response, all from one event stream.
     let got = chatty(&mut t);
     assert_eq!(got.len(), 7, "{got:?}");
@@ -234,14 +256,21 @@ fn python_sdk_legacy_http_with_sse_through_the_fallback() {
     let url = format!("http://127.0.0.1:{}/sse", server.port);
     let mut t = drive(&url);
     assert!(t.is_legacy());
-    assert_eq!(t.session_id(), None, "the legacy session lives in the endpoint");
+    assert_eq!(
+        t.session_id(),
+        None,
+        "the legacy session lives in the endpoint"
+    );
     assert_eq!(thread_count("yc-mcp-sse"), before + 1);
     let got = chatty(&mut t);
     assert_eq!(got.len(), 7, "{got:?}");
     assert!(got[0].contains("notifications/message"));
     t.close();
     assert_eq!(thread_count("yc-mcp-sse"), before);
-    assert_eq!(t.send(INITIALIZED, None, deadline()), Err(HttpError::Closed));
+    assert_eq!(
+        t.send(INITIALIZED, None, deadline()),
+        Err(HttpError::Closed)
+    );
 }
 
 /// A session the server ended answers 404: `SessionExpired`; after `forget_session` a
@@ -268,7 +297,10 @@ fn python_sdk_expired_session_is_reported_and_renewed() {
     assert!(line.contains(" 200 "), "{line}");
 
     let list = r#"{"jsonrpc":"2.0","id":6,"method":"tools/list"}"#;
-    assert_eq!(t.send(list, Some("6"), deadline()), Err(HttpError::SessionExpired));
+    assert_eq!(
+        t.send(list, Some("6"), deadline()),
+        Err(HttpError::SessionExpired)
+    );
     t.forget_session();
     t.send(INIT, Some("1"), deadline()).unwrap();
     let new = t.session_id().unwrap().to_string();
@@ -352,7 +384,9 @@ type Handler = dyn Fn(usize, &Req, TcpStream) + Send + Sync;
 
 /// A server on 127.0.0.1: each connection's first request goes to `handler` (with its
 /// number among all requests) and, a copy, to the returned channel.
-fn hostile(handler: impl Fn(usize, &Req, TcpStream) + Send + Sync + 'static) -> (u16, Receiver<Req>) {
+fn hostile(
+    handler: impl Fn(usize, &Req, TcpStream) + Send + Sync + 'static,
+) -> (u16, Receiver<Req>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let (tx, rx) = mpsc::channel();
@@ -414,11 +448,17 @@ fn a_404_with_a_session_is_session_expired_and_headers_are_sent_right() {
     assert_eq!(t.session_id(), Some("sess-1"));
     t.set_protocol_version("2025-06-18");
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-    assert_eq!(t.send(list, Some("2"), deadline()), Err(HttpError::SessionExpired));
+    assert_eq!(
+        t.send(list, Some("2"), deadline()),
+        Err(HttpError::SessionExpired)
+    );
 
     let init = reqs.recv_timeout(WAIT).unwrap();
     assert_eq!((init.method.as_str(), init.path.as_str()), ("POST", "/mcp"));
-    assert_eq!(init.header("accept"), Some("application/json, text/event-stream"));
+    assert_eq!(
+        init.header("accept"),
+        Some("application/json, text/event-stream")
+    );
     assert_eq!(init.header("content-type"), Some("application/json"));
     assert_eq!(init.header("authorization"), Some("Bearer t0ken-S3CRET"));
     assert_eq!(init.header("mcp-session-id"), None);
@@ -469,7 +509,9 @@ fn a_50_mb_body_is_too_large_and_not_read_whole() {
             Err(HttpError::TooLarge),
             "{ctype}"
         );
-        let sent = written_rx.recv_timeout(WAIT).expect("the server's write ends");
+        let sent = written_rx
+            .recv_timeout(WAIT)
+            .expect("the server's write ends");
         assert!(sent < SIZE / 2, "{ctype}: the server wrote {sent} bytes");
     }
 }
@@ -479,20 +521,37 @@ fn garbage_is_a_bad_response() {
     let bodies: [(&str, &str); 6] = [
         ("application/json", "{not json"),
         ("application/json", "[1,2]"),
-        ("application/json", r#"{"jsonrpc":"2.0","id":2,"result":{}}"#),
+        (
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":2,"result":{}}"#,
+        ),
         ("text/event-stream", "data: {not json\n\n"),
-        ("text/event-stream", "data: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n"),
+        (
+            "text/event-stream",
+            "data: {\"jsonrpc\":\"2.0\",\"method\":\"n\"}\n\n",
+        ),
         ("text/html", "<html>login</html>"),
     ];
     for (ctype, body) in bodies {
         let (port, _reqs) = hostile(move |_, _req, mut s| {
-            respond(&mut s, "200 OK", &format!("Content-Type: {ctype}\r\n"), body);
+            respond(
+                &mut s,
+                "200 OK",
+                &format!("Content-Type: {ctype}\r\n"),
+                body,
+            );
         });
         let mut t = HttpTransport::new(config(&format!("http://127.0.0.1:{port}/mcp"))).unwrap();
         let got = t.send(INIT, Some("1"), deadline());
-        assert!(matches!(got, Err(HttpError::BadResponse(_))), "{body}: {got:?}");
+        assert!(
+            matches!(got, Err(HttpError::BadResponse(_))),
+            "{body}: {got:?}"
+        );
         let msg = got.unwrap_err().to_string();
-        assert!(!msg.contains("not json") && !msg.contains("127.0.0.1"), "{msg}");
+        assert!(
+            !msg.contains("not json") && !msg.contains("127.0.0.1"),
+            "{msg}"
+        );
     }
 }
 
@@ -507,7 +566,12 @@ fn error_statuses_with_and_without_a_json_rpc_error() {
             "Content-Type: application/json\r\n",
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad params"}}"#,
         ),
-        2 => respond(&mut s, "401 Unauthorized", "Content-Type: text/plain\r\n", "no"),
+        2 => respond(
+            &mut s,
+            "401 Unauthorized",
+            "Content-Type: text/plain\r\n",
+            "no",
+        ),
         _ => respond(&mut s, "500 Internal Server Error", "", ""),
     });
     let mut t = HttpTransport::new(config(&format!("http://127.0.0.1:{port}/mcp"))).unwrap();
@@ -517,9 +581,15 @@ fn error_statuses_with_and_without_a_json_rpc_error() {
         got,
         vec![r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad params"}}"#]
     );
-    assert_eq!(t.send(list, Some("7"), deadline()), Err(HttpError::Status(401)));
+    assert_eq!(
+        t.send(list, Some("7"), deadline()),
+        Err(HttpError::Status(401))
+    );
     assert!(HttpError::Status(401).to_string().contains("token"));
-    assert_eq!(t.send(list, Some("7"), deadline()), Err(HttpError::Status(500)));
+    assert_eq!(
+        t.send(list, Some("7"), deadline()),
+        Err(HttpError::Status(500))
+    );
 }
 
 /// An event stream that never brings the response ends at the deadline, and so does a
@@ -537,7 +607,10 @@ fn silence_and_slowloris_end_at_the_deadline() {
                 until_closed(&mut s);
             }
             "slow-headers" => {
-                for b in b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n".iter().cycle() {
+                for b in b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    .iter()
+                    .cycle()
+                {
                     if s.write_all(&[*b]).is_err() {
                         break;
                     }
@@ -560,7 +633,10 @@ fn silence_and_slowloris_end_at_the_deadline() {
             "{case}"
         );
         let took = start.elapsed();
-        assert!(took >= limit && took < limit + Duration::from_secs(10), "{case}: {took:?}");
+        assert!(
+            took >= limit && took < limit + Duration::from_secs(10),
+            "{case}: {took:?}"
+        );
     }
 }
 
@@ -572,9 +648,16 @@ fn bystander() -> (u16, Receiver<Req>) {
 
 fn first_request_is_the_marker(port: u16, reqs: &Receiver<Req>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "GET /marker HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET /marker HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let first = reqs.recv_timeout(WAIT).unwrap();
-    assert_eq!(first.path, "/marker", "the other origin was contacted: {first:?}");
+    assert_eq!(
+        first.path, "/marker",
+        "the other origin was contacted: {first:?}"
+    );
 }
 
 #[test]
@@ -605,23 +688,25 @@ fn legacy_server(
     let msg_tx = Mutex::new(msg_tx);
     let msg_rx = Mutex::new(Some(msg_rx));
     let stream_closed = Mutex::new(stream_closed);
-    hostile(move |_, req, mut s| match (req.method.as_str(), req.path.as_str()) {
-        ("POST", "/sse") => respond(&mut s, "405 Method Not Allowed", "", ""),
-        ("GET", "/sse") => {
-            let _ = write!(
-                s,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: endpoint\r\ndata: {endpoint}\r\n\r\n"
-            );
-            let rx = msg_rx.lock().unwrap().take().expect("one stream");
-            after_endpoint(&mut s, &rx);
-            let _ = stream_closed.lock().unwrap().send(());
-        }
-        ("POST", _) => {
-            respond(&mut s, "202 Accepted", "", "Accepted");
-            let _ = msg_tx.lock().unwrap().send(req.body.clone());
-        }
-        _ => respond(&mut s, "404 Not Found", "", ""),
-    })
+    hostile(
+        move |_, req, mut s| match (req.method.as_str(), req.path.as_str()) {
+            ("POST", "/sse") => respond(&mut s, "405 Method Not Allowed", "", ""),
+            ("GET", "/sse") => {
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: endpoint\r\ndata: {endpoint}\r\n\r\n"
+                );
+                let rx = msg_rx.lock().unwrap().take().expect("one stream");
+                after_endpoint(&mut s, &rx);
+                let _ = stream_closed.lock().unwrap().send(());
+            }
+            ("POST", _) => {
+                respond(&mut s, "202 Accepted", "", "Accepted");
+                let _ = msg_tx.lock().unwrap().send(req.body.clone());
+            }
+            _ => respond(&mut s, "404 Not Found", "", ""),
+        },
+    )
 }
 
 #[test]
@@ -641,7 +726,9 @@ fn a_legacy_endpoint_on_another_origin_is_refused() {
     );
     assert!(!t.is_legacy());
     // The stream was shut down at once, and nothing reached the other origin.
-    closed_rx.recv_timeout(WAIT).expect("the event stream is closed");
+    closed_rx
+        .recv_timeout(WAIT)
+        .expect("the event stream is closed");
     first_request_is_the_marker(other, &other_reqs);
 }
 
@@ -671,9 +758,15 @@ fn the_legacy_stream_thread_ends_on_close() {
     });
     let before = thread_count("yc-mcp-sse");
     let mut t = HttpTransport::new(config(&format!("http://127.0.0.1:{port}/sse"))).unwrap();
-    assert_eq!(t.send(INIT, Some("1"), deadline()).unwrap(), vec![INIT_RESULT.to_string()]);
+    assert_eq!(
+        t.send(INIT, Some("1"), deadline()).unwrap(),
+        vec![INIT_RESULT.to_string()]
+    );
     assert!(t.is_legacy());
-    assert_eq!(t.send(INITIALIZED, None, deadline()).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        t.send(INITIALIZED, None, deadline()).unwrap(),
+        Vec::<String>::new()
+    );
     let got = t
         .send(
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
@@ -705,7 +798,9 @@ fn the_legacy_stream_thread_ends_on_close() {
     });
     let t = done_rx.recv_timeout(WAIT).expect("close returns");
     assert!(!t.is_legacy());
-    closed_rx.recv_timeout(WAIT).expect("the event stream is closed");
+    closed_rx
+        .recv_timeout(WAIT)
+        .expect("the event stream is closed");
     assert_eq!(thread_count("yc-mcp-sse"), before);
 }
 
@@ -728,7 +823,61 @@ fn a_legacy_stream_that_ends_is_an_error() {
     t.send(INIT, Some("1"), deadline()).unwrap();
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     let start = Instant::now();
-    assert_eq!(t.send(list, Some("2"), deadline()), Err(HttpError::StreamClosed));
+    assert_eq!(
+        t.send(list, Some("2"), deadline()),
+        Err(HttpError::StreamClosed)
+    );
     assert!(start.elapsed() < WAIT);
-    assert_eq!(t.send(list, Some("2"), deadline()), Err(HttpError::StreamClosed));
+    assert_eq!(
+        t.send(list, Some("2"), deadline()),
+        Err(HttpError::StreamClosed)
+    );
+}
+
+/// A refused `initialize`: with a JSON-RPC error (400) that error is the answer and no
+/// legacy stream is tried; without one, and no event stream at `GET` either, the error
+/// is the `POST`'s status.
+#[test]
+fn a_refused_initialize_is_answered_or_its_status() {
+    let (port, reqs) = hostile(|_, req, mut s| match req.method.as_str() {
+        "POST" if req.header("x-case") == Some("rpc") => respond(
+            &mut s,
+            "400 Bad Request",
+            "Content-Type: application/json\r\n",
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unsupported protocol version"}}"#,
+        ),
+        _ => respond(
+            &mut s,
+            "404 Not Found",
+            "Content-Type: text/plain\r\n",
+            "no",
+        ),
+    });
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut cfg = config(&url);
+    cfg.headers.push(("X-Case".into(), "rpc".into()));
+    let mut t = HttpTransport::new(cfg).unwrap();
+    let got = t.send(INIT, Some("1"), deadline()).unwrap();
+    assert!(got[0].contains("Unsupported protocol version"), "{got:?}");
+    assert!(!t.is_legacy());
+    // The next request the server sees is the next POST: no GET was tried.
+    assert_eq!(
+        t.send(INITIALIZED, None, deadline()),
+        Err(HttpError::Status(400))
+    );
+    let seen: Vec<String> = (0..2)
+        .map(|_| reqs.recv_timeout(WAIT).unwrap().method)
+        .collect();
+    assert_eq!(seen, ["POST", "POST"]);
+
+    let mut t = HttpTransport::new(config(&url)).unwrap();
+    assert_eq!(
+        t.send(INIT, Some("1"), deadline()),
+        Err(HttpError::Status(404))
+    );
+    let seen: Vec<String> = (0..2)
+        .map(|_| reqs.recv_timeout(WAIT).unwrap().method)
+        .collect();
+    assert_eq!(seen, ["POST", "GET"]);
+    assert!(!t.is_legacy());
 }

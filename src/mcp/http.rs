@@ -317,9 +317,7 @@ impl HttpTransport {
         match self.mode {
             Mode::Closed => Err(HttpError::Closed),
             Mode::Legacy(_) => self.legacy_send(message, request_id, deadline),
-            Mode::Unknown | Mode::Streamable => {
-                self.streamable_send(message, request_id, deadline)
-            }
+            Mode::Unknown | Mode::Streamable => self.streamable_send(message, request_id, deadline),
         }
     }
 
@@ -346,7 +344,7 @@ impl HttpTransport {
             Mode::Legacy(mut legacy) => stop(&mut legacy),
             Mode::Streamable if self.session.is_some() => {
                 let deadline = Instant::now() + self.timeout;
-                match self.call("DELETE", &self.url, None, false, deadline) {
+                match self.call("DELETE", &self.url, None, true, deadline) {
                     Ok(resp) => {
                         let s = resp.status().as_u16();
                         if s == 405 {
@@ -408,13 +406,14 @@ impl HttpTransport {
     }
 
     /// One request with our headers and the remaining time as its overall timeout.
-    /// `initialize`: no `MCP-Protocol-Version` (it is being negotiated).
+    /// `version`: with `MCP-Protocol-Version` once set (not on `initialize`, which
+    /// negotiates it, nor to a legacy server, which predates it).
     fn call(
         &self,
         method: &str,
         url: &str,
         body: Option<&str>,
-        initialize: bool,
+        version: bool,
         deadline: Instant,
     ) -> Result<ureq::http::Response<ureq::Body>, HttpError> {
         let remaining = remaining(deadline)?;
@@ -426,7 +425,7 @@ impl HttpTransport {
         if let Some(s) = &self.session {
             req = req.header("mcp-session-id", s.as_str());
         }
-        if let (Some(v), false) = (&self.protocol, initialize) {
+        if let (Some(v), true) = (&self.protocol, version) {
             req = req.header("mcp-protocol-version", v.as_str());
         }
         if body.is_some() {
@@ -452,13 +451,20 @@ impl HttpTransport {
         deadline: Instant,
     ) -> Result<Vec<String>, HttpError> {
         let initialize = request_id.is_some() && is_initialize(message);
-        let resp = self.call("POST", &self.url, Some(message), initialize, deadline)?;
+        let resp = self.call("POST", &self.url, Some(message), !initialize, deadline)?;
         let status = resp.status().as_u16();
-        if initialize && matches!(self.mode, Mode::Unknown) && matches!(status, 400 | 404 | 405)
+        if let (true, Mode::Unknown, 400 | 404 | 405, Some(id)) =
+            (initialize, &self.mode, status, request_id)
         {
-            drop(resp);
+            // A JSON-RPC error with the 400 is a Streamable HTTP server refusing this
+            // `initialize` (its parameters): that is the answer, not a reason to fall back.
+            if status == 400
+                && let Ok(error) = error_answer(resp, status, id)
+            {
+                return Ok(error);
+            }
             log::debug!("mcp: POST answered HTTP {status}; trying the legacy HTTP+SSE transport");
-            return self.fall_back(message, request_id, deadline);
+            return self.fall_back(message, id, status, deadline);
         }
         if status == 404 && self.session.is_some() {
             return Err(HttpError::SessionExpired);
@@ -500,7 +506,7 @@ impl HttpTransport {
                     .limit(MCP_MAX_ANSWER_BYTES as u64)
                     .read_to_string()
                     .map_err(net)?;
-                answer.body(&text)?;
+                answer.body(text)?;
             }
             "text/event-stream" => {
                 let mut reader = resp.into_body().into_reader();
@@ -520,17 +526,22 @@ impl HttpTransport {
         answer.finish()
     }
 
-    /// The `POST` of `initialize` was refused: open the legacy event stream, wait for its
-    /// `endpoint`, then send `initialize` there.
+    /// The `POST` of `initialize` was refused with `status`: open the legacy event
+    /// stream, wait for its `endpoint`, then send `initialize` there. A `GET` that opens
+    /// no event stream means the server is no legacy one: the error is the `POST`'s.
     fn fall_back(
         &mut self,
         message: &str,
-        request_id: Option<&str>,
+        request_id: &str,
+        status: u16,
         deadline: Instant,
     ) -> Result<Vec<String>, HttpError> {
         let mut legacy = self.open_stream(deadline)?;
         let first = match legacy.events.as_ref().map(|rx| recv_until(rx, deadline)) {
             Some(Ok(StreamItem::Event(ev))) => Ok(ev),
+            Some(Ok(StreamItem::End(
+                HttpError::Status(_) | HttpError::Redirect(_) | HttpError::BadResponse(_),
+            ))) => Err(HttpError::Status(status)),
             Some(Ok(StreamItem::End(e))) | Some(Err(e)) => Err(e),
             None => Err(HttpError::StreamClosed),
         };
@@ -552,7 +563,7 @@ impl HttpTransport {
         }
         self.session = None;
         self.mode = Mode::Legacy(legacy);
-        self.legacy_send(message, request_id, deadline)
+        self.legacy_send(message, Some(request_id), deadline)
     }
 
     /// Start the thread that opens and reads the legacy event stream.
@@ -722,7 +733,8 @@ fn read_events(
     reader: &mut impl Read,
     mut on_event: impl FnMut(SseEvent) -> Result<bool, HttpError>,
 ) -> Result<(), HttpError> {
-    let mut parser = SseParser::with_limit(MCP_MAX_MESSAGE_BYTES);
+    // Room for the field name: the message bound itself is `Answer`'s.
+    let mut parser = SseParser::with_limit(MCP_MAX_MESSAGE_BYTES + 64);
     let mut buf = [0u8; STREAM_READ_CHUNK_BYTES];
     let mut events = Vec::new();
     loop {
@@ -776,8 +788,8 @@ impl Answer {
     }
 
     /// A JSON body: one message or a batch array.
-    fn body(&mut self, text: &str) -> Result<(), HttpError> {
-        self.text(text.to_string())?;
+    fn body(&mut self, text: String) -> Result<(), HttpError> {
+        self.text(text)?;
         if !self.done {
             return Err(HttpError::BadResponse("the answer holds no response"));
         }
@@ -895,7 +907,13 @@ fn content_type<B>(resp: &ureq::http::Response<B>) -> String {
     resp.headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default()
 }
 
@@ -905,9 +923,13 @@ fn session_id<B>(resp: &ureq::http::Response<B>) -> Result<Option<String>, HttpE
         return Ok(None);
     };
     let b = v.as_bytes();
-    if b.is_empty() || b.len() > MAX_SESSION_ID_BYTES || !b.iter().all(|c| (0x21..=0x7e).contains(c))
+    if b.is_empty()
+        || b.len() > MAX_SESSION_ID_BYTES
+        || !b.iter().all(|c| (0x21..=0x7e).contains(c))
     {
-        return Err(HttpError::BadResponse("the session id is not visible ASCII"));
+        return Err(HttpError::BadResponse(
+            "the session id is not visible ASCII",
+        ));
     }
     Ok(Some(String::from_utf8_lossy(b).into_owned()))
 }
@@ -975,7 +997,10 @@ mod tests {
             ok("http://127.0.0.1:8000/m?x=1").unwrap(),
             "http://127.0.0.1:8000/m?x=1"
         );
-        assert_eq!(ok("messages?s=1").unwrap(), "http://127.0.0.1:8000/messages?s=1");
+        assert_eq!(
+            ok("messages?s=1").unwrap(),
+            "http://127.0.0.1:8000/messages?s=1"
+        );
         assert_eq!(ok("?s=1").unwrap(), "http://127.0.0.1:8000/sse?s=1");
         let nested = base("https://ha.local/api/mcp/sse");
         assert_eq!(
@@ -1019,20 +1044,20 @@ mod tests {
     #[test]
     fn string_ids_and_batches() {
         let mut a = Answer::new(Some("\"abc\""));
-        a.body(r#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"abc","error":{"code":-1,"message":"m"}}]"#)
+        a.body(r#"[{"jsonrpc":"2.0","method":"n"},{"jsonrpc":"2.0","id":"abc","error":{"code":-1,"message":"m"}}]"#.into())
             .unwrap();
         let got = a.finish().unwrap();
         assert_eq!(got.len(), 2);
         assert!(got[1].contains("\"error\""));
         let mut a = Answer::new(Some("1"));
         assert_eq!(
-            a.body(r#"{"jsonrpc":"2.0","id":"1","result":{}}"#),
+            a.body(r#"{"jsonrpc":"2.0","id":"1","result":{}}"#.into()),
             Err(HttpError::BadResponse("the answer holds no response"))
         );
         for bad in ["[]", "[1]", "\"x\"", "{", "null"] {
             let mut a = Answer::new(Some("1"));
             assert!(
-                matches!(a.body(bad), Err(HttpError::BadResponse(_))),
+                matches!(a.body(bad.into()), Err(HttpError::BadResponse(_))),
                 "{bad}"
             );
         }
@@ -1061,7 +1086,10 @@ mod tests {
         };
         assert!(!a.event(ev("message", "")).unwrap());
         assert!(!a.event(ev("ping", "{}")).unwrap());
-        assert!(a.event(ev("", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#)).unwrap());
+        assert!(
+            a.event(ev("", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#))
+                .unwrap()
+        );
         assert_eq!(a.messages.len(), 1);
     }
 

@@ -32,12 +32,7 @@ pub fn agent(timeout_secs: u64) -> ureq::Agent {
 /// returned as it is), for a caller that gives each request its own deadline and checks
 /// every URL it is sent to itself (MCP over HTTP).
 pub fn agent_per_request() -> ureq::Agent {
-    with_config(
-        builder()
-            .timeout_global(None)
-            .max_redirects(0)
-            .build(),
-    )
+    with_config(builder().timeout_global(None).max_redirects(0).build())
 }
 
 /// Our bounds and an overall timeout.
