@@ -43,7 +43,12 @@ pub enum SseError {
 impl fmt::Display for SseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SseError::LineTooLong => f.write_str("event-stream line too long"),
+            // The default limit: the providers' parsers (the only ones whose error is shown).
+            SseError::LineTooLong => write!(
+                f,
+                "event-stream line longer than {} KiB",
+                MAX_SSE_LINE_BYTES / 1024
+            ),
         }
     }
 }
@@ -257,6 +262,28 @@ mod tests {
         }
         assert_eq!(r, Err(SseError::LineTooLong));
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_parser_takes_its_own_limit() {
+        let mut out = Vec::new();
+        let mut p = SseParser::with_limit(16);
+        p.push(b"data: 0123456789
+
+", &mut out).unwrap();
+        assert_eq!(out, vec![ev("", "0123456789")]);
+        assert_eq!(
+            p.push(b"data: 0123456789abcdef
+", &mut out),
+            Err(SseError::LineTooLong)
+        );
+        // Lines longer than the default bound pass a parser given a larger one.
+        let mut p = SseParser::with_limit(2 * MAX_SSE_LINE_BYTES);
+        let big = format!("data: {}
+
+", "z".repeat(MAX_SSE_LINE_BYTES + 1));
+        p.push(big.as_bytes(), &mut out).unwrap();
+        assert_eq!(out[1].data.len(), MAX_SSE_LINE_BYTES + 1);
     }
 
     #[test]
