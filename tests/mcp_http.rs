@@ -662,20 +662,29 @@ fn first_request_is_the_marker(port: u16, reqs: &Receiver<Req>) {
 
 #[test]
 fn redirects_are_errors_not_followed() {
-    let (other, other_reqs) = bystander();
-    let (port, _reqs) = hostile(move |_, _req, mut s| {
-        respond(
-            &mut s,
-            "307 Temporary Redirect",
-            &format!("Location: http://127.0.0.1:{other}/mcp\r\n"),
-            "",
-        );
-    });
-    let mut t = HttpTransport::new(config(&format!("http://127.0.0.1:{port}/mcp"))).unwrap();
-    let got = t.send(INIT, Some("1"), deadline());
-    assert_eq!(got, Err(HttpError::Redirect(307)));
-    assert!(!got.unwrap_err().to_string().contains("127.0.0.1"));
-    first_request_is_the_marker(other, &other_reqs);
+    for status in [
+        "301 Moved Permanently",
+        "302 Found",
+        "303 See Other",
+        "307 Temporary Redirect",
+        "308 Permanent Redirect",
+    ] {
+        let (other, other_reqs) = bystander();
+        let (port, _reqs) = hostile(move |_, _req, mut s| {
+            respond(
+                &mut s,
+                status,
+                &format!("Location: http://127.0.0.1:{other}/mcp\r\n"),
+                "",
+            );
+        });
+        let mut t = HttpTransport::new(config(&format!("http://127.0.0.1:{port}/mcp"))).unwrap();
+        let got = t.send(INIT, Some("1"), deadline());
+        let code: u16 = status[..3].parse().unwrap();
+        assert_eq!(got, Err(HttpError::Redirect(code)));
+        assert!(!got.unwrap_err().to_string().contains("127.0.0.1"));
+        first_request_is_the_marker(other, &other_reqs);
+    }
 }
 
 /// The legacy handshake with `endpoint` as given: POST → 405, GET → the event stream.

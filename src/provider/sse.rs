@@ -268,20 +268,30 @@ mod tests {
     fn a_parser_takes_its_own_limit() {
         let mut out = Vec::new();
         let mut p = SseParser::with_limit(16);
-        p.push(b"data: 0123456789
+        p.push(
+            b"data: 0123456789
 
-", &mut out).unwrap();
+",
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out, vec![ev("", "0123456789")]);
         assert_eq!(
-            p.push(b"data: 0123456789abcdef
-", &mut out),
+            p.push(
+                b"data: 0123456789abcdef
+",
+                &mut out
+            ),
             Err(SseError::LineTooLong)
         );
         // Lines longer than the default bound pass a parser given a larger one.
         let mut p = SseParser::with_limit(2 * MAX_SSE_LINE_BYTES);
-        let big = format!("data: {}
+        let big = format!(
+            "data: {}
 
-", "z".repeat(MAX_SSE_LINE_BYTES + 1));
+",
+            "z".repeat(MAX_SSE_LINE_BYTES + 1)
+        );
         p.push(big.as_bytes(), &mut out).unwrap();
         assert_eq!(out[1].data.len(), MAX_SSE_LINE_BYTES + 1);
     }
