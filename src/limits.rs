@@ -107,3 +107,18 @@ pub const EXEC_DRAIN_AFTER_EXIT_MS: u64 = 1_000;
 pub const MAX_SYSINFO_FILE_BYTES: u64 = 64 * 1024;
 /// Thermal zones `system_info` reports.
 pub const MAX_THERMAL_ZONES: usize = 16;
+
+// MCP servers (`mcp`).
+
+/// Largest JSON-RPC message taken from, or sent to, an MCP server (stdio line, HTTP body,
+/// one event of an event stream); a larger one is an error.
+pub const MCP_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// Most JSON-RPC messages an MCP server may send in answer to one message over HTTP
+/// (notifications and requests before the response); more is an error.
+pub const MCP_MAX_MESSAGES_PER_SEND: usize = 256;
+/// Largest total of the messages an MCP server sends in answer to one message over HTTP:
+/// one full-size message and 1 MiB of notifications before it.
+pub const MCP_MAX_ANSWER_BYTES: usize = MCP_MAX_MESSAGE_BYTES + 1024 * 1024;
+/// Events of a legacy (HTTP+SSE) MCP server's stream queued between its reader thread and
+/// the call waiting for them; the reader waits when it is full (and the server with it).
+pub const MCP_SSE_QUEUE_LEN: usize = 4;

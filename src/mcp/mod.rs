@@ -11,7 +11,10 @@
 //!
 //! # Threads
 //! Executor thread: the manager, every session's protocol state and the stdio pipes
-//! (non-blocking, on smol's reactor); HTTP exchanges run on the worker threads.
+//! (non-blocking, on smol's reactor); HTTP exchanges run on the worker threads, and a
+//! legacy HTTP+SSE server's stream on its own `yc-mcp-sse` thread (`http`).
+
+pub mod http;
 
 use crate::config::mcp::McpConfig;
 use miniserde::json::Value;

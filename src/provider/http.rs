@@ -28,12 +28,25 @@ pub fn agent(timeout_secs: u64) -> ureq::Agent {
     with_config(config(timeout_secs))
 }
 
+/// An HTTP agent with our bounds, no overall timeout and no redirect followed (a 3xx is
+/// returned as it is), for a caller that gives each request its own deadline and checks
+/// every URL it is sent to itself (MCP over HTTP).
+pub fn agent_per_request() -> ureq::Agent {
+    with_config(builder().timeout_global(None).max_redirects(0).build())
+}
+
 /// Our bounds and an overall timeout.
 fn config(timeout_secs: u64) -> ureq::config::Config {
+    builder()
+        .timeout_global(Some(Duration::from_secs(timeout_secs.max(1))))
+        .build()
+}
+
+/// Our bounds: small buffers, bounded headers, a small pool, status codes as values.
+fn builder() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(Duration::from_secs(HTTP_CONNECT_TIMEOUT_SECS)))
-        .timeout_global(Some(Duration::from_secs(timeout_secs.max(1))))
         .input_buffer_size(HTTP_BUFFER_BYTES)
         .output_buffer_size(HTTP_BUFFER_BYTES)
         .max_response_header_size(HTTP_MAX_HEADER_BYTES)
@@ -43,7 +56,6 @@ fn config(timeout_secs: u64) -> ureq::config::Config {
         // TLS handshake (13 per 200 soak messages with 1; none with 2).
         .max_idle_connections_per_host(HTTP_MAX_IDLE_CONNECTIONS)
         .user_agent(concat!("yoctoclaw/", env!("CARGO_PKG_VERSION")))
-        .build()
 }
 
 /// An agent with our connector chain: proxy CONNECT, TCP, then TLS with the build-time

@@ -12,8 +12,9 @@
 //! start is skipped.
 //!
 //! # Bounds
-//! One line, and one event's joined data, may hold at most `MAX_SSE_LINE_BYTES`; more is
-//! [`SseError::LineTooLong`], never unbounded growth. Events produced by one `push` are
+//! One line, and one event's joined data, may hold at most `MAX_SSE_LINE_BYTES` (or the
+//! limit given to [`SseParser::with_limit`]); more is [`SseError::LineTooLong`], never
+//! unbounded growth. Events produced by one `push` are
 //! bounded by the bytes pushed.
 //!
 //! # Threads
@@ -34,13 +35,15 @@ pub struct SseEvent {
 /// Why a stream cannot be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SseError {
-    /// A line or an event's data exceeded `MAX_SSE_LINE_BYTES`.
+    /// A line or an event's data exceeded the parser's limit (`MAX_SSE_LINE_BYTES` by
+    /// default).
     LineTooLong,
 }
 
 impl fmt::Display for SseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // The default limit: the providers' parsers (the only ones whose error is shown).
             SseError::LineTooLong => write!(
                 f,
                 "event-stream line longer than {} KiB",
@@ -64,12 +67,21 @@ pub struct SseParser {
     event: String,
     data: String,
     has_data: bool,
+    /// Longest line, and longest event data, accepted.
+    limit: usize,
 }
 
 impl SseParser {
     pub fn new() -> SseParser {
+        SseParser::with_limit(MAX_SSE_LINE_BYTES)
+    }
+
+    /// A parser whose lines and events' data may hold up to `limit` bytes (MCP carries a
+    /// whole JSON-RPC message in one event).
+    pub fn with_limit(limit: usize) -> SseParser {
         SseParser {
             at_start: true,
+            limit,
             ..SseParser::default()
         }
     }
@@ -112,7 +124,7 @@ impl SseParser {
     }
 
     fn extend_line(&mut self, bytes: &[u8]) -> Result<(), SseError> {
-        if self.line.len() + bytes.len() > MAX_SSE_LINE_BYTES {
+        if self.line.len() + bytes.len() > self.limit {
             return Err(SseError::LineTooLong);
         }
         self.line.extend_from_slice(bytes);
@@ -150,7 +162,7 @@ impl SseParser {
         match field {
             "event" => self.event = value.to_string(),
             "data" => {
-                if self.data.len() + value.len() + 1 > MAX_SSE_LINE_BYTES {
+                if self.data.len() + value.len() + 1 > self.limit {
                     return Err(SseError::LineTooLong);
                 }
                 if self.has_data {
@@ -250,6 +262,38 @@ mod tests {
         }
         assert_eq!(r, Err(SseError::LineTooLong));
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn a_parser_takes_its_own_limit() {
+        let mut out = Vec::new();
+        let mut p = SseParser::with_limit(16);
+        p.push(
+            b"data: 0123456789
+
+",
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(out, vec![ev("", "0123456789")]);
+        assert_eq!(
+            p.push(
+                b"data: 0123456789abcdef
+",
+                &mut out
+            ),
+            Err(SseError::LineTooLong)
+        );
+        // Lines longer than the default bound pass a parser given a larger one.
+        let mut p = SseParser::with_limit(2 * MAX_SSE_LINE_BYTES);
+        let big = format!(
+            "data: {}
+
+",
+            "z".repeat(MAX_SSE_LINE_BYTES + 1)
+        );
+        p.push(big.as_bytes(), &mut out).unwrap();
+        assert_eq!(out[1].data.len(), MAX_SSE_LINE_BYTES + 1);
     }
 
     #[test]
