@@ -24,8 +24,8 @@
 
 use super::{AppError, Loaded};
 use crate::args::McpSub;
-use crate::config::Config;
 use crate::config::mcp::McpServerConfig;
+use crate::config::{Config, Env};
 use crate::json;
 use crate::mcp::{Mcp, McpError, ServerStatus};
 use crate::status::{Gateway, McpRecord, mcp_state_text, read_gateway_record, read_mcp_record};
@@ -76,6 +76,30 @@ pub fn record_servers(db: &Db, mcp: &Mcp, now: i64) {
     }
 }
 
+/// The secrets `cfg`'s servers are given from `env` (what their `${NAME}` references and
+/// `env_from_secrets` read) and literal `env`/header values named like secrets: taught to
+/// the scrubber before anything a server says is printed.
+pub fn server_secrets(cfg: &Config, env: &Env) -> Vec<String> {
+    use crate::config::mcp::{McpTransport, refs};
+    let mut out = Vec::new();
+    for s in &cfg.mcp.servers {
+        let pairs = match &s.transport {
+            McpTransport::Stdio { env, .. } => env,
+            McpTransport::Http { headers, .. } => headers,
+        };
+        let mut names: Vec<&str> = s.env_from_secrets.iter().map(|(_, v)| v.as_str()).collect();
+        for (k, v) in pairs {
+            let r = refs(v).unwrap_or_default();
+            if r.is_empty() && crate::migrate::mcp::secret_name(k) {
+                out.push(v.clone());
+            }
+            names.extend(r);
+        }
+        out.extend(names.iter().filter_map(|n| env.get(n)));
+    }
+    out
+}
+
 /// The server named `name`, enabled; a usage error naming what to do otherwise.
 fn enabled<'a>(cfg: &'a Config, name: &str) -> Result<&'a McpServerConfig, AppError> {
     match cfg.mcp.server(name) {
@@ -102,7 +126,7 @@ pub fn command(l: &Loaded, cmd: McpSub, out: &mut dyn std::io::Write) -> Result<
     let text = match cmd {
         McpSub::List(_) => (list(l), Ok(())),
         McpSub::Tools(t) => tools(&l.cfg, t.server.as_deref()),
-        McpSub::Call(c) => call(&l.cfg, &c.server, &c.tool, c.arguments.as_deref()),
+        McpSub::Call(c) => call(&l.cfg, &l.env, &c.server, &c.tool, c.arguments.as_deref()),
     };
     let (text, res) = text;
     out.write_all(text.as_bytes()).map_err(super::runtime)?;
@@ -228,6 +252,7 @@ fn tools(cfg: &Config, only: Option<&str>) -> (String, Result<(), AppError>) {
 /// `mcp call`: (what to print on stdout, the command's outcome).
 fn call(
     cfg: &Config,
+    env: &Env,
     server: &str,
     tool: &str,
     arguments: Option<&str>,
@@ -247,12 +272,16 @@ fn call(
         );
     }
     let mcp = manager(cfg);
+    crate::security::scrub::install_secret_literals(server_secrets(cfg, env));
     let res = smol::block_on(mcp.call_tool(server, tool, args));
     smol::block_on(mcp.shutdown());
     match res {
         Err(e) => (String::new(), Err(failed(server, e))),
         Ok(result) => {
             let (text, is_error) = result_text(&result);
+            // Scrubbed like every tool result: a server that echoes its environment
+            // shows no secret.
+            let text = crate::security::scrub::scrub(&text);
             let mut shown = crate::text::cap_text(&text, MAX_CALL_OUTPUT_BYTES);
             if !shown.ends_with('\n') {
                 shown.push('\n');

@@ -13,40 +13,16 @@
 //! doctor goes on.
 
 use super::{Check, Verdict};
-use crate::config::mcp::{McpTransport, refs};
 use crate::config::{Config, Env};
-use crate::migrate::mcp::secret_name;
 use crate::security::scrub::install_secret_literals;
 use std::time::Instant;
-
-/// The values `cfg`'s servers are given from `env` (references and `env_from_secrets`),
-/// and literal `env`/header values, for the scrubber.
-fn server_values(cfg: &Config, env: &Env) -> Vec<String> {
-    let mut out = Vec::new();
-    for s in &cfg.mcp.servers {
-        let pairs = match &s.transport {
-            McpTransport::Stdio { env, .. } => env,
-            McpTransport::Http { headers, .. } => headers,
-        };
-        let mut names: Vec<&str> = s.env_from_secrets.iter().map(|(_, v)| v.as_str()).collect();
-        for (k, v) in pairs {
-            names.extend(refs(v).unwrap_or_default());
-            // A literal value named like a secret (a pasted entry's token) is one too.
-            if refs(v).is_some_and(|r| r.is_empty()) && secret_name(k) {
-                out.push(v.clone());
-            }
-        }
-        out.extend(names.iter().filter_map(|n| env.get(n)));
-    }
-    out
-}
 
 /// One line per enabled server (none when there are none).
 pub fn checks(cfg: &Config, env: &Env, emit: &mut dyn FnMut(Check)) {
     if !cfg.mcp.servers.iter().any(|s| s.enabled) {
         return;
     }
-    install_secret_literals(server_values(cfg, env));
+    install_secret_literals(crate::app::mcp_cmd::server_secrets(cfg, env));
     let mcp = crate::app::mcp_cmd::manager(cfg);
     for s in cfg.mcp.servers.iter().filter(|s| s.enabled) {
         let t0 = Instant::now();
