@@ -17,8 +17,8 @@
 //! - `heartbeat.last_result` (`HEARTBEAT_LAST_RESULT_KEY`): one short line saying how it
 //!   went, e.g. `ok`, `skipped: nothing to do`, `delivered to telegram:123`, `error: …`.
 //! - `mcp.server.<NAME>` (`MCP_RECORD_PREFIX`): each MCP server as the gateway last saw
-//!   it, written with [`write_mcp_record`] when its state changes and with the gateway's
-//!   record; `state=… tools=… restarts=… at=… error=…` (the error, one sentence without
+//!   it, written with [`write_mcp_record`] beside the gateway's own record (through
+//!   `app::mcp_cmd::record_servers`; an unchanged record is not rewritten); `state=… tools=… restarts=… at=… error=…` (the error, one sentence without
 //!   host or secret, runs to the end). Read by `status` and `yoctoclaw mcp list`, and
 //!   believed only while the gateway's own record says it runs.
 //!
