@@ -42,6 +42,7 @@ pub enum Cmd {
     Status(StatusCmd),
     Doctor(DoctorCmd),
     Hw(HwCmd),
+    Mcp(McpCmd),
     Service(ServiceCmd),
     Version(VersionCmd),
 }
@@ -274,6 +275,48 @@ pub struct ServiceCmd {
     /// ACTION and options, in that order (see above)
     #[argh(positional, greedy)]
     pub args: Vec<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// MCP servers by hand: list them, list a server's tools, call one tool.
+#[argh(subcommand, name = "mcp")]
+pub struct McpCmd {
+    #[argh(subcommand)]
+    pub cmd: McpSub,
+}
+
+#[derive(FromArgs, Debug)]
+#[argh(subcommand)]
+pub enum McpSub {
+    List(McpList),
+    Tools(McpTools),
+    Call(McpCall),
+}
+
+#[derive(FromArgs, Debug)]
+/// Each server: state, transport, tool count, last error (starts nothing).
+#[argh(subcommand, name = "list")]
+pub struct McpList {}
+
+#[derive(FromArgs, Debug)]
+/// The tools of SERVER (default: every enabled server), starting it when its list is
+/// not known yet.
+#[argh(subcommand, name = "tools")]
+pub struct McpTools {
+    #[argh(positional)]
+    pub server: Option<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Call TOOL of SERVER with ARGUMENTS (a JSON object, default {}) and print the result.
+#[argh(subcommand, name = "call")]
+pub struct McpCall {
+    #[argh(positional)]
+    pub server: String,
+    #[argh(positional)]
+    pub tool: String,
+    #[argh(positional)]
+    pub arguments: Option<String>,
 }
 
 #[derive(FromArgs, Debug)]

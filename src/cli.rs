@@ -126,6 +126,11 @@ unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
             println!("{out}");
             Ok(())
         }
+        Cmd::Mcp(m) => {
+            let l = load(home, true)?;
+            let mut out = std::io::stdout().lock();
+            app::mcp_cmd::command(&l, m.cmd, &mut out)
+        }
         Cmd::Migrate(m) => {
             let h = Home::resolve(home)?;
             let opts = crate::migrate::Options::new(m.dry_run, m.force);

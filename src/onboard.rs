@@ -102,6 +102,11 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "max_file_mb": 20,
     "inbox_max_mb": 200
   },
+  "mcp": {
+    "//": "MCP servers whose tools the model is offered, keyed by name (at most 8): stdio {\"command\": \"npx\", \"args\": [...], \"env\": {...}} or HTTP {\"url\": \"https://...\", \"headers\": {...}}; a secret is written ${NAME} and kept in secrets.env. idle_stop_mins: a server unused that long is stopped (0: never)",
+    "idle_stop_mins": 10,
+    "servers": {}
+  },
   "log_level": "info"
 }
 "#;

@@ -16,11 +16,17 @@
 //!   last heartbeat check-in; written by the heartbeat.
 //! - `heartbeat.last_result` (`HEARTBEAT_LAST_RESULT_KEY`): one short line saying how it
 //!   went, e.g. `ok`, `skipped: nothing to do`, `delivered to telegram:123`, `error: …`.
+//! - `mcp.server.<NAME>` (`MCP_RECORD_PREFIX`): each MCP server as the gateway last saw
+//!   it, written with [`write_mcp_record`] beside the gateway's own record (through
+//!   `app::mcp_cmd::record_servers`; an unchanged record is not rewritten); `state=… tools=… restarts=… at=… error=…` (the error, one sentence without
+//!   host or secret, runs to the end). Read by `status` and `yoctoclaw mcp list`, and
+//!   believed only while the gateway's own record says it runs.
 //!
 //! # Bounds
 //! Stored texts are shown cut to `MAX_SHOWN_TEXT_BYTES`; at most `MAX_CATEGORIES_SHOWN`
 //! memory categories are listed. `/proc/self/status` is read up to
-//! `MAX_PROC_STATUS_BYTES`.
+//! `MAX_PROC_STATUS_BYTES`. One MCP record per configured server (at most
+//! `config::mcp::MCP_MAX_SERVERS`), its error cut to `MAX_SHOWN_TEXT_BYTES`.
 //!
 //! # Threads
 //! Main thread for `yoctoclaw status`; the gateway writes its record on the executor thread
@@ -227,6 +233,102 @@ fn process_exists(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
 }
 
+/// State key prefix of the MCP servers' records (`mcp.server.<NAME>`).
+pub const MCP_RECORD_PREFIX: &str = "mcp.server.";
+
+/// An MCP server as the gateway last saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpRecord {
+    /// `disabled`, `stopped`, `starting`, `running` or `failed`.
+    pub state: String,
+    pub tools: u64,
+    pub restarts: u32,
+    /// Unix seconds when written.
+    pub at: i64,
+    /// The last error (one sentence, no host, no secret); empty: none.
+    pub error: String,
+}
+
+impl McpRecord {
+    fn encode(&self) -> String {
+        let mut error = cut(self.error.trim()).replace(['\r', '\n'], " ");
+        if error.is_empty() {
+            error.push('-');
+        }
+        format!(
+            "state={} tools={} restarts={} at={} error={error}",
+            self.state, self.tools, self.restarts, self.at
+        )
+    }
+
+    fn decode(s: &str) -> Option<McpRecord> {
+        let (head, error) = s.split_once(" error=").unwrap_or((s, "-"));
+        let mut r = McpRecord {
+            state: String::new(),
+            tools: 0,
+            restarts: 0,
+            at: 0,
+            error: if error == "-" {
+                String::new()
+            } else {
+                error.to_string()
+            },
+        };
+        for part in head.split_whitespace() {
+            let (k, v) = part.split_once('=')?;
+            match k {
+                "state" => r.state = v.to_string(),
+                "tools" => r.tools = v.parse().ok()?,
+                "restarts" => r.restarts = v.parse().ok()?,
+                "at" => r.at = v.parse().ok()?,
+                _ => {}
+            }
+        }
+        (!r.state.is_empty()).then_some(r)
+    }
+}
+
+/// Store MCP server `name`'s record (the gateway, on the executor thread; deferred sync
+/// like its own record).
+pub fn write_mcp_record(db: &Db, name: &str, r: &McpRecord) -> Result<(), StoreError> {
+    let key = [MCP_RECORD_PREFIX, name].concat();
+    let text = r.encode();
+    if db.get_state(&key)?.as_deref() == Some(text.as_str()) {
+        return Ok(());
+    }
+    db.deferred_sync(|| db.set_state(&key, &text))
+}
+
+/// MCP server `name`'s last record, if the gateway wrote one.
+pub fn read_mcp_record(db: &Db, name: &str) -> Option<McpRecord> {
+    let text = db.get_state(&[MCP_RECORD_PREFIX, name].concat()).ok()??;
+    McpRecord::decode(&text)
+}
+
+/// What `status` and `mcp list` say of a server's state: the gateway's record while it
+/// runs, else that nothing runs it (and what it last recorded).
+pub fn mcp_state_text(enabled: bool, record: Option<&McpRecord>, gateway: &Gateway) -> String {
+    if !enabled {
+        return "disabled".into();
+    }
+    let last = |r: &McpRecord| {
+        let mut t = format!("{}, {} tool(s)", r.state, r.tools);
+        if r.restarts > 0 {
+            let _ = write!(t, ", {} restart(s)", r.restarts);
+        }
+        if !r.error.is_empty() {
+            let _ = write!(t, ", last error: {}", r.error);
+        }
+        t
+    };
+    match (gateway, record) {
+        (Gateway::Running(_), Some(r)) => last(r),
+        (Gateway::Running(_), None) => "not recorded (the gateway has not used it)".into(),
+        (_, Some(r)) => format!("not running (the gateway is not; last: {})", last(r)),
+        (_, None) => "not recorded (the gateway is not running)".into(),
+    }
+}
+
 /// The report printed by `yoctoclaw status`.
 pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
     let now = crate::time::clock::now();
@@ -311,6 +413,19 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
     let _ = writeln!(s, "memory:     {}", memory_text(&db));
     let _ = writeln!(s, "cron:       {}", cron_text(&db, tz));
     let _ = writeln!(s, "heartbeat:  {}", heartbeat_text(cfg, &db, tz));
+    if cfg.mcp.servers.is_empty() {
+        let _ = writeln!(s, "mcp:        no servers configured");
+    }
+    for m in &cfg.mcp.servers {
+        let r = read_mcp_record(&db, &m.name);
+        let _ = writeln!(
+            s,
+            "mcp:        {} ({}): {}",
+            m.name,
+            m.transport_name(),
+            mcp_state_text(m.enabled, r.as_ref(), &gateway)
+        );
+    }
     let _ = writeln!(s, "{}", tokens_line(&db, &cfg.budget, now));
     let size = file_len(&db_path) + file_len(&wal_path(&db_path));
     let _ = write!(
@@ -558,5 +673,47 @@ mod tests {
         assert!(c.len() <= MAX_SHOWN_TEXT_BYTES + '…'.len_utf8());
         assert!(c.ends_with('…'));
         assert_eq!(cut("short"), "short");
+    }
+
+    #[test]
+    fn mcp_records_round_trip_and_are_believed_only_while_the_gateway_runs() {
+        let db = Db::open_in_memory().unwrap();
+        assert_eq!(read_mcp_record(&db, "ha"), None);
+        let r = McpRecord {
+            state: "failed".into(),
+            tools: 3,
+            restarts: 5,
+            at: 1_800_000_000,
+            error: "the MCP server did not start: exit\nstatus 1".into(),
+        };
+        write_mcp_record(&db, "ha", &r).unwrap();
+        let back = read_mcp_record(&db, "ha").unwrap();
+        assert_eq!(back.error, "the MCP server did not start: exit status 1");
+        assert_eq!((back.tools, back.restarts, back.at), (3, 5, 1_800_000_000));
+        let ok = McpRecord {
+            error: String::new(),
+            state: "running".into(),
+            ..r
+        };
+        write_mcp_record(&db, "ha", &ok).unwrap();
+        assert_eq!(read_mcp_record(&db, "ha"), Some(ok.clone()));
+        let gw = GatewayRecord {
+            pid: std::process::id(),
+            rss_kib: 1,
+            hwm_kib: 1,
+            live_sessions: 0,
+            at: 0,
+            sys_at: 0,
+            clock: Source::System,
+        };
+        let running = Gateway::Running(gw);
+        assert_eq!(
+            mcp_state_text(true, Some(&ok), &running),
+            "running, 3 tool(s), 5 restart(s)"
+        );
+        assert!(mcp_state_text(true, Some(&ok), &Gateway::Stopped(gw)).starts_with("not running"));
+        assert!(mcp_state_text(true, None, &Gateway::Never).starts_with("not recorded"));
+        assert_eq!(mcp_state_text(false, Some(&ok), &running), "disabled");
+        assert_eq!(McpRecord::decode("garbage"), None);
     }
 }

@@ -16,6 +16,7 @@ use support::fake_http::{chat_bodies, openai_text};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway};
 use support::{TempHome, succeeded, text};
+use yoctoclaw::config::mcp::{McpServerConfig, McpTransport};
 use yoctoclaw::config::{Config, Env, ProviderKind};
 
 /// Every fake secret the fixtures hold: none may appear anywhere but secrets.env.
@@ -37,6 +38,15 @@ const FIXTURE_SECRETS: &[&str] = &[
     "sk-or-test-picoclaw-v0",
     "gsk-test-picoclaw-v0",
     "112233:TEST-picoclaw-v0-bot-token",
+    "ctx7sk-test-picoclaw",
+    "ghp_test_picoclaw",
+    "picoclaw-test-remote-token",
+    "xoxb-test-picoclaw-slack",
+    "zeroclaw-test-ha-token",
+    "0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+    "nullclaw-test-myserver-key",
+    "ghp_test_openclaw",
+    "openclaw-test-legacy-key",
 ];
 
 /// Every peer fixture home.
@@ -844,4 +854,256 @@ fn a_failed_database_import_keeps_none_of_it() {
     );
     assert_eq!(count(&home, "SELECT COUNT(*) FROM memories"), 1);
     assert_eq!(count(&home, "SELECT COUNT(*) FROM cron_jobs"), 0);
+}
+
+/// The MCP server `name` of a migrated home's config.
+fn mcp_server<'a>(cfg: &'a Config, name: &str) -> &'a McpServerConfig {
+    cfg.mcp
+        .server(name)
+        .unwrap_or_else(|| panic!("no MCP server {name}: {:?}", cfg.mcp.servers))
+}
+
+fn stdio(s: &McpServerConfig) -> (&str, &[String], &[(String, String)]) {
+    match &s.transport {
+        McpTransport::Stdio {
+            command, args, env, ..
+        } => (command, args, env),
+        t => panic!("{}: not stdio: {t:?}", s.name),
+    }
+}
+
+fn http(s: &McpServerConfig) -> (&str, &[(String, String)], bool) {
+    match &s.transport {
+        McpTransport::Http {
+            url,
+            headers,
+            legacy_sse,
+        } => (url, headers, *legacy_sse),
+        t => panic!("{}: not HTTP: {t:?}", s.name),
+    }
+}
+
+fn pair(k: &str, v: &str) -> (String, String) {
+    (k.to_string(), v.to_string())
+}
+
+fn skipped(out: &str, what: &str) -> bool {
+    out.lines()
+        .any(|l| l.starts_with("  skip") && l.contains(what))
+}
+
+/// PicoClaw's `tools.mcp` as its config.example.json and tools_configuration.md write it.
+#[test]
+fn picoclaw_mcp_servers_come_with_their_secrets_in_secrets_env() {
+    let peer = Peer::copy("picoclaw");
+    let home = TempHome::new("mig-pc-mcp");
+    let (code, out, err) = migrate(&home, "picoclaw", &peer.dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let cfg = config_of(&home);
+    let names: Vec<&str> = cfg.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "brave-search",
+            "context7",
+            "filesystem",
+            "github",
+            "remote-mcp",
+            "slack"
+        ]
+    );
+    // PicoClaw's "http" and its "sse" (and a URL without a type) are Streamable HTTP.
+    let (url, headers, legacy) = http(mcp_server(&cfg, "context7"));
+    assert_eq!(url, "https://mcp.context7.com/mcp");
+    assert_eq!(
+        headers,
+        [pair("CONTEXT7_API_KEY", "${MCP_CONTEXT7_CONTEXT7_API_KEY}")]
+    );
+    assert!(!legacy);
+    let (_, headers, legacy) = http(mcp_server(&cfg, "remote-mcp"));
+    assert_eq!(
+        headers,
+        [pair(
+            "Authorization",
+            "Bearer ${MCP_REMOTE_MCP_AUTHORIZATION}"
+        )]
+    );
+    assert!(!legacy);
+    let (command, args, env) = stdio(mcp_server(&cfg, "github"));
+    assert_eq!((command, args.len()), ("npx", 2));
+    assert_eq!(
+        env,
+        [pair(
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "${MCP_GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}"
+        )]
+    );
+    // env_file (relative to the workspace): the token to secrets.env, the team id as is.
+    let (_, _, env) = stdio(mcp_server(&cfg, "slack"));
+    assert_eq!(
+        env,
+        [
+            pair("SLACK_BOT_TOKEN", "${MCP_SLACK_SLACK_BOT_TOKEN}"),
+            pair("SLACK_TEAM_ID", "T01234567")
+        ]
+    );
+    // PicoClaw's per-server `enabled` is off unless true.
+    assert!(!mcp_server(&cfg, "brave-search").enabled);
+    assert!(mcp_server(&cfg, "filesystem").enabled);
+    let s = secrets_of(&home);
+    for line in [
+        "MCP_CONTEXT7_CONTEXT7_API_KEY=ctx7sk-test-picoclaw",
+        "MCP_GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN=ghp_test_picoclaw",
+        "MCP_REMOTE_MCP_AUTHORIZATION=picoclaw-test-remote-token",
+        "MCP_SLACK_SLACK_BOT_TOKEN=xoxb-test-picoclaw-slack",
+    ] {
+        assert!(s.lines().any(|l| l == line), "{line} missing: {out}");
+    }
+    assert_secrets_contained(&home, &out, &err);
+    // The example's placeholder is named, not brought; the password in an argument
+    // keeps the server out.
+    assert!(
+        skipped(&out, "MCP_BRAVE_SEARCH_BRAVE_API_KEY: a placeholder"),
+        "{out}"
+    );
+    assert!(
+        skipped(&out, "postgres: an argument carries a password"),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("  new     mcp") && l.contains("github: stdio npx")),
+        "{out}"
+    );
+}
+
+/// ZeroClaw's `[[mcp.servers]]`, granted to the agent through `[mcp_bundles.*]`.
+#[test]
+fn zeroclaw_mcp_servers_follow_the_agents_bundles() {
+    let peer = Peer::copy("zeroclaw");
+    let home = TempHome::new("mig-zc-mcp");
+    let (code, out, err) = migrate(&home, "zeroclaw", &peer.dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let cfg = config_of(&home);
+    let fs = mcp_server(&cfg, "filesystem");
+    assert!(fs.enabled);
+    assert_eq!(fs.timeout_secs, 30);
+    assert_eq!(stdio(fs).1.last().map(String::as_str), Some("/srv/notes"));
+    let ha = mcp_server(&cfg, "home-assistant");
+    let (url, headers, legacy) = http(ha);
+    assert_eq!(url, "http://homeassistant.local:8123/api/mcp");
+    assert_eq!(
+        headers,
+        [pair(
+            "Authorization",
+            "Bearer ${MCP_HOME_ASSISTANT_AUTHORIZATION}"
+        )]
+    );
+    assert!(!legacy && ha.enabled);
+    // ZeroClaw's sse is the legacy HTTP+SSE transport; not in the agent's bundle: off.
+    let legacy = mcp_server(&cfg, "legacy");
+    assert!(http(legacy).2 && !legacy.enabled);
+    // Excluded by the bundle, and its token encrypted: off, the variable named.
+    let gh = mcp_server(&cfg, "github");
+    assert!(!gh.enabled);
+    assert_eq!(
+        stdio(gh).2,
+        [pair(
+            "GITHUB_PERSONAL_ACCESS_TOKEN",
+            "${MCP_GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN}"
+        )]
+    );
+    assert!(
+        skipped(
+            &out,
+            "MCP_GITHUB_GITHUB_PERSONAL_ACCESS_TOKEN: the peer stores it encrypted"
+        ),
+        "{out}"
+    );
+    assert!(
+        secrets_of(&home)
+            .lines()
+            .any(|l| l == "MCP_HOME_ASSISTANT_AUTHORIZATION=zeroclaw-test-ha-token")
+    );
+    assert_secrets_contained(&home, &out, &err);
+}
+
+/// NullClaw's `mcp_servers` (stdio only), as its README and config tests write it.
+#[test]
+fn nullclaw_mcp_servers_come() {
+    let peer = Peer::copy("nullclaw");
+    let home = TempHome::new("mig-nc-mcp");
+    let (code, out, err) = migrate(&home, "nullclaw", &peer.dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let cfg = config_of(&home);
+    assert_eq!(cfg.mcp.servers.len(), 3);
+    assert_eq!(stdio(mcp_server(&cfg, "git")).0, "mcp-server-git");
+    let (command, args, env) = stdio(mcp_server(&cfg, "myserver"));
+    assert_eq!(
+        (command, args),
+        ("/usr/bin/server", &["--verbose".to_string()][..])
+    );
+    assert_eq!(
+        env,
+        [
+            pair("DEBUG", "true"),
+            pair("MYSERVER_API_KEY", "${MCP_MYSERVER_MYSERVER_API_KEY}"),
+            pair("NODE_ENV", "production"),
+        ]
+    );
+    assert!(
+        secrets_of(&home)
+            .lines()
+            .any(|l| l == "MCP_MYSERVER_MYSERVER_API_KEY=nullclaw-test-myserver-key")
+    );
+    assert!(
+        skipped(&out, "remote: no command: NullClaw did not run it"),
+        "{out}"
+    );
+    assert_secrets_contained(&home, &out, &err);
+}
+
+/// OpenClaw's `mcp.servers` as `openclaw mcp set` saves them (docs/cli/mcp.md).
+#[test]
+fn openclaw_mcp_servers_come_and_what_cannot_is_named() {
+    let peer = Peer::copy("openclaw");
+    let home = TempHome::new("mig-oc-mcp");
+    let (code, out, err) = migrate(&home, "openclaw", &peer.dir, &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let cfg = config_of(&home);
+    let names: Vec<&str> = cfg.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["context7", "docs", "files", "github", "legacy"]);
+    // A `${VAR}` the peer's .env sets: its value to secrets.env under our name.
+    assert_eq!(
+        stdio(mcp_server(&cfg, "github")).2,
+        [pair("GITHUB_TOKEN", "${MCP_GITHUB_GITHUB_TOKEN}")]
+    );
+    assert!(
+        secrets_of(&home)
+            .lines()
+            .any(|l| l == "MCP_GITHUB_GITHUB_TOKEN=ghp_test_openclaw")
+    );
+    // One it does not set stays a reference to the same variable.
+    let docs = mcp_server(&cfg, "docs");
+    let (_, headers, legacy) = http(docs);
+    assert_eq!(headers, [pair("Authorization", "Bearer ${DOCS_MCP_TOKEN}")]);
+    assert!(!legacy);
+    assert_eq!(docs.timeout_secs, 20);
+    assert_eq!(docs.allow_tools, ["search", "read_page"]);
+    // No transport with a URL: OpenClaw's legacy SSE; requestTimeoutMs in seconds.
+    let l = mcp_server(&cfg, "legacy");
+    assert!(http(l).2);
+    assert_eq!(l.timeout_secs, 30);
+    assert_eq!(http(l).1, [pair("X-API-Key", "${MCP_LEGACY_X_API_KEY}")]);
+    // A filter with patterns: off, and said why.
+    assert!(!mcp_server(&cfg, "files").enabled);
+    assert!(
+        out.contains("files: stdio npx, off: its toolFilter has patterns"),
+        "{out}"
+    );
+    assert!(
+        skipped(&out, "remote-tools: it signs in with OAuth"),
+        "{out}"
+    );
+    assert_secrets_contained(&home, &out, &err);
 }

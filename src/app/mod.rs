@@ -8,7 +8,9 @@
 //! - `gateway`: the daemon's main loop (Telegram, scheduler, serial console, shutdown);
 //! - `commands`: the other commands that run the agent or the scheduler (`agent`,
 //!   `heartbeat`, `cron`, `serial`);
-//! - `memory_cmd`: the `memory` command.
+//! - `memory_cmd`: the `memory` command;
+//! - `mcp_cmd`: the `mcp` command, the MCP manager as commands build it, and the servers'
+//!   records for `status`.
 //!
 //! # Bounds
 //! One database connection, one worker pool and one outbound seam per process.
@@ -18,6 +20,7 @@
 
 pub mod commands;
 pub mod gateway;
+pub mod mcp_cmd;
 pub mod memory_cmd;
 
 use crate::agent::Agent;

@@ -11,12 +11,13 @@
 //! (`PRAGMA integrity_check`, schema version), FTS5, how `exec` commands are confined
 //! (Landlock, or `tools.exec.user`); then the network: DNS + TCP (+ TLS
 //! for https) to the provider, the model (see `net`), and when Telegram is enabled the
-//! same to the Bot API plus the bot token (`getMe`). Every line is scrubbed of secrets.
+//! same to the Bot API plus the bot token (`getMe`); then each enabled MCP server started,
+//! its tools listed, with the time it took (`mcp`). Every line is scrubbed of secrets.
 //!
 //! # Bounds
 //! Network steps time out after `net::NET_TIMEOUT_SECS`, the model and token checks after
 //! `net::MODEL_TIMEOUT_SECS`: a doctor run against dead hosts ends in well under a
-//! minute. `/proc/meminfo` is read up to `MAX_MEMINFO_BYTES`; integrity problems listed
+//! minute (MCP servers: each within its `timeout_secs`). `/proc/meminfo` is read up to `MAX_MEMINFO_BYTES`; integrity problems listed
 //! up to `MAX_INTEGRITY_ROWS`.
 //!
 //! # Threads
@@ -28,6 +29,7 @@
 //! Everything blocks; doctor runs on the main thread (plus one short-lived thread per DNS
 //! lookup, see `net`).
 
+mod mcp;
 pub mod net;
 
 use crate::app::AppError;
@@ -218,6 +220,7 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
             None => {} // already a FAIL in the key checks
         }
     }
+    mcp::checks(&cfg, &env, &mut emit);
     if let Some(c) = time_source_check() {
         emit(c);
     }

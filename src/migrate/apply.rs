@@ -26,6 +26,7 @@
 //! # Blocking
 //! File writes (with fsync) and SQLite on the calling thread.
 
+use super::mcp::Server;
 use super::source::{each_row, open_ro};
 use super::{MigrateError, Plan, When};
 use crate::config::{Env, Home};
@@ -229,12 +230,23 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
     }
     // Whether the home's own config.json stays what it is.
     let mut existing = true;
+    // Each MCP server is checked alone, as the config would load it: one that would not
+    // load is a skip line, the others still come.
+    let mut servers = Vec::with_capacity(plan.mcp.len());
+    for m in &plan.mcp {
+        let text = config_text_with(plan, tz, std::slice::from_ref(m));
+        match crate::config::parse(Some(&text), &path, &Env::isolated(&[])) {
+            Ok(_) => servers.push(m.clone()),
+            Err(e) => r.line(St::Skip, "mcp", &[&m.name, ": ", &e.to_string()]),
+        }
+    }
     if !plan.providers.is_empty()
         || plan.telegram.is_some()
         || tz.is_some()
         || !plan.settings.is_empty()
+        || !servers.is_empty()
     {
-        let text = config_text(plan, tz);
+        let text = config_text_with(plan, tz, &servers);
         match crate::config::parse(Some(&text), &path, &Env::default()) {
             Err(e) => r.line(
                 St::Skip,
@@ -281,6 +293,9 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
                         &[set.key, " ", &set.value, " (the peer's ", &set.from, ")"],
                     );
                 }
+                for m in &servers {
+                    r.line(st, "mcp", &[&m.name, ": ", &m.note]);
+                }
                 let note = if st == St::Kept { KEPT } else { "" };
                 r.line(st, "config", &[&path.to_string_lossy(), note]);
                 write_if(r, st, &path, &text, 0o600)?;
@@ -299,8 +314,14 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
 /// The onboard template with the plan's values set in place (comments and order kept):
 /// each setting's line is found by its key, in its section (`provider.model`,
 /// `heartbeat.enabled`; top-level keys have no section).
-#[inline(never)]
+#[cfg(test)]
 pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
+    config_text_with(plan, tz, &plan.mcp)
+}
+
+/// [`config_text`] with `servers` as `mcp.servers` (one line each).
+#[inline(never)]
+pub fn config_text_with(plan: &Plan, tz: Option<&str>, servers: &[Server]) -> String {
     let quote = crate::json::quote;
     let kind = |anthropic: bool| {
         if anthropic {
@@ -349,6 +370,17 @@ pub fn config_text(plan: &Plan, tz: Option<&str>) -> String {
     }
     for st in &plan.settings {
         set.push((st.key, st.value.clone()));
+    }
+    if !servers.is_empty() {
+        let mut obj = String::from("{");
+        for m in servers {
+            for part in ["\n      ", &quote(&m.name), ": ", &m.entry, ","] {
+                obj.push_str(part);
+            }
+        }
+        obj.pop();
+        obj.push_str("\n    }");
+        set.push(("mcp.servers", obj));
     }
     let mut s = String::with_capacity(CONFIG_TEMPLATE.len() + 512);
     let mut section = "";

@@ -1,7 +1,8 @@
 //! `yoctoclaw migrate --from PEER`: bring a peer assistant's home across (OpenClaw,
 //! PicoClaw, NullClaw, ZeroClaw): provider, model and fallbacks, API keys and the bot token
-//! (into `secrets.env`), the Telegram allowlist, workspace files and skills, memories, and
-//! the cron jobs yoctoclaw can express.
+//! (into `secrets.env`), the Telegram allowlist, workspace files and skills, memories, the
+//! cron jobs yoctoclaw can express, and MCP servers (`mcp`: their secrets into
+//! `secrets.env`, read through `${NAME}` references).
 //!
 //! Two steps. The peer's reader (`peers`) reads its home into a neutral [`Plan`] and
 //! writes nothing; [`apply`] then writes it, or with `--dry-run` only says item by item
@@ -31,6 +32,7 @@
 
 mod apply;
 mod formats;
+pub mod mcp;
 mod peers;
 mod picoclaw;
 mod source;
@@ -234,6 +236,8 @@ pub struct Plan {
     pub files: Vec<(String, String)>,
     pub memories: Vec<Batch>,
     pub jobs: Vec<Job>,
+    /// MCP servers for `mcp.servers`, in the order found.
+    pub mcp: Vec<mcp::Server>,
     /// (report column, "what: why").
     pub skipped: Vec<(&'static str, String)>,
     /// Variables the peer's own files define (`.env`, `env` sections), for `${VAR}`.
@@ -252,6 +256,7 @@ impl fmt::Debug for Plan {
             .field("telegram", &self.telegram)
             .field("settings", &self.settings)
             .field("jobs", &self.jobs)
+            .field("mcp", &self.mcp)
             .field("skipped", &self.skipped)
             .finish_non_exhaustive()
     }
@@ -269,6 +274,7 @@ impl Plan {
             files: Vec::new(),
             memories: Vec::new(),
             jobs: Vec::new(),
+            mcp: Vec::new(),
             skipped: Vec::new(),
             env: Vec::new(),
             mem_bytes: 0,

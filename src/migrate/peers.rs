@@ -3,18 +3,20 @@
 //! - OpenClaw (`~/.openclaw`): `openclaw.json` (JSON5), the `.env` file and the config's
 //!   `env` section, the main agent's `auth-profiles.json`, Telegram pairing allowlists in
 //!   `credentials/`, the workspace (`agents.defaults.workspace`, else `workspace/`), managed
-//!   skills in `skills/`, and `cron/jobs.json`. Keys: `models.providers.<p>.apiKey`, else
-//!   the conventional `<P>_API_KEY` variable from `.env` or `env`, else an `api_key`/`token`
-//!   auth profile for the provider; `${VAR}` values come from the same variables.
+//!   skills in `skills/`, `cron/jobs.json` and `mcp.servers`. Keys:
+//!   `models.providers.<p>.apiKey`, else the conventional `<P>_API_KEY` variable from
+//!   `.env` or `env`, else an `api_key`/`token` auth profile for the provider; `${VAR}`
+//!   values come from the same variables.
 //! - PicoClaw (`~/.picoclaw`): its own file, `picoclaw.rs` (both config shapes).
 //! - NullClaw (`~/.nullclaw`): `config.json` (`models.providers.<p>.api_key|base_url`,
 //!   `agents.defaults.model.primary` as `provider/model`, `reliability.model_fallbacks`
 //!   and `fallback_providers`, Telegram under `channels.telegram.accounts.<id>`), the
-//!   workspace (`workspace` key, else `workspace/`) with `memory.db`, and `cron.json`.
+//!   workspace (`workspace` key, else `workspace/`) with `memory.db`, `cron.json` and
+//!   `mcp_servers`.
 //! - ZeroClaw (`~/.zeroclaw`): `config.toml` schema 2-3 (`[providers.models.<type>.<alias>]`,
 //!   `[agents.<name>] model_provider`, `[channels.telegram.<alias>]`, `[peer_groups.*]
-//!   external_peers`, `[[cron.jobs]]`; jobs made with `zeroclaw cron` in `jobs.db` are
-//!   named, not read), the workspace
+//!   external_peers`, `[[cron.jobs]]`, `[[mcp.servers]]` with the agent's `mcp_bundles`;
+//!   jobs made with `zeroclaw cron` in `jobs.db` are named, not read), the workspace
 //!   (`workspace/`, or the agent's `agents/<name>/workspace/`, skills also in
 //!   `shared/skills/`) and `brain.db` memories. Its `enc2:` secrets are reported.
 //!
@@ -121,6 +123,7 @@ pub fn openclaw(src: &Src, plan: &mut Plan) {
     } else if let Ok(Some(_)) = src.real("state/openclaw.sqlite") {
         plan.skip("cron", "state/openclaw.sqlite", JOBS_BY_HAND);
     }
+    super::mcp::openclaw(plan, &cfg);
 }
 
 /// An API key or token from the auth profiles for provider `p` (current
@@ -195,6 +198,7 @@ pub fn nullclaw(src: &Src, plan: &mut Plan) {
     if let Some(v) = config(plan, src, "cron.json", Json) {
         jobs(plan, job_list(&v), false);
     }
+    super::mcp::nullclaw(plan, &cfg);
 }
 
 pub fn zeroclaw(src: &Src, plan: &mut Plan) {
@@ -279,4 +283,5 @@ pub fn zeroclaw(src: &Src, plan: &mut Plan) {
             plan.skip("cron", rel, JOBS_BY_HAND);
         }
     }
+    super::mcp::zeroclaw(plan, &cfg, agent.map(|(_, a)| a));
 }

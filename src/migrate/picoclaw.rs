@@ -17,7 +17,8 @@
 //! mainland endpoint, Moonshot `api.moonshot.cn`), in both shapes.
 //!
 //! Also from both shapes: `channels.telegram` (version 3: `channel_list.telegram` with
-//! `settings`; the token also in `.security.yml`), `agents.defaults.{max_tokens,
+//! `settings`; the token also in `.security.yml`), `tools.mcp` (its MCP servers, see
+//! `mcp`), `agents.defaults.{max_tokens,
 //! max_tool_iterations, workspace}` and `heartbeat` (what differs from yoctoclaw's
 //! defaults), the workspace (`AGENT.md` is yoctoclaw's `AGENTS.md`; daily notes in
 //! `memory/YYYYMM/`) and `workspace/cron/jobs.json`. Values PicoClaw encrypted (`enc://`),
@@ -195,6 +196,7 @@ pub fn read(src: &Src, plan: &mut Plan) {
     if let Some(v) = config(plan, src, &[&ws, "/cron/jobs.json"].concat(), Json) {
         jobs(plan, job_list(&v), true);
     }
+    super::mcp::picoclaw(plan, src, &cfg, &ws);
 }
 
 /// The `model_list` shape: the default model, then the fallbacks.
