@@ -122,3 +122,17 @@ pub const MCP_MAX_ANSWER_BYTES: usize = MCP_MAX_MESSAGE_BYTES + 1024 * 1024;
 /// Events of a legacy (HTTP+SSE) MCP server's stream queued between its reader thread and
 /// the call waiting for them; the reader waits when it is full (and the server with it).
 pub const MCP_SSE_QUEUE_LEN: usize = 4;
+/// Bytes of an MCP tool's description offered to the model (the rest cut, marked).
+pub const MCP_MAX_DESCRIPTION_BYTES: usize = 2048;
+/// Bytes of an MCP tool's input schema offered to the model: a larger one loses its
+/// descriptions, and if still larger is offered as `{"type":"object"}` (one log line).
+pub const MCP_MAX_SCHEMA_BYTES: usize = 8 * 1024;
+/// Nesting of an MCP tool's input schema walked when cleaning it; a deeper schema is
+/// offered as `{"type":"object"}` (one log line).
+pub const MCP_MAX_SCHEMA_DEPTH: usize = 32;
+/// Bytes of all MCP tools' names, descriptions and schemas offered in one request: the
+/// tools past it are left out (one log line per tool-list change). Every request carries
+/// them, and a board's model has a small window.
+pub const MCP_MAX_OFFER_BYTES: usize = 64 * 1024;
+/// Characters of a call's arguments shown when an MCP call is asked about.
+pub const MCP_APPROVAL_ARGS_CHARS: usize = 300;

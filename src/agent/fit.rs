@@ -106,14 +106,28 @@ fn is_tool_result(m: &Message) -> bool {
 }
 
 /// `specs` with short descriptions and parameter schemas without their descriptions, for
-/// small windows (the tools' own descriptions are a thousand tokens or more). Built once
-/// per process for the full tool list and reused.
+/// small windows (the tools' own descriptions are a thousand tokens or more). The
+/// built-in tools' short specs are made once per process and reused; an MCP tool's are
+/// made for each request.
 pub fn small_specs(specs: &[ToolSpec]) -> Vec<ToolSpec> {
-    static SMALL: OnceLock<Vec<(&'static str, ToolSpec)>> = OnceLock::new();
+    static SMALL: OnceLock<Vec<ToolSpec>> = OnceLock::new();
     let table = SMALL.get_or_init(|| {
         crate::tools::all_specs()
             .iter()
-            .map(|t| (t.name, shorten(t)))
+            .map(|t| {
+                // Leaked once per built-in tool and process (bounded by the tool list), so
+                // each request borrows them rather than copying.
+                let s = shorten(t);
+                let leak = |c: Cow<'static, str>| match c {
+                    Cow::Owned(o) => Cow::Borrowed(&*Box::leak(o.into_boxed_str())),
+                    b => b,
+                };
+                ToolSpec {
+                    name: s.name,
+                    description: leak(s.description),
+                    parameters: leak(s.parameters),
+                }
+            })
             .collect()
     });
     specs
@@ -121,27 +135,27 @@ pub fn small_specs(specs: &[ToolSpec]) -> Vec<ToolSpec> {
         .map(|t| {
             table
                 .iter()
-                .find(|(n, _)| *n == t.name)
-                .map(|(_, s)| *s)
-                .unwrap_or(*t)
+                .find(|s| s.name == t.name)
+                .cloned()
+                .unwrap_or_else(|| shorten(t))
         })
         .collect()
 }
 
-/// One spec made short. The strings are leaked once per tool and process (bounded by the
-/// tool list): `ToolSpec` holds `&'static str`.
+/// One spec made short: its description's first sentence, its schema without
+/// descriptions.
 fn shorten(t: &ToolSpec) -> ToolSpec {
-    let description = first_sentence(t.description);
-    let parameters = match crate::json::parse_value(t.parameters) {
+    let description = first_sentence(&t.description).to_string();
+    let parameters = match crate::json::parse_value(&t.parameters) {
         Ok(mut v) => {
             strip_descriptions(&mut v, 0);
-            Box::leak(crate::json::to_string(&v).into_boxed_str())
+            Cow::Owned(crate::json::to_string(&v))
         }
-        Err(_) => t.parameters,
+        Err(_) => t.parameters.clone(),
     };
     ToolSpec {
-        name: t.name,
-        description: Box::leak(description.to_string().into_boxed_str()),
+        name: t.name.clone(),
+        description: Cow::Owned(description),
         parameters,
     }
 }
@@ -153,7 +167,7 @@ fn first_sentence(s: &str) -> &str {
     }
 }
 
-/// Remove `description` members from a schema (bounded depth: schemas are ours).
+/// Remove `description` members from a schema (to a bounded depth: deeper ones stay).
 fn strip_descriptions(v: &mut miniserde::json::Value, depth: usize) {
     use miniserde::json::Value;
     if depth > 8 {
@@ -270,7 +284,7 @@ mod tests {
         // enums, which a model needs); at least a third shorter.
         assert!(little * 3 < big * 2, "{little} vs {big}");
         for s in &small {
-            let v = crate::json::parse_value(s.parameters).unwrap();
+            let v = crate::json::parse_value(&s.parameters).unwrap();
             assert_eq!(
                 crate::json::str_at(&v, "type"),
                 Some("object"),

@@ -579,11 +579,11 @@ fn with_tools_text(system: &str, mode: ToolMode, specs: &[ToolSpec]) -> String {
     );
     for t in specs {
         out.push_str("- ");
-        out.push_str(t.name);
+        out.push_str(&t.name);
         out.push_str(": ");
-        out.push_str(t.description);
+        out.push_str(&t.description);
         out.push_str(" Arguments: ");
-        out.push_str(t.parameters);
+        out.push_str(&t.parameters);
         out.push('\n');
     }
     out

@@ -18,6 +18,8 @@ pub mod outbound;
 
 pub use outbound::{ChannelKind, DeliverError, Delivering, Outbound, Target};
 
+use std::borrow::Cow;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     System,
@@ -74,12 +76,14 @@ impl Message {
     }
 }
 
-/// A tool as the model sees it. `parameters` is a JSON Schema object as text.
-#[derive(Debug, Clone, Copy)]
+/// A tool as the model sees it. `parameters` is a JSON Schema object as text. Built-in
+/// tools' specs are constants (borrowed, nothing allocated); an MCP server's tools carry
+/// the names, descriptions and schemas the server declared (owned).
+#[derive(Debug, Clone)]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
-    pub parameters: &'static str,
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
+    pub parameters: Cow<'static, str>,
 }
 
 /// Token counts reported by the provider (or estimated, when it reported none).

@@ -341,7 +341,10 @@ fn an_unknown_tool_or_group_is_named_with_its_key() {
     ] {
         let err = parse_str(text).unwrap_err().to_string();
         assert!(err.contains(&format!("\"{key}\"")), "{err}");
-        assert!(err.contains(&format!("\"{name}\" is neither")), "{err}");
+        assert!(
+            err.contains(&format!("\"{name}\" is none of them")),
+            "{err}"
+        );
         assert!(err.contains("fs_read, fs_write, exec, web"), "{err}");
     }
     let err = parse_str(r#"{"telegram":{"deny_tools":"exec"}}"#).unwrap_err();

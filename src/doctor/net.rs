@@ -291,10 +291,13 @@ pub fn model(p: &ProviderConfig, key: Option<&str>) -> Check {
 pub fn tool_calls(p: &ProviderConfig, env: &crate::config::Env) -> Check {
     use crate::chat::{Message, Role, ToolSpec};
     use crate::provider::{ChatRequest, Provider};
+    use std::borrow::Cow;
     const GET_TIME: ToolSpec = ToolSpec {
-        name: "get_time",
-        description: "Get the current time. Call it whenever the user asks for the time.",
-        parameters: r#"{"type":"object","properties":{}}"#,
+        name: Cow::Borrowed("get_time"),
+        description: Cow::Borrowed(
+            "Get the current time. Call it whenever the user asks for the time.",
+        ),
+        parameters: Cow::Borrowed(r#"{"type":"object","properties":{}}"#),
     };
     const NAME: &str = "tool calls";
     let mut cfg = p.clone();

@@ -119,11 +119,11 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
         w.begin_array();
         for t in req.tools {
             w.begin_object();
-            w.field_str("name", t.name);
-            w.field_str("description", t.description);
+            w.field_str("name", &t.name);
+            w.field_str("description", &t.description);
             w.key("input_schema");
             // A constant JSON Schema object (tools::tests checks every one parses).
-            w.raw(t.parameters);
+            w.raw(&t.parameters);
             w.end_object();
         }
         w.end_array();
@@ -593,6 +593,7 @@ impl AnthropicStream {
 mod tests {
     use super::*;
     use crate::chat::ToolSpec;
+    use std::borrow::Cow;
 
     fn call(id: &str, name: &str, args: &str) -> ToolCall {
         ToolCall {
@@ -609,9 +610,11 @@ mod tests {
     }
 
     const TOOLS: &[ToolSpec] = &[ToolSpec {
-        name: "read_file",
-        description: "Read a file",
-        parameters: r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}"#,
+        name: Cow::Borrowed("read_file"),
+        description: Cow::Borrowed("Read a file"),
+        parameters: Cow::Borrowed(
+            r#"{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}"#,
+        ),
     }];
 
     fn body_of(msgs: &[Message], tools: &[ToolSpec]) -> Value {

@@ -109,11 +109,11 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
             w.field_str("type", "function");
             w.key("function");
             w.begin_object();
-            w.field_str("name", t.name);
-            w.field_str("description", t.description);
+            w.field_str("name", &t.name);
+            w.field_str("description", &t.description);
             w.key("parameters");
             // A constant JSON Schema object (tools::tests checks every one parses).
-            w.raw(t.parameters);
+            w.raw(&t.parameters);
             w.end_object();
             w.end_object();
         }
@@ -608,6 +608,7 @@ mod tests {
         assert_eq!(d, "bad thing");
     }
     use crate::chat::{Message, ToolSpec};
+    use std::borrow::Cow;
 
     #[test]
     fn parses_plain_and_tool_replies() {
@@ -806,9 +807,9 @@ mod tests {
         t.tool_call_id = Some("c1".into());
         let msgs = [Message::new(Role::User, "q"), a, t];
         let tools = [ToolSpec {
-            name: "read_file",
-            description: "d",
-            parameters: r#"{"type":"object","properties":{}}"#,
+            name: Cow::Borrowed("read_file"),
+            description: Cow::Borrowed("d"),
+            parameters: Cow::Borrowed(r#"{"type":"object","properties":{}}"#),
         }];
         let body = request_body(
             &cfg,

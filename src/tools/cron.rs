@@ -21,23 +21,32 @@ use crate::config::{Autonomy, Config};
 use crate::jobs::{self, CronError, JobRequest};
 use crate::store::Db;
 use crate::time::build_epoch;
+use std::borrow::Cow;
 
 pub const CRON_ADD: ToolSpec = ToolSpec {
-    name: "cron_add",
-    description: "Schedule a job that runs by itself later: at each time, the prompt runs through the assistant (or, with message=true, is sent as is) and the result is delivered. Times are in the user's time zone. Returns the job id.",
-    parameters: r#"{"type":"object","properties":{"schedule":{"type":"string","description":"When to run: a 5-field cron expression 'minute hour day-of-month month day-of-week' such as '0 8 * * 1-5' (weekdays at 08:00) or '*/30 9-17 * * *'; or 'every N' with unit s, m, h or d such as 'every 2h' (at least 1m); or 'at YYYY-MM-DDTHH:MM' for once, e.g. 'at 2026-12-01T09:00'"},"prompt":{"type":"string","description":"What the assistant should do each time (e.g. 'Check the weather in Berlin and tell me if I need an umbrella'), or the exact text to send when message is true"},"message":{"type":"boolean","description":"true: send prompt word for word without running the assistant (reminders). Default false"},"to":{"type":"string","description":"Where to deliver: 'telegram:<chat_id>', 'stdout', or '' for the log only. Default: this chat when talking on Telegram, else the heartbeat's target"}},"required":["schedule","prompt"]}"#,
+    name: Cow::Borrowed("cron_add"),
+    description: Cow::Borrowed(
+        "Schedule a job that runs by itself later: at each time, the prompt runs through the assistant (or, with message=true, is sent as is) and the result is delivered. Times are in the user's time zone. Returns the job id.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"schedule":{"type":"string","description":"When to run: a 5-field cron expression 'minute hour day-of-month month day-of-week' such as '0 8 * * 1-5' (weekdays at 08:00) or '*/30 9-17 * * *'; or 'every N' with unit s, m, h or d such as 'every 2h' (at least 1m); or 'at YYYY-MM-DDTHH:MM' for once, e.g. 'at 2026-12-01T09:00'"},"prompt":{"type":"string","description":"What the assistant should do each time (e.g. 'Check the weather in Berlin and tell me if I need an umbrella'), or the exact text to send when message is true"},"message":{"type":"boolean","description":"true: send prompt word for word without running the assistant (reminders). Default false"},"to":{"type":"string","description":"Where to deliver: 'telegram:<chat_id>', 'stdout', or '' for the log only. Default: this chat when talking on Telegram, else the heartbeat's target"}},"required":["schedule","prompt"]}"#,
+    ),
 };
 
 pub const CRON_LIST: ToolSpec = ToolSpec {
-    name: "cron_list",
-    description: "List scheduled jobs: id, schedule, next run in the user's time zone, enabled, target, text and last result.",
-    parameters: r#"{"type":"object","properties":{}}"#,
+    name: Cow::Borrowed("cron_list"),
+    description: Cow::Borrowed(
+        "List scheduled jobs: id, schedule, next run in the user's time zone, enabled, target, text and last result.",
+    ),
+    parameters: Cow::Borrowed(r#"{"type":"object","properties":{}}"#),
 };
 
 pub const CRON_REMOVE: ToolSpec = ToolSpec {
-    name: "cron_remove",
-    description: "Delete a scheduled job by its id (see cron_list).",
-    parameters: r#"{"type":"object","properties":{"id":{"type":"integer","minimum":1,"description":"The job id shown by cron_list"}},"required":["id"]}"#,
+    name: Cow::Borrowed("cron_remove"),
+    description: Cow::Borrowed("Delete a scheduled job by its id (see cron_list)."),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"id":{"type":"integer","minimum":1,"description":"The job id shown by cron_list"}},"required":["id"]}"#,
+    ),
 };
 
 fn tool_err(e: CronError) -> ToolError {

@@ -38,13 +38,18 @@ use crate::chat::ToolSpec;
 use crate::config::ConfigError;
 use crate::sandbox::{self, Confinement, Ruleset};
 use crate::security::exec_policy::{self, MAX_COMMAND_BYTES, PolicyContext};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub const EXEC: ToolSpec = ToolSpec {
-    name: "exec",
-    description: "Run a shell command with sh -c in the workspace folder and get its output (stdout and stderr together, long output shortened in the middle) and exit code. No terminal and no input; stopped, with everything it started, after the time limit. Destructive commands (wiping disks or system folders, power off, fork bombs) and reading keys or secrets are refused.",
-    parameters: r#"{"type":"object","properties":{"command":{"type":"string","description":"The shell command line, e.g. 'ls -la' or 'df -h /'"},"timeout_secs":{"type":"integer","minimum":1,"description":"Stop the command after this many seconds (at most the configured limit, which is also the default)"}},"required":["command"]}"#,
+    name: Cow::Borrowed("exec"),
+    description: Cow::Borrowed(
+        "Run a shell command with sh -c in the workspace folder and get its output (stdout and stderr together, long output shortened in the middle) and exit code. No terminal and no input; stopped, with everything it started, after the time limit. Destructive commands (wiping disks or system folders, power off, fork bombs) and reading keys or secrets are refused.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"command":{"type":"string","description":"The shell command line, e.g. 'ls -la' or 'df -h /'"},"timeout_secs":{"type":"integer","minimum":1,"description":"Stop the command after this many seconds (at most the configured limit, which is also the default)"}},"required":["command"]}"#,
+    ),
 };
 
 /// Variables passed on to the command from our environment (when set and clean).

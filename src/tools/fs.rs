@@ -13,18 +13,27 @@ use crate::chat::ToolSpec;
 use crate::files::{ReadError, read_regular};
 use crate::limits::{MAX_LIST_DIR_ENTRIES, MAX_READ_FILE_BYTES};
 use crate::security::confine::{self, ConfineError};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 pub const READ_FILE: ToolSpec = ToolSpec {
-    name: "read_file",
-    description: "Read a UTF-8 text file from the workspace. Paths are relative to the workspace.",
-    parameters: r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace"}},"required":["path"]}"#,
+    name: Cow::Borrowed("read_file"),
+    description: Cow::Borrowed(
+        "Read a UTF-8 text file from the workspace. Paths are relative to the workspace.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace"}},"required":["path"]}"#,
+    ),
 };
 
 pub const LIST_DIR: ToolSpec = ToolSpec {
-    name: "list_dir",
-    description: "List the entries of a folder in the workspace (folders end with /).",
-    parameters: r#"{"type":"object","properties":{"path":{"type":"string","description":"Folder path relative to the workspace; default is the workspace itself"}}}"#,
+    name: Cow::Borrowed("list_dir"),
+    description: Cow::Borrowed(
+        "List the entries of a folder in the workspace (folders end with /).",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"Folder path relative to the workspace; default is the workspace itself"}}}"#,
+    ),
 };
 
 fn confine_err(e: ConfineError) -> ToolError {

@@ -34,31 +34,48 @@ use crate::hw::allow::{self, Decision, Kind};
 use crate::hw::{HwError, gpio, i2c, spi, uart};
 use crate::json;
 use miniserde::json::Value;
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::time::Duration;
 
 pub const GPIO: ToolSpec = ToolSpec {
-    name: "gpio",
-    description: "Read or drive a GPIO line listed in hardware.allow: read, write (then release), pulse (value for duration_ms, then the opposite), wait_edge. A line is chip + offset (Raspberry Pi GPIO17: gpiochip0 line 17) or its name.",
-    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["read","write","pulse","wait_edge"]},"chip":{"type":"string","description":"e.g. gpiochip0"},"line":{"type":"integer","minimum":0},"name":{"type":"string","description":"line name, e.g. GPIO17, instead of line"},"value":{"type":"integer","enum":[0,1]},"duration_ms":{"type":"integer","minimum":1,"maximum":10000},"edge":{"type":"string","enum":["rising","falling","both"]},"timeout_ms":{"type":"integer","minimum":1,"maximum":60000,"description":"default 10000"},"bias":{"type":"string","enum":["pull_up","pull_down","disabled"]},"active_low":{"type":"boolean"}},"required":["action"]}"#,
+    name: Cow::Borrowed("gpio"),
+    description: Cow::Borrowed(
+        "Read or drive a GPIO line listed in hardware.allow: read, write (then release), pulse (value for duration_ms, then the opposite), wait_edge. A line is chip + offset (Raspberry Pi GPIO17: gpiochip0 line 17) or its name.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"action":{"type":"string","enum":["read","write","pulse","wait_edge"]},"chip":{"type":"string","description":"e.g. gpiochip0"},"line":{"type":"integer","minimum":0},"name":{"type":"string","description":"line name, e.g. GPIO17, instead of line"},"value":{"type":"integer","enum":[0,1]},"duration_ms":{"type":"integer","minimum":1,"maximum":10000},"edge":{"type":"string","enum":["rising","falling","both"]},"timeout_ms":{"type":"integer","minimum":1,"maximum":60000,"description":"default 10000"},"bias":{"type":"string","enum":["pull_up","pull_down","disabled"]},"active_low":{"type":"boolean"}},"required":["action"]}"#,
+    ),
 };
 
 pub const I2C: ToolSpec = ToolSpec {
-    name: "i2c",
-    description: "I2C on a bus listed in hardware.allow: scan (like i2cdetect), read_reg, write_reg, raw read and write. Bytes in bus order.",
-    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["scan","read_reg","write_reg","read","write"]},"bus":{"type":"string","description":"e.g. i2c-1"},"address":{"type":"string","description":"e.g. 0x48"},"register":{"type":"string","description":"e.g. 0x00"},"length":{"type":"integer","minimum":1,"maximum":32,"description":"default 1"},"data":{"type":"array","items":{"type":"integer","minimum":0,"maximum":255}}},"required":["action","bus"]}"#,
+    name: Cow::Borrowed("i2c"),
+    description: Cow::Borrowed(
+        "I2C on a bus listed in hardware.allow: scan (like i2cdetect), read_reg, write_reg, raw read and write. Bytes in bus order.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"action":{"type":"string","enum":["scan","read_reg","write_reg","read","write"]},"bus":{"type":"string","description":"e.g. i2c-1"},"address":{"type":"string","description":"e.g. 0x48"},"register":{"type":"string","description":"e.g. 0x00"},"length":{"type":"integer","minimum":1,"maximum":32,"description":"default 1"},"data":{"type":"array","items":{"type":"integer","minimum":0,"maximum":255}}},"required":["action","bus"]}"#,
+    ),
 };
 
 pub const SPI: ToolSpec = ToolSpec {
-    name: "spi",
-    description: "One full-duplex SPI transfer on a spidev device listed in hardware.allow; returns the bytes received.",
-    parameters: r#"{"type":"object","properties":{"device":{"type":"string","description":"e.g. spidev0.0"},"data":{"type":"array","items":{"type":"integer","minimum":0,"maximum":255}},"mode":{"type":"integer","enum":[0,1,2,3]},"speed_hz":{"type":"integer","minimum":1000,"description":"default 500000"},"bits_per_word":{"type":"integer","minimum":1,"maximum":32}},"required":["device","data"]}"#,
+    name: Cow::Borrowed("spi"),
+    description: Cow::Borrowed(
+        "One full-duplex SPI transfer on a spidev device listed in hardware.allow; returns the bytes received.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"device":{"type":"string","description":"e.g. spidev0.0"},"data":{"type":"array","items":{"type":"integer","minimum":0,"maximum":255}},"mode":{"type":"integer","enum":[0,1,2,3]},"speed_hz":{"type":"integer","minimum":1000,"description":"default 500000"},"bits_per_word":{"type":"integer","minimum":1,"maximum":32}},"required":["device","data"]}"#,
+    ),
 };
 
 pub const SERIAL_PORT: ToolSpec = ToolSpec {
-    name: "serial_port",
-    description: "A serial port listed in hardware.allow: write, read, exchange (write, then read). Reads stop after the until text (default newline, empty for none), max_bytes or timeout_ms.",
-    parameters: r#"{"type":"object","properties":{"action":{"type":"string","enum":["write","read","exchange"]},"device":{"type":"string","description":"e.g. ttyUSB0"},"baud":{"type":"integer","minimum":50,"description":"default 115200"},"data":{"type":"string"},"hex":{"type":"boolean","description":"data is hex bytes, e.g. 0d 0a"},"end":{"type":"string","enum":["none","lf","cr","crlf"],"description":"appended to data"},"until":{"type":"string"},"max_bytes":{"type":"integer","minimum":1,"maximum":4096,"description":"default 1024"},"timeout_ms":{"type":"integer","minimum":1,"maximum":30000,"description":"default 2000"}},"required":["action","device"]}"#,
+    name: Cow::Borrowed("serial_port"),
+    description: Cow::Borrowed(
+        "A serial port listed in hardware.allow: write, read, exchange (write, then read). Reads stop after the until text (default newline, empty for none), max_bytes or timeout_ms.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"action":{"type":"string","enum":["write","read","exchange"]},"device":{"type":"string","description":"e.g. ttyUSB0"},"baud":{"type":"integer","minimum":50,"description":"default 115200"},"data":{"type":"string"},"hex":{"type":"boolean","description":"data is hex bytes, e.g. 0d 0a"},"end":{"type":"string","enum":["none","lf","cr","crlf"],"description":"appended to data"},"until":{"type":"string"},"max_bytes":{"type":"integer","minimum":1,"maximum":4096,"description":"default 1024"},"timeout_ms":{"type":"integer","minimum":1,"maximum":30000,"description":"default 2000"}},"required":["action","device"]}"#,
+    ),
 };
 
 /// The four tools, in the order they are offered.

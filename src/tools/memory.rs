@@ -16,6 +16,7 @@ use crate::memory::{age, derive_key};
 use crate::store::Db;
 use crate::store::fts_query::FtsQuery;
 use crate::store::memory::{Category, MemoryError, Stored};
+use std::borrow::Cow;
 
 /// Most results one `memory_search` returns.
 pub const MAX_SEARCH_RESULTS: u64 = 20;
@@ -23,21 +24,31 @@ pub const MAX_SEARCH_RESULTS: u64 = 20;
 pub const DEFAULT_SEARCH_RESULTS: u64 = 5;
 
 pub const MEMORY_STORE: ToolSpec = ToolSpec {
-    name: "memory_store",
-    description: "Save a fact to long-term memory so it is remembered in later conversations. Storing under an existing key replaces that memory. Use category core for lasting facts about the user (always shown to you), daily for notes about today, conversation for context of this chat, custom for anything else.",
-    parameters: r#"{"type":"object","properties":{"text":{"type":"string","description":"The fact to remember, one or two short sentences (at most 4096 bytes)"},"key":{"type":"string","description":"Short unique name, e.g. user_name or favourite_tea; reuse a key to update that memory. Derived from the text when omitted (at most 128 bytes)"},"category":{"type":"string","enum":["core","daily","conversation","custom"],"description":"How long to keep it: core forever (default), daily 30 days, conversation 7 days, custom 90 days"}},"required":["text"],"additionalProperties":false}"#,
+    name: Cow::Borrowed("memory_store"),
+    description: Cow::Borrowed(
+        "Save a fact to long-term memory so it is remembered in later conversations. Storing under an existing key replaces that memory. Use category core for lasting facts about the user (always shown to you), daily for notes about today, conversation for context of this chat, custom for anything else.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"text":{"type":"string","description":"The fact to remember, one or two short sentences (at most 4096 bytes)"},"key":{"type":"string","description":"Short unique name, e.g. user_name or favourite_tea; reuse a key to update that memory. Derived from the text when omitted (at most 128 bytes)"},"category":{"type":"string","enum":["core","daily","conversation","custom"],"description":"How long to keep it: core forever (default), daily 30 days, conversation 7 days, custom 90 days"}},"required":["text"],"additionalProperties":false}"#,
+    ),
 };
 
 pub const MEMORY_SEARCH: ToolSpec = ToolSpec {
-    name: "memory_search",
-    description: "Search long-term memory by words; best matches first, each with its key, category, age and a snippet.",
-    parameters: r#"{"type":"object","properties":{"query":{"type":"string","description":"Words to look for"},"limit":{"type":"integer","minimum":1,"maximum":20,"description":"Most results (default 5)"},"category":{"type":"string","enum":["core","daily","conversation","custom"],"description":"Only search this category"}},"required":["query"],"additionalProperties":false}"#,
+    name: Cow::Borrowed("memory_search"),
+    description: Cow::Borrowed(
+        "Search long-term memory by words; best matches first, each with its key, category, age and a snippet.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"query":{"type":"string","description":"Words to look for"},"limit":{"type":"integer","minimum":1,"maximum":20,"description":"Most results (default 5)"},"category":{"type":"string","enum":["core","daily","conversation","custom"],"description":"Only search this category"}},"required":["query"],"additionalProperties":false}"#,
+    ),
 };
 
 pub const MEMORY_FORGET: ToolSpec = ToolSpec {
-    name: "memory_forget",
-    description: "Delete one memory by its key (find keys with memory_search).",
-    parameters: r#"{"type":"object","properties":{"key":{"type":"string","description":"The key of the memory to delete"}},"required":["key"],"additionalProperties":false}"#,
+    name: Cow::Borrowed("memory_forget"),
+    description: Cow::Borrowed("Delete one memory by its key (find keys with memory_search)."),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"key":{"type":"string","description":"The key of the memory to delete"}},"required":["key"],"additionalProperties":false}"#,
+    ),
 };
 
 fn category_arg(args: &Args) -> Result<Option<Category>, ToolError> {

@@ -22,20 +22,29 @@ use super::{Args, CallContext, ToolError, Tools};
 use crate::chat::ToolSpec;
 use crate::chat::{ChannelKind, Target};
 use crate::config::Config;
+use std::borrow::Cow;
 
 /// Longest text `send_message` accepts.
 pub const MAX_MESSAGE_BYTES: usize = 16 * 1024;
 
 pub const SEND_MESSAGE: ToolSpec = ToolSpec {
-    name: "send_message",
-    description: "Send a message now, before your final answer: to the current chat by default, or to another allowed Telegram chat given as 'telegram:<numeric id>'. Use it for progress notes during long work or to notify someone on the allowlist; your final answer is sent anyway.",
-    parameters: r#"{"type":"object","properties":{"text":{"type":"string","description":"The message text (markdown allowed)"},"to":{"type":"string","description":"Optional target 'telegram:<numeric chat id>' listed in telegram.allow_from. Default: the current chat"}},"required":["text"]}"#,
+    name: Cow::Borrowed("send_message"),
+    description: Cow::Borrowed(
+        "Send a message now, before your final answer: to the current chat by default, or to another allowed Telegram chat given as 'telegram:<numeric id>'. Use it for progress notes during long work or to notify someone on the allowlist; your final answer is sent anyway.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"text":{"type":"string","description":"The message text (markdown allowed)"},"to":{"type":"string","description":"Optional target 'telegram:<numeric chat id>' listed in telegram.allow_from. Default: the current chat"}},"required":["text"]}"#,
+    ),
 };
 
 pub const SEND_FILE: ToolSpec = ToolSpec {
-    name: "send_file",
-    description: "Send a workspace file to the current Telegram chat (or 'telegram:<numeric id>' if allowed): images as photos, Ogg as voice notes, else a document (50 MB at most).",
-    parameters: r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace"},"to":{"type":"string","description":"Optional target 'telegram:<numeric chat id>' listed in telegram.allow_from. Default: the current chat"}},"required":["path"]}"#,
+    name: Cow::Borrowed("send_file"),
+    description: Cow::Borrowed(
+        "Send a workspace file to the current Telegram chat (or 'telegram:<numeric id>' if allowed): images as photos, Ogg as voice notes, else a document (50 MB at most).",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace"},"to":{"type":"string","description":"Optional target 'telegram:<numeric chat id>' listed in telegram.allow_from. Default: the current chat"}},"required":["path"]}"#,
+    ),
 };
 
 pub async fn send_file(tools: &Tools, ctx: &CallContext, args: &Args) -> Result<String, ToolError> {

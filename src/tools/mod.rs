@@ -15,6 +15,11 @@
 //! [`Tools::specs`] leaves denied ones out, and [`Tools::allowed`] refuses a call to one
 //! anyway, before approval (`agent::approval`) and again in [`Tools::call`].
 //!
+//! MCP servers' tools (`SERVER__TOOL`) come through the [`mcp::McpTools`] seam handed
+//! over with [`Tools::with_mcp`]: offered after the built-in ones under the same deny
+//! lists, asked about under `supervised` and refused under `read_only` unless their
+//! server is trusted, their arguments scrubbed before they leave.
+//!
 //! # Bounds
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
 //! Blocking work (files, commands, HTTP, `statvfs`) runs on `Workers`; file tools have a
@@ -30,6 +35,7 @@ pub mod cron;
 pub mod exec;
 pub mod fs;
 pub mod hardware;
+pub mod mcp;
 pub mod memory;
 pub mod message;
 pub mod output;
@@ -112,6 +118,8 @@ pub struct Tools {
     pub db: Rc<Db>,
     /// Where `send_message` delivers: the process's one outbound seam.
     pub outbound: Rc<dyn Outbound>,
+    /// MCP servers' tools, when any server is configured.
+    pub mcp: Option<Rc<dyn mcp::McpTools>>,
 }
 
 /// Every tool's spec (as written; `specs` filters them per channel).
@@ -166,15 +174,39 @@ impl Tools {
             workers,
             db,
             outbound,
+            mcp: None,
         }
+    }
+
+    /// These tools with MCP servers' tools offered beside them.
+    pub fn with_mcp(mut self, mcp: Rc<dyn mcp::McpTools>) -> Tools {
+        self.mcp = Some(mcp);
+        self
+    }
+
+    /// Every MCP tool offered now (none without MCP servers).
+    fn mcp_tools(&self) -> Option<Rc<[mcp::McpTool]>> {
+        self.mcp.as_ref().map(|m| m.tools())
+    }
+
+    /// The MCP tool the model knows as `name` (`SERVER__TOOL`), if it is one.
+    pub fn mcp_tool(&self, name: &str) -> Option<mcp::McpTool> {
+        self.mcp_tools()?
+            .iter()
+            .find(|t| t.spec.name == name)
+            .cloned()
     }
 
     /// The tools offered to the model on `channel`: not denied there (the channel's
     /// deny lists, `config::tool_rules`), the hardware tools only with a `hardware.allow`.
+    /// MCP tools come after the built-in ones.
     pub fn specs(&self, channel: ChannelKind) -> Vec<ToolSpec> {
+        let mcp = self.mcp_tools();
+        let mcp = mcp.iter().flat_map(|l| l.iter()).map(|t| &t.spec);
         ALL.iter()
-            .filter(|t| self.cfg.tool_offered(t.name, channel))
-            .copied()
+            .chain(mcp)
+            .filter(|t| self.cfg.tool_offered(&t.name, channel))
+            .cloned()
             .collect()
     }
 
@@ -188,7 +220,7 @@ impl Tools {
         } else {
             &ALL[..ALL.len() - hardware::SPECS.len()]
         };
-        all.iter().any(|t| t.name == name)
+        all.iter().any(|t| t.name == name) || self.mcp_tool(name).is_some()
     }
 
     /// Refuses a call to a tool denied on `channel` (naming the config key that denies
@@ -206,7 +238,11 @@ impl Tools {
     /// [`needs_approval`] for this call: by the tool's name, and for a hardware tool by
     /// the `hardware.allow` entry the call hits (a write to a `read` entry). A call that
     /// does not check out is not asked about: running it reports its error.
+    /// An MCP tool's call needs approval unless its server is trusted.
     pub fn call_needs_approval(&self, name: &str, arguments: &str) -> bool {
+        if let Some(t) = self.mcp_tool(name) {
+            return !t.trust;
+        }
         needs_approval(name)
             || (hardware::is_tool(name)
                 && Args::parse(arguments)
@@ -222,6 +258,11 @@ impl Tools {
         name: &str,
         arguments: &str,
     ) -> Result<Option<Approval>, ToolError> {
+        if let Some(t) = self.mcp_tool(name) {
+            Args::parse(arguments)?;
+            let line = mcp::approval_summary(&t, &output::scrub_json(arguments));
+            return Ok((!t.trust).then(|| Approval::plain(line)));
+        }
         if hardware::is_tool(name) {
             let args = Args::parse(arguments)?;
             return hardware::approval_summary(name, &args, &self.cfg)
@@ -253,6 +294,11 @@ impl Tools {
     ) -> Result<String, ToolError> {
         self.allowed(name, ctx.channel)?;
         let args = Args::parse(arguments)?;
+        if let (Some(seam), Some(t)) = (&self.mcp, self.mcp_tool(name)) {
+            // What leaves for a server is scrubbed like what enters history.
+            let arguments = output::scrub_json(arguments);
+            return seam.call(&t.server, &t.tool, &arguments).await;
+        }
         let restrict = self.cfg.agent.restrict_to_workspace;
         type FileTool = fn(&std::path::Path, bool, &Args) -> Result<String, ToolError>;
         let file_tool: Option<FileTool> = match name {
@@ -526,13 +572,17 @@ mod tests {
             for bound in ["maxLength", "minLength", "maxItems", "minItems"] {
                 assert!(!t.parameters.contains(bound), "{} has {bound}", t.name);
             }
-            assert!(crate::json::parse_value(t.parameters).is_ok(), "{}", t.name);
+            assert!(
+                crate::json::parse_value(&t.parameters).is_ok(),
+                "{}",
+                t.name
+            );
         }
     }
 
     #[test]
     fn the_config_knows_every_tool_by_name() {
-        let names: Vec<&str> = ALL.iter().map(|t| t.name).collect();
+        let names: Vec<&str> = ALL.iter().map(|t| &*t.name).collect();
         assert_eq!(names, crate::config::tool_rules::TOOL_NAMES);
     }
 
@@ -547,7 +597,13 @@ mod tests {
         cfg.telegram.deny_tools = deny(&["exec", "fs_write"], "telegram.deny_tools");
         cfg.tools.deny = deny(&["system_info"], "tools.deny");
         let (t, d) = test_tools("deny", cfg);
-        let names = |ch| -> Vec<&str> { t.specs(ch).iter().map(|s| s.name).collect() };
+        let names = |ch| -> Vec<&str> {
+            let specs = t.specs(ch);
+            let known = crate::config::tool_rules::TOOL_NAMES.iter().copied();
+            known
+                .filter(|n| specs.iter().any(|s| s.name == *n))
+                .collect()
+        };
         let term = names(Terminal);
         assert!(term.contains(&"exec") && term.contains(&"write_file"));
         assert!(!term.contains(&"system_info") && !term.contains(&"gpio"));
@@ -591,7 +647,7 @@ mod tests {
     #[test]
     fn every_schema_is_valid_json_object() {
         for t in ALL {
-            let v = crate::json::parse_value(t.parameters).unwrap();
+            let v = crate::json::parse_value(&t.parameters).unwrap();
             assert_eq!(
                 crate::json::str_at(&v, "type"),
                 Some("object"),

@@ -17,13 +17,16 @@
 use super::{ToolError, Tools};
 use crate::chat::ToolSpec;
 use crate::limits::{MAX_SYSINFO_FILE_BYTES, MAX_THERMAL_ZONES};
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub const SYSTEM_INFO: ToolSpec = ToolSpec {
-    name: "system_info",
-    description: "Report facts about this device: board model, CPU model and cores, load averages, memory, free disk space for the workspace, uptime, and temperatures when sensors exist.",
-    parameters: r#"{"type":"object","properties":{}}"#,
+    name: Cow::Borrowed("system_info"),
+    description: Cow::Borrowed(
+        "Report facts about this device: board model, CPU model and cores, load averages, memory, free disk space for the workspace, uptime, and temperatures when sensors exist.",
+    ),
+    parameters: Cow::Borrowed(r#"{"type":"object","properties":{}}"#),
 };
 
 /// Where the facts are read (a seam for tests).

@@ -32,6 +32,7 @@ use crate::limits::{
     HTTP_BUFFER_BYTES, HTTP_CONNECT_TIMEOUT_SECS, HTTP_MAX_HEADER_BYTES, MAX_FETCH_REDIRECTS,
 };
 use crate::security::netguard::{self, HttpUrl, UrlError};
+use std::borrow::Cow;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -39,9 +40,13 @@ use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::NextTimeout;
 
 pub const WEB_FETCH: ToolSpec = ToolSpec {
-    name: "web_fetch",
-    description: "Fetch a web page or text document by http(s) URL and return its text (HTML reduced to readable text with link targets kept). Addresses on this device or the local network are not reachable. Binary files (images, PDFs, archives) are refused.",
-    parameters: r#"{"type":"object","properties":{"url":{"type":"string","description":"The full URL, starting with https:// or http://"}},"required":["url"]}"#,
+    name: Cow::Borrowed("web_fetch"),
+    description: Cow::Borrowed(
+        "Fetch a web page or text document by http(s) URL and return its text (HTML reduced to readable text with link targets kept). Addresses on this device or the local network are not reachable. Binary files (images, PDFs, archives) are refused.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"url":{"type":"string","description":"The full URL, starting with https:// or http://"}},"required":["url"]}"#,
+    ),
 };
 
 /// How names are resolved and checked (a seam for tests).

@@ -25,18 +25,27 @@ use super::{Args, ToolError};
 use crate::chat::ToolSpec;
 use crate::limits::MAX_WRITE_FILE_BYTES;
 use crate::security::confine::display_relative;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 pub const WRITE_FILE: ToolSpec = ToolSpec {
-    name: "write_file",
-    description: "Create a text file in the workspace, or replace one completely, with the given content. Missing folders on the way are created. To change part of an existing file, use edit_file instead. Paths are relative to the workspace.",
-    parameters: r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace, e.g. notes/todo.md"},"content":{"type":"string","description":"The complete new content of the file (UTF-8 text, at most 262144 bytes)"}},"required":["path","content"]}"#,
+    name: Cow::Borrowed("write_file"),
+    description: Cow::Borrowed(
+        "Create a text file in the workspace, or replace one completely, with the given content. Missing folders on the way are created. To change part of an existing file, use edit_file instead. Paths are relative to the workspace.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace, e.g. notes/todo.md"},"content":{"type":"string","description":"The complete new content of the file (UTF-8 text, at most 262144 bytes)"}},"required":["path","content"]}"#,
+    ),
 };
 
 pub const EDIT_FILE: ToolSpec = ToolSpec {
-    name: "edit_file",
-    description: "Change part of a text file in the workspace: replace old_text, copied exactly from the file (spaces and line breaks included), with new_text. old_text must appear exactly once unless replace_all is true; read the file first if unsure.",
-    parameters: r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace"},"old_text":{"type":"string","description":"The exact text to replace; include enough surrounding lines to make it unique"},"new_text":{"type":"string","description":"The replacement text (may be empty to delete old_text)"},"replace_all":{"type":"boolean","description":"Replace every occurrence instead of requiring exactly one. Default false"}},"required":["path","old_text","new_text"]}"#,
+    name: Cow::Borrowed("edit_file"),
+    description: Cow::Borrowed(
+        "Change part of a text file in the workspace: replace old_text, copied exactly from the file (spaces and line breaks included), with new_text. old_text must appear exactly once unless replace_all is true; read the file first if unsure.",
+    ),
+    parameters: Cow::Borrowed(
+        r#"{"type":"object","properties":{"path":{"type":"string","description":"File path relative to the workspace"},"old_text":{"type":"string","description":"The exact text to replace; include enough surrounding lines to make it unique"},"new_text":{"type":"string","description":"The replacement text (may be empty to delete old_text)"},"replace_all":{"type":"boolean","description":"Replace every occurrence instead of requiring exactly one. Default false"}},"required":["path","old_text","new_text"]}"#,
+    ),
 };
 
 /// A validated `write_file` call.

@@ -63,7 +63,7 @@ fn answer(
 #[test]
 fn schemas_are_json_objects_with_required_keys_that_exist() {
     for t in SPECS {
-        let v = crate::json::parse_value(t.parameters).unwrap();
+        let v = crate::json::parse_value(&t.parameters).unwrap();
         assert_eq!(
             crate::json::str_at(&v, "type"),
             Some("object"),
@@ -537,7 +537,7 @@ fn the_tool_set_offers_and_dispatches_the_hardware_tools_only_with_an_allowlist(
         !plain
             .specs(crate::chat::ChannelKind::Terminal)
             .iter()
-            .any(|s| is_tool(s.name))
+            .any(|s| is_tool(&s.name))
     );
     assert!(!plain.is_tool("gpio"));
     let ctx = crate::tools::CallContext {
@@ -559,7 +559,7 @@ fn the_tool_set_offers_and_dispatches_the_hardware_tools_only_with_an_allowlist(
     assert_eq!(
         t.specs(crate::chat::ChannelKind::Terminal)
             .iter()
-            .filter(|s| is_tool(s.name))
+            .filter(|s| is_tool(&s.name))
             .count(),
         4
     );
