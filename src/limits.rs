@@ -136,3 +136,21 @@ pub const MCP_MAX_SCHEMA_DEPTH: usize = 32;
 pub const MCP_MAX_OFFER_BYTES: usize = 64 * 1024;
 /// Characters of a call's arguments shown when an MCP call is asked about.
 pub const MCP_APPROVAL_ARGS_CHARS: usize = 300;
+/// Bytes of an MCP stdio server's stderr logged per run of the server (the rest is read
+/// and dropped, with one line saying so).
+pub const MCP_STDERR_LOG_BYTES: usize = 32 * 1024;
+/// Most notifications an MCP server may send in one second; more is a flood: the server
+/// is stopped and restarted under the backoff.
+pub const MCP_MAX_NOTIFICATIONS_PER_SEC: u32 = 200;
+/// Most `tools/list` pages read from one server (each `nextCursor` one more).
+pub const MCP_MAX_TOOL_PAGES: usize = 16;
+/// Longest tool description kept from a server (cut at a character boundary); what
+/// is offered to the model is cut again to `MCP_MAX_DESCRIPTION_BYTES`.
+pub const MCP_KEEP_DESCRIPTION_BYTES: usize = 8 * 1024;
+/// Longest tool input schema kept from a server (a longer one is replaced by an empty
+/// object schema, with one log line); what is offered to the model is bounded again by
+/// `MCP_MAX_SCHEMA_BYTES`.
+pub const MCP_KEEP_SCHEMA_BYTES: usize = 32 * 1024;
+/// Responses to cancelled requests still recognised per server (a late answer to one of
+/// these is dropped, not a protocol fault).
+pub const MCP_CANCELLED_IDS: usize = 16;
