@@ -14,7 +14,10 @@
 //! (non-blocking, on smol's reactor); HTTP exchanges run on the worker threads, and a
 //! legacy HTTP+SSE server's stream on its own `yc-mcp-sse` thread (`http`).
 
+pub mod content;
 pub mod http;
+pub mod names;
+pub mod offer;
 
 use crate::config::mcp::McpConfig;
 use miniserde::json::Value;
