@@ -25,7 +25,7 @@ pub fn agent_command(l: &Loaded, session: &str, message: Option<String>) -> Resu
     let providers = providers(l)?;
     let workers = Workers::start(1);
     let out = outbound(l, &workers, None);
-    let mcp = mcp_seam::start(l);
+    let mcp = mcp_seam::start(l, &db);
     let agent = agent(l, &db, &workers, providers, out, mcp.as_ref());
     let session = terminal::session_id(session);
     let res = match message {
@@ -34,11 +34,12 @@ pub fn agent_command(l: &Loaded, session: &str, message: Option<String>) -> Resu
                 println!("{reply}");
                 Ok(())
             } else {
-                smol::block_on(terminal::one_shot(&agent, &session, &m)).map_err(runtime)
+                let turn = terminal::one_shot(&agent, &session, &m);
+                mcp_seam::block_on(mcp.as_ref(), turn).map_err(runtime)
             }
         }
         None => {
-            smol::block_on(terminal::interactive(&agent, &session));
+            mcp_seam::block_on(mcp.as_ref(), terminal::interactive(&agent, &session));
             Ok(())
         }
     };
@@ -57,7 +58,7 @@ pub fn heartbeat_command(l: &Loaded) -> Result<(), AppError> {
     let now = crate::time::now();
     let floor = build_epoch();
     let out = outbound(l, &workers, None);
-    let mcp = mcp_seam::start(l);
+    let mcp = mcp_seam::start(l, &db);
     let agent = agent(l, &db, &workers, providers, out.clone(), mcp.as_ref());
     let deps = Deps::new(&l.cfg, &db, l.home.workspace(), out);
     let checked = smol::block_on(heartbeat::check_in(
@@ -151,7 +152,7 @@ pub fn cron_command(l: &Loaded, cmd: CronSub) -> Result<(), AppError> {
             let mcp = if job.is_message {
                 None
             } else {
-                mcp_seam::start(l)
+                mcp_seam::start(l, &db)
             };
             let agent = if job.is_message {
                 None
@@ -193,9 +194,10 @@ pub fn serial_command(l: &Loaded, device: &str, baud: u32, echo: bool) -> Result
     let providers = providers(l)?;
     let workers = Workers::start(crate::limits::WORKER_THREADS);
     let out = outbound(l, &workers, None);
-    let mcp = mcp_seam::start(l);
+    let mcp = mcp_seam::start(l, &db);
     let agent = agent(l, &db, &workers, providers, out, mcp.as_ref());
-    smol::block_on(serial::run_console(&agent, &workers, device, lines, writer));
+    let console = serial::run_console(&agent, &workers, device, lines, writer);
+    mcp_seam::block_on(mcp.as_ref(), console);
     mcp_seam::stop(mcp.as_ref());
     Err(AppError::Runtime(format!(
         "the serial reader for {device} stopped"

@@ -119,7 +119,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     // The daemon's one outbound seam: with Telegram on, every delivery (replies, the
     // send_message tool, heartbeat, cron, approvals) goes through the sender thread.
     let out = outbound(l, &workers, sender.as_ref().map(|(_, o)| o.clone()));
-    let mcp = mcp_seam::start(l);
+    let mcp = mcp_seam::start(l, &db);
     let agent = build_agent(l, &db, &workers, providers, out.clone(), mcp.as_ref());
     let deps = Rc::new(Deps::new(&l.cfg, &db, l.home.workspace(), out));
     memory_retention(&db, &l.cfg);
@@ -140,8 +140,15 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     .detach();
     // MCP servers with `start: boot` start once the gateway runs (each failure logged);
     // the others on their first call.
+    // The manager's background work (servers' output, pings, restarts, idle stops) runs
+    // beside them until the signal.
     if let Some(m) = mcp.clone() {
-        let db = db.clone();
+        let (db, driven) = (db.clone(), m.clone());
+        ex.spawn(until_closed(
+            async move { driven.run().await },
+            stopped.clone(),
+        ))
+        .detach();
         let boot = async move {
             m.start_boot_servers().await;
             record_servers(&db, &m, crate::time::clock::now());

@@ -25,7 +25,7 @@
 use super::{AppError, Loaded};
 use crate::args::McpSub;
 use crate::config::mcp::McpServerConfig;
-use crate::config::{Config, Env};
+use crate::config::{Config, Env, Home};
 use crate::json;
 use crate::mcp::{Mcp, McpError, ServerStatus};
 use crate::status::{Gateway, McpRecord, mcp_state_text, read_gateway_record, read_mcp_record};
@@ -41,9 +41,26 @@ pub const MAX_CALL_OUTPUT_BYTES: usize = 64 * 1024;
 /// Largest arguments object `mcp call` takes.
 pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 
-/// The MCP manager for `cfg`'s servers (nothing starts until asked).
-pub fn manager(cfg: &Config) -> Rc<Mcp> {
-    Mcp::new(&cfg.mcp)
+/// The MCP manager for `cfg`'s servers (nothing starts until asked): `${NAME}` references
+/// resolved from `env`, stdio servers in `home`'s workspace, HTTP exchanges and spawns on
+/// one worker started here, tool lists kept in `db` when given.
+pub fn manager(cfg: &Config, env: &Env, home: &Home, db: Option<Rc<Db>>) -> Rc<Mcp> {
+    Mcp::new(
+        &cfg.mcp,
+        env,
+        &home.workspace(),
+        crate::runtime::Workers::start(1),
+        db,
+    )
+}
+
+/// The database when it exists (a command never creates it).
+fn existing_db(l: &Loaded) -> Option<Rc<Db>> {
+    let path = l.home.db_file();
+    path.exists()
+        .then(|| Db::open(&path, l.cfg.memory.cache_kib).ok())
+        .flatten()
+        .map(Rc::new)
 }
 
 /// The record `status` and `mcp list` read, for one server as the manager sees it.
@@ -125,8 +142,8 @@ fn failed(name: &str, e: McpError) -> AppError {
 pub fn command(l: &Loaded, cmd: McpSub, out: &mut dyn std::io::Write) -> Result<(), AppError> {
     let text = match cmd {
         McpSub::List(_) => (list(l), Ok(())),
-        McpSub::Tools(t) => tools(&l.cfg, t.server.as_deref()),
-        McpSub::Call(c) => call(&l.cfg, &l.env, &c.server, &c.tool, c.arguments.as_deref()),
+        McpSub::Tools(t) => tools(l, t.server.as_deref()),
+        McpSub::Call(c) => call(l, &c.server, &c.tool, c.arguments.as_deref()),
     };
     let (text, res) = text;
     out.write_all(text.as_bytes()).map_err(super::runtime)?;
@@ -141,17 +158,13 @@ fn list(l: &Loaded) -> String {
                 (README, MCP servers).\n"
             .into();
     }
-    let db_path = l.home.db_file();
-    let db = db_path
-        .exists()
-        .then(|| Db::open(&db_path, cfg.memory.cache_kib).ok())
-        .flatten();
+    let db = existing_db(l);
     let sys_now = crate::time::clock::system_secs();
     let gateway = db
         .as_ref()
         .and_then(|db| read_gateway_record(db, sys_now).ok())
         .unwrap_or(Gateway::Never);
-    let mcp = manager(cfg);
+    let mcp = manager(cfg, &l.env, &l.home, db.clone());
     let mut s = String::new();
     let width = cfg
         .mcp
@@ -192,7 +205,8 @@ pub fn first_line(text: &str) -> String {
 }
 
 /// `mcp tools [SERVER]`: (what to print on stdout, the command's outcome).
-fn tools(cfg: &Config, only: Option<&str>) -> (String, Result<(), AppError>) {
+fn tools(l: &Loaded, only: Option<&str>) -> (String, Result<(), AppError>) {
+    let cfg = &l.cfg;
     let names: Vec<&str> = match only {
         Some(n) => match enabled(cfg, n) {
             Ok(s) => vec![s.name.as_str()],
@@ -210,7 +224,7 @@ fn tools(cfg: &Config, only: Option<&str>) -> (String, Result<(), AppError>) {
         let none = "No enabled MCP servers: add them under mcp.servers in config.json.\n";
         return (none.into(), Ok(()));
     }
-    let mcp = manager(cfg);
+    let mcp = manager(cfg, &l.env, &l.home, existing_db(l));
     let mut s = String::new();
     let mut failure = None;
     for name in names {
@@ -254,12 +268,12 @@ fn tools(cfg: &Config, only: Option<&str>) -> (String, Result<(), AppError>) {
 
 /// `mcp call`: (what to print on stdout, the command's outcome).
 fn call(
-    cfg: &Config,
-    env: &Env,
+    l: &Loaded,
     server: &str,
     tool: &str,
     arguments: Option<&str>,
 ) -> (String, Result<(), AppError>) {
+    let (cfg, env) = (&l.cfg, &l.env);
     let args = arguments.map(str::trim).unwrap_or("{}");
     if let Err(e) = enabled(cfg, server) {
         return (String::new(), Err(e));
@@ -274,7 +288,7 @@ fn call(
             )),
         );
     }
-    let mcp = manager(cfg);
+    let mcp = manager(cfg, env, &l.home, existing_db(l));
     crate::security::scrub::install_secret_literals(server_secrets(cfg, env));
     let res = smol::block_on(mcp.call_tool(server, tool, args));
     smol::block_on(mcp.shutdown());

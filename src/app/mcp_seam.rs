@@ -17,10 +17,12 @@ use crate::config::Config;
 use crate::config::tool_rules::TOOL_NAMES;
 use crate::mcp::content::{Rendered, render};
 use crate::mcp::{Mcp, ToolInfo, offer};
+use crate::store::Db;
 use crate::tools::ToolError;
 use crate::tools::mcp::{McpCall, McpTool, McpTools};
 use std::borrow::Cow;
 use std::cell::RefCell;
+use std::future::Future;
 use std::rc::Rc;
 
 /// The MCP tools of one process, over its manager.
@@ -93,14 +95,29 @@ impl McpTools for McpSeam {
     }
 }
 
-/// The MCP manager of a process that runs the agent, with its servers' secrets taught to
-/// the scrubber; `None` when no server is enabled (nothing is offered, nothing runs).
-pub fn start(l: &super::Loaded) -> Option<Rc<Mcp>> {
+/// The MCP manager of a process that runs the agent (tool lists kept in `db`), with its
+/// servers' secrets taught to the scrubber; `None` when no server is enabled (nothing is
+/// offered, nothing runs).
+pub fn start(l: &super::Loaded, db: &Rc<Db>) -> Option<Rc<Mcp>> {
     if !l.cfg.mcp.servers.iter().any(|s| s.enabled) {
         return None;
     }
     crate::security::scrub::install_secret_literals(super::mcp_cmd::server_secrets(&l.cfg, &l.env));
-    Some(super::mcp_cmd::manager(&l.cfg))
+    let db = Some(db.clone());
+    Some(super::mcp_cmd::manager(&l.cfg, &l.env, &l.home, db))
+}
+
+/// Run `f` to its end with `mcp`'s background work (servers' output, pings, restarts,
+/// idle stops) driven beside it.
+pub fn block_on<T>(mcp: Option<&Rc<Mcp>>, f: impl Future<Output = T>) -> T {
+    match mcp {
+        Some(m) => smol::block_on(smol::future::or(f, async {
+            // `run` never ends; should it, `f` alone goes on.
+            m.run().await;
+            smol::future::pending().await
+        })),
+        None => smol::block_on(f),
+    }
 }
 
 /// Stop `mcp`'s servers (at the end of a command; the gateway awaits `shutdown` itself).

@@ -13,17 +13,17 @@
 //! doctor goes on.
 
 use super::{Check, Verdict};
-use crate::config::{Config, Env};
+use crate::config::{Config, Env, Home};
 use crate::security::scrub::install_secret_literals;
 use std::time::Instant;
 
 /// One line per enabled server (none when there are none).
-pub fn checks(cfg: &Config, env: &Env, emit: &mut dyn FnMut(Check)) {
+pub fn checks(cfg: &Config, env: &Env, home: &Home, emit: &mut dyn FnMut(Check)) {
     if !cfg.mcp.servers.iter().any(|s| s.enabled) {
         return;
     }
     install_secret_literals(crate::app::mcp_cmd::server_secrets(cfg, env));
-    let mcp = crate::app::mcp_cmd::manager(cfg);
+    let mcp = crate::app::mcp_cmd::manager(cfg, env, home, None);
     for s in cfg.mcp.servers.iter().filter(|s| s.enabled) {
         let t0 = Instant::now();
         let started = smol::block_on(mcp.start(&s.name));

@@ -220,7 +220,7 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
             None => {} // already a FAIL in the key checks
         }
     }
-    mcp::checks(&cfg, &env, &mut emit);
+    mcp::checks(&cfg, &env, &home, &mut emit);
     if let Some(c) = time_source_check() {
         emit(c);
     }

@@ -1,18 +1,18 @@
 //! What the model is offered of the servers' tools: [`offer`] turns each server's tool
 //! list into named, bounded, cleaned tools.
 //!
-//! - Servers in name order, enabled ones only; each server's `allow_tools` (when not
-//!   empty) and `deny_tools` applied to the tools' own names.
+//! - Servers in name order, enabled ones only, each with its tools as the manager offers
+//!   them (its `allow_tools`/`deny_tools` applied, `MCP_MAX_TOOLS` in all: `Mcp::tools`).
 //! - Names by `names::exposed` (`SERVER__TOOL`, never a built-in's).
-//! - Descriptions cut to `MCP_MAX_DESCRIPTION_BYTES`.
+//! - Descriptions cut to `MCP_OFFER_DESCRIPTION_BYTES`.
 //! - Input schemas cleaned as the built-in tools' are written ([`clean_schema`]): no
 //!   length bounds (`maxLength`, `minLength`, `maxItems`, `minItems`), which a
 //!   grammar-constrained local server (llama-cpp-python) unrolls into a rule thousands
 //!   deep and dies on; the top level an object schema (`{"type":"object"}` for one
-//!   that is not, with a log line); larger than `MCP_MAX_SCHEMA_BYTES`: without
+//!   that is not, with a log line); larger than `MCP_OFFER_SCHEMA_BYTES`: without
 //!   descriptions, then `{"type":"object"}`.
-//! - At most `MCP_MAX_TOOLS` tools and `MCP_MAX_OFFER_BYTES` of names, descriptions and
-//!   schemas in all; the tools past either are left out, with one log line.
+//! - At most `MCP_MAX_OFFER_BYTES` of names, descriptions and schemas in all; the tools
+//!   past it are left out, with one log line.
 //!
 //! # Bounds
 //! As above; schemas walked to `MCP_MAX_SCHEMA_DEPTH`.
@@ -20,11 +20,11 @@
 //! # Threads
 //! Executor thread (pure functions over the lists; run when a tool list changes).
 
-use super::{MCP_MAX_TOOLS, ToolInfo, names};
+use super::{ToolInfo, names};
 use crate::config::mcp::McpConfig;
 use crate::json;
 use crate::limits::{
-    MCP_MAX_DESCRIPTION_BYTES, MCP_MAX_OFFER_BYTES, MCP_MAX_SCHEMA_BYTES, MCP_MAX_SCHEMA_DEPTH,
+    MCP_MAX_OFFER_BYTES, MCP_MAX_SCHEMA_DEPTH, MCP_OFFER_DESCRIPTION_BYTES, MCP_OFFER_SCHEMA_BYTES,
 };
 use miniserde::json::Value;
 
@@ -81,27 +81,10 @@ pub fn offer(
     reserved: &[&str],
 ) -> Vec<Offered> {
     let mut picked: Vec<(&str, &ToolInfo, bool)> = Vec::new();
-    let mut over_count = 0usize;
     for s in cfg.servers.iter().filter(|s| s.enabled) {
-        let Some((_, tools)) = lists.iter().find(|(n, _)| *n == s.name) else {
-            continue;
-        };
-        for t in tools {
-            let allowed = s.allow_tools.is_empty() || s.allow_tools.contains(&t.name);
-            if !allowed || s.deny_tools.contains(&t.name) {
-                continue;
-            }
-            if picked.len() == MCP_MAX_TOOLS {
-                over_count += 1;
-                continue;
-            }
-            picked.push((s.name.as_str(), t, s.trust));
+        if let Some((_, tools)) = lists.iter().find(|(n, _)| *n == s.name) {
+            picked.extend(tools.iter().map(|t| (s.name.as_str(), t, s.trust)));
         }
-    }
-    if over_count > 0 {
-        log::warn!(
-            "mcp: {over_count} tool(s) left out: at most {MCP_MAX_TOOLS} MCP tools are offered (allow_tools or deny_tools in a server's entry choose which)"
-        );
     }
     let pairs: Vec<(&str, &str)> = picked
         .iter()
@@ -119,7 +102,7 @@ pub fn offer(
             );
             continue;
         };
-        let description = crate::text::cap_text(t.description.trim(), MCP_MAX_DESCRIPTION_BYTES);
+        let description = crate::text::cap_text(t.description.trim(), MCP_OFFER_DESCRIPTION_BYTES);
         let schema = clean_schema(&t.input_schema, &name);
         let size = name.len() + description.len() + schema.len();
         if bytes + size > MCP_MAX_OFFER_BYTES {
@@ -182,7 +165,7 @@ pub fn clean_schema(schema: &str, name: &str) -> String {
         return ANY_OBJECT.to_string();
     }
     let text = json::to_string(&v);
-    if text.len() <= MCP_MAX_SCHEMA_BYTES {
+    if text.len() <= MCP_OFFER_SCHEMA_BYTES {
         return text;
     }
     walk(&mut v, 0, &mut |o| {
@@ -191,12 +174,12 @@ pub fn clean_schema(schema: &str, name: &str) -> String {
         o.remove("examples");
     });
     let text = json::to_string(&v);
-    if text.len() <= MCP_MAX_SCHEMA_BYTES {
+    if text.len() <= MCP_OFFER_SCHEMA_BYTES {
         return text;
     }
     log::warn!(
         "mcp: the tool {name}'s input schema is larger than {} KiB even without its descriptions: offered as taking any object",
-        MCP_MAX_SCHEMA_BYTES / 1024
+        MCP_OFFER_SCHEMA_BYTES / 1024
     );
     ANY_OBJECT.to_string()
 }
@@ -334,10 +317,10 @@ mod tests {
             r#"{{"type":"object","properties":{{{}}}}}"#,
             props.join(",")
         );
-        assert!(big.len() > MCP_MAX_SCHEMA_BYTES);
+        assert!(big.len() > MCP_OFFER_SCHEMA_BYTES);
         let out = clean_schema(&big, "t");
         assert!(
-            out.len() <= MCP_MAX_SCHEMA_BYTES && out.contains("\"p39\""),
+            out.len() <= MCP_OFFER_SCHEMA_BYTES && out.contains("\"p39\""),
             "{}",
             out.len()
         );
@@ -353,24 +336,18 @@ mod tests {
     }
 
     #[test]
-    fn servers_allow_and_deny_lists_apply_and_bounds_hold() {
+    fn enabled_servers_tools_are_named_and_bounded() {
         let mut home = server("home");
-        home.deny_tools = vec!["off".into()];
         home.trust = true;
-        let mut nas = server("nas");
-        nas.allow_tools = vec!["df".into()];
         let mut off = server("off");
         off.enabled = false;
         let cfg = McpConfig {
-            servers: vec![home, nas, off],
+            servers: vec![home, server("nas"), off],
             idle_stop_mins: 10,
         };
         let lists = vec![
-            ("nas".to_string(), vec![tool("df", S), tool("rm", S)]),
-            (
-                "home".to_string(),
-                vec![tool("on", S), tool("off", S), tool("on", S)],
-            ),
+            ("nas".to_string(), vec![tool("df", S)]),
+            ("home".to_string(), vec![tool("on", S), tool("on", S)]),
             ("off".to_string(), vec![tool("x", S)]),
         ];
         let out = offer(&cfg, &lists, &["exec"]);
@@ -382,16 +359,10 @@ mod tests {
             ("nas", "df")
         );
         assert_eq!(out[1].description, "Does df.");
-        // Count bound.
-        let many: Vec<ToolInfo> = (0..MCP_MAX_TOOLS + 5)
-            .map(|i| tool(&format!("t{i}"), S))
-            .collect();
         let cfg = McpConfig {
             servers: vec![server("big")],
             idle_stop_mins: 10,
         };
-        let out = offer(&cfg, &[("big".into(), many)], &[]);
-        assert_eq!(out.len(), MCP_MAX_TOOLS);
         // Byte bound: long descriptions fill the budget first.
         let mut wordy: Vec<ToolInfo> = (0..100).map(|i| tool(&format!("w{i}"), S)).collect();
         for t in &mut wordy {
@@ -409,7 +380,7 @@ mod tests {
         );
         assert!(
             out.iter()
-                .all(|o| o.description.len() <= MCP_MAX_DESCRIPTION_BYTES + 64)
+                .all(|o| o.description.len() <= MCP_OFFER_DESCRIPTION_BYTES + 64)
         );
     }
 }

@@ -7,6 +7,7 @@
 //! - [`scrub`]: removes credentials from any text before it leaves the process.
 //! - [`exec_policy`]: refuses destructive or secret-reading shell commands before `exec` runs them,
 //!   and finds the ones that hide what they run.
+//! - [`child_env`]: the few clean variables a child process is given from ours.
 //! - [`netguard`]: parses `web_fetch` URLs strictly and refuses local and private addresses.
 //!
 //! # Bounds
@@ -16,6 +17,7 @@
 //! Any thread: pure checks, except [`netguard::resolve_checked`], which blocks on the
 //! system resolver and runs on a worker thread (`web_fetch`).
 
+pub mod child_env;
 pub mod confine;
 pub mod exec_policy;
 pub mod netguard;

@@ -68,8 +68,6 @@ pub const ENV_ALLOWLIST: &[&str] = &[
     "TMPDIR",
 ];
 
-/// `PATH` when ours is not set.
-const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 /// Room left in the tool result for the status line and the cut marker.
 const STATUS_ROOM_BYTES: usize = 256;
 
@@ -149,27 +147,7 @@ pub fn summary(tools: &Tools, args: &Args) -> Result<Approval, ToolError> {
 
 /// The child's environment: the allowlist, minus anything holding a credential.
 pub fn child_env() -> Vec<(String, String)> {
-    let mut env = Vec::new();
-    for name in ENV_ALLOWLIST {
-        let Ok(value) = std::env::var(name) else {
-            continue;
-        };
-        if matches!(
-            crate::security::scrub::scrub(&value),
-            std::borrow::Cow::Owned(_)
-        ) {
-            log::warn!("exec: {name} left out of the command's environment: it holds a secret");
-            continue;
-        }
-        env.push((name.to_string(), value));
-    }
-    if !env.iter().any(|(k, _)| k == "PATH") {
-        env.push(("PATH".into(), DEFAULT_PATH.into()));
-    }
-    if !env.iter().any(|(k, _)| k == "TERM") {
-        env.push(("TERM".into(), "dumb".into()));
-    }
-    env
+    crate::security::child_env::inherit(ENV_ALLOWLIST, "exec")
 }
 
 pub async fn exec(tools: &Tools, args: &Args) -> Result<String, ToolError> {
