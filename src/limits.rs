@@ -122,11 +122,27 @@ pub const MCP_MAX_ANSWER_BYTES: usize = MCP_MAX_MESSAGE_BYTES + 1024 * 1024;
 /// Events of a legacy (HTTP+SSE) MCP server's stream queued between its reader thread and
 /// the call waiting for them; the reader waits when it is full (and the server with it).
 pub const MCP_SSE_QUEUE_LEN: usize = 4;
+/// Bytes of an MCP stdio server's stderr logged per run of the server (the rest is read
+/// and dropped, with one line saying so).
+pub const MCP_STDERR_LOG_BYTES: usize = 32 * 1024;
+/// Most notifications an MCP server may send in one second; more is a flood: the server
+/// is stopped and restarted under the backoff.
+pub const MCP_MAX_NOTIFICATIONS_PER_SEC: u32 = 200;
+/// Most `tools/list` pages read from one server (each `nextCursor` one more).
+pub const MCP_MAX_TOOL_PAGES: usize = 16;
+/// Longest tool description kept from a server (cut at a character boundary).
+pub const MCP_MAX_DESCRIPTION_BYTES: usize = 8 * 1024;
+/// Longest tool input schema kept from a server (a longer one is replaced by an empty
+/// object schema, with one log line).
+pub const MCP_MAX_SCHEMA_BYTES: usize = 32 * 1024;
+/// Responses to cancelled requests still recognised per server (a late answer to one of
+/// these is dropped, not a protocol fault).
+pub const MCP_CANCELLED_IDS: usize = 16;
 /// Bytes of an MCP tool's description offered to the model (the rest cut, marked).
-pub const MCP_MAX_DESCRIPTION_BYTES: usize = 2048;
+pub const MCP_OFFER_DESCRIPTION_BYTES: usize = 2048;
 /// Bytes of an MCP tool's input schema offered to the model: a larger one loses its
 /// descriptions, and if still larger is offered as `{"type":"object"}` (one log line).
-pub const MCP_MAX_SCHEMA_BYTES: usize = 8 * 1024;
+pub const MCP_OFFER_SCHEMA_BYTES: usize = 8 * 1024;
 /// Nesting of an MCP tool's input schema walked when cleaning it; a deeper schema is
 /// offered as `{"type":"object"}` (one log line).
 pub const MCP_MAX_SCHEMA_DEPTH: usize = 32;
@@ -136,21 +152,3 @@ pub const MCP_MAX_SCHEMA_DEPTH: usize = 32;
 pub const MCP_MAX_OFFER_BYTES: usize = 64 * 1024;
 /// Characters of a call's arguments shown when an MCP call is asked about.
 pub const MCP_APPROVAL_ARGS_CHARS: usize = 300;
-/// Bytes of an MCP stdio server's stderr logged per run of the server (the rest is read
-/// and dropped, with one line saying so).
-pub const MCP_STDERR_LOG_BYTES: usize = 32 * 1024;
-/// Most notifications an MCP server may send in one second; more is a flood: the server
-/// is stopped and restarted under the backoff.
-pub const MCP_MAX_NOTIFICATIONS_PER_SEC: u32 = 200;
-/// Most `tools/list` pages read from one server (each `nextCursor` one more).
-pub const MCP_MAX_TOOL_PAGES: usize = 16;
-/// Longest tool description kept from a server (cut at a character boundary); what
-/// is offered to the model is cut again to `MCP_MAX_DESCRIPTION_BYTES`.
-pub const MCP_KEEP_DESCRIPTION_BYTES: usize = 8 * 1024;
-/// Longest tool input schema kept from a server (a longer one is replaced by an empty
-/// object schema, with one log line); what is offered to the model is bounded again by
-/// `MCP_MAX_SCHEMA_BYTES`.
-pub const MCP_KEEP_SCHEMA_BYTES: usize = 32 * 1024;
-/// Responses to cancelled requests still recognised per server (a late answer to one of
-/// these is dropped, not a protocol fault).
-pub const MCP_CANCELLED_IDS: usize = 16;

@@ -187,11 +187,18 @@ fn sdk_server_over_stdio_lists_calls_and_gets_no_secret() {
             assert!(names.contains(&t.to_string()), "{t} missing from {names:?}");
         }
         assert!(mcp.generation() > g0);
-        let add = mcp.tools("py").into_iter().find(|t| t.name == "add").unwrap();
+        let add = mcp
+            .tools("py")
+            .into_iter()
+            .find(|t| t.name == "add")
+            .unwrap();
         assert!(add.input_schema.contains("\"a\""), "{}", add.input_schema);
         assert_eq!(add.description, "Add two integers.");
 
-        let r = mcp.call_tool("py", "add", r#"{"a": 2, "b": 40}"#).await.unwrap();
+        let r = mcp
+            .call_tool("py", "add", r#"{"a": 2, "b": 40}"#)
+            .await
+            .unwrap();
         assert_eq!(text_of(&r), "42");
         // Concurrent calls are multiplexed by id.
         let (a, b) = futures_lite_join(
@@ -199,20 +206,30 @@ fn sdk_server_over_stdio_lists_calls_and_gets_no_secret() {
             mcp.call_tool("py", "echo", r#"{"text": "two"}"#),
         )
         .await;
-        assert_eq!((text_of(&a.unwrap()), text_of(&b.unwrap())), ("one".into(), "two".into()));
+        assert_eq!(
+            (text_of(&a.unwrap()), text_of(&b.unwrap())),
+            ("one".into(), "two".into())
+        );
         // Log notifications before the answer are accepted and dropped.
         let r = mcp.call_tool("py", "chatty", r#"{"n": 20}"#).await.unwrap();
         assert_eq!(text_of(&r), "done after 20 steps");
 
         let env = text_of(&mcp.call_tool("py", "env", "{}").await.unwrap());
-        assert!(env.contains("GREETING=hello ha-secret-for-the-server"), "{env}");
+        assert!(
+            env.contains("GREETING=hello ha-secret-for-the-server"),
+            "{env}"
+        );
         assert!(env.contains("TOKEN=ha-secret-for-the-server"), "{env}");
         assert!(!env.contains("sk-own-key"), "{env}");
         // Nothing else of ours: what the launcher adds (python3 may be pyenv's shim, a
         // shell script) aside, every variable is one the entry or the base names.
         let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
         for n in &names {
-            let launcher = n.starts_with("PYENV") || n.starts_with("_PYENV") || *n == "SHLVL" || *n == "PWD" || *n == "LC_CTYPE";
+            let launcher = n.starts_with("PYENV")
+                || n.starts_with("_PYENV")
+                || *n == "SHLVL"
+                || *n == "PWD"
+                || *n == "LC_CTYPE";
             assert!(
                 launcher || ["PATH", "HOME", "LANG", "TERM", "GREETING", "TOKEN"].contains(n),
                 "unexpected variable {n} in {names:?}"
@@ -234,7 +251,10 @@ fn sdk_server_over_stdio_lists_calls_and_gets_no_secret() {
             Some(McpError::NoServer("nobody".into()))
         );
         let s = &mcp.servers()[0];
-        assert_eq!((s.state, s.restarts, s.last_error.clone()), (ServerState::Running, 0, None));
+        assert_eq!(
+            (s.state, s.restarts, s.last_error.clone()),
+            (ServerState::Running, 0, None)
+        );
         mcp.shutdown().await;
     });
     let s = &mcp.servers()[0];

@@ -395,7 +395,7 @@ fn an_error_result_and_bad_arguments_reach_the_model_as_tool_errors() {
     let r = results(&rig.llm);
     assert_eq!(r.len(), 1, "{r:?}");
     assert!(r[0].starts_with("error: "), "an error result: {r:?}");
-    assert!(r[0].contains("cannot do that: the door is locked"), "{r:?}");
+    assert!(r[0].contains("the door is locked"), "{r:?}");
     assert!(answer.contains("the door is locked"), "{answer}");
 
     // The SDK's own validation (isError: true) for arguments of the wrong type.

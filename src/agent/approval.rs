@@ -3,8 +3,9 @@
 //! `/no` or `/always` on the channel the turn came from.
 //!
 //! How the pieces meet:
-//! - [`Agent::authorize`] runs before every tool call: `full` lets it through (but for an
-//!   opaque call, refused), `read_only` refuses it, `supervised` calls
+//! - [`Agent::authorize`] runs before every tool call that needs approval (an MCP
+//!   server's tool does unless its entry says `"trust": true`): `full` lets it through
+//!   (but for an opaque call, refused), `read_only` refuses it, `supervised` calls
 //!   [`Approvals::request`] with the tool's one-line summary (`Tools::approval_summary`,
 //!   which also validates the call).
 //! - `request` registers the session's pending approval, puts the question to the user
@@ -342,8 +343,14 @@ impl Agent {
             return Ok(());
         }
         if self.cfg.agent.autonomy == Autonomy::ReadOnly {
+            // An untrusted MCP server's tool may do anything: refused like a change.
+            let what = if self.tools.mcp_tool(&call.name).is_some() {
+                "an MCP server's tools may change things and its entry does not say \"trust\": true"
+            } else {
+                "no file changes, commands or cron changes"
+            };
             return Err(ToolError::Denied(format!(
-                "autonomy is read_only: {} is not allowed (no file changes, commands or cron changes); tell the user what you would do instead",
+                "autonomy is read_only: {} is not allowed ({what}); tell the user what you would do instead",
                 call.name
             )));
         }

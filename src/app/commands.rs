@@ -7,7 +7,7 @@
 //! Each command runs its async work with `smol::block_on` on the main thread; model and
 //! Bot API requests go to the worker threads (one, or `WORKER_THREADS` for `serial`).
 
-use super::{AppError, Loaded, agent, open_db, outbound, providers, runtime};
+use super::{AppError, Loaded, agent, mcp_seam, open_db, outbound, providers, runtime};
 use crate::args::CronSub;
 use crate::channels::{serial, terminal};
 use crate::jobs::{self, CronError, JobRequest};
@@ -25,21 +25,26 @@ pub fn agent_command(l: &Loaded, session: &str, message: Option<String>) -> Resu
     let providers = providers(l)?;
     let workers = Workers::start(1);
     let out = outbound(l, &workers, None);
-    let agent = agent(l, &db, &workers, providers, out);
+    let mcp = mcp_seam::start(l, &db);
+    let agent = agent(l, &db, &workers, providers, out, mcp.as_ref());
     let session = terminal::session_id(session);
-    match message {
+    let res = match message {
         Some(m) => {
             if let Some(reply) = terminal::handle_command(&agent, &session, &m) {
                 println!("{reply}");
-                return Ok(());
+                Ok(())
+            } else {
+                let turn = terminal::one_shot(&agent, &session, &m);
+                mcp_seam::block_on(mcp.as_ref(), turn).map_err(runtime)
             }
-            smol::block_on(terminal::one_shot(&agent, &session, &m)).map_err(runtime)
         }
         None => {
-            smol::block_on(terminal::interactive(&agent, &session));
+            mcp_seam::block_on(mcp.as_ref(), terminal::interactive(&agent, &session));
             Ok(())
         }
-    }
+    };
+    mcp_seam::stop(mcp.as_ref());
+    res
 }
 
 /// `yoctoclaw heartbeat`: one check-in, then exit (0 done or skipped, 1 failed).
@@ -53,15 +58,18 @@ pub fn heartbeat_command(l: &Loaded) -> Result<(), AppError> {
     let now = crate::time::now();
     let floor = build_epoch();
     let out = outbound(l, &workers, None);
-    let agent = agent(l, &db, &workers, providers, out.clone());
+    let mcp = mcp_seam::start(l, &db);
+    let agent = agent(l, &db, &workers, providers, out.clone(), mcp.as_ref());
     let deps = Deps::new(&l.cfg, &db, l.home.workspace(), out);
-    match smol::block_on(heartbeat::check_in(
+    let checked = smol::block_on(heartbeat::check_in(
         &agent,
         &deps,
         now,
         floor,
         heartbeat::Trigger::Manual,
-    )) {
+    ));
+    mcp_seam::stop(mcp.as_ref());
+    match checked {
         Ok(Outcome::Skipped(Skip::ClockNotSet)) => {
             log::warn!(
                 "the clock says {} UTC, before this binary was built: heartbeat held until \
@@ -141,10 +149,22 @@ pub fn cron_command(l: &Loaded, cmd: CronSub) -> Result<(), AppError> {
             let workers = Workers::start(1);
             let out = outbound(l, &workers, None);
             // A message job needs no model (and no key).
+            let mcp = if job.is_message {
+                None
+            } else {
+                mcp_seam::start(l, &db)
+            };
             let agent = if job.is_message {
                 None
             } else {
-                Some(agent(l, &db, &workers, providers(l)?, out.clone()))
+                Some(agent(
+                    l,
+                    &db,
+                    &workers,
+                    providers(l)?,
+                    out.clone(),
+                    mcp.as_ref(),
+                ))
             };
             let result = smol::block_on(scheduler::jobs::run_now(
                 agent.as_deref(),
@@ -152,8 +172,9 @@ pub fn cron_command(l: &Loaded, cmd: CronSub) -> Result<(), AppError> {
                 &db,
                 r.id,
                 now,
-            ))
-            .map_err(cron_err)?;
+            ));
+            mcp_seam::stop(mcp.as_ref());
+            let result = result.map_err(cron_err)?;
             if result.starts_with("failed") {
                 return Err(AppError::Runtime(format!("cron job {}: {result}", r.id)));
             }
@@ -173,8 +194,11 @@ pub fn serial_command(l: &Loaded, device: &str, baud: u32, echo: bool) -> Result
     let providers = providers(l)?;
     let workers = Workers::start(crate::limits::WORKER_THREADS);
     let out = outbound(l, &workers, None);
-    let agent = agent(l, &db, &workers, providers, out);
-    smol::block_on(serial::run_console(&agent, &workers, device, lines, writer));
+    let mcp = mcp_seam::start(l, &db);
+    let agent = agent(l, &db, &workers, providers, out, mcp.as_ref());
+    let console = serial::run_console(&agent, &workers, device, lines, writer);
+    mcp_seam::block_on(mcp.as_ref(), console);
+    mcp_seam::stop(mcp.as_ref());
     Err(AppError::Runtime(format!(
         "the serial reader for {device} stopped"
     )))

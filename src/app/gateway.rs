@@ -22,7 +22,11 @@
 //! - Start-up: `getMe` is retried with backoff on network errors (a board that boots
 //!   before its network); a refused token (401/404) is fatal at once. The scheduler and
 //!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
-//! - The status record is rewritten every `STATUS_RECORD_SECS`; the heap is trimmed then
+//! - MCP servers: those with `start: boot` start once the executor runs, the others on
+//!   their first call; after the shutdown above their servers are stopped (the manager's
+//!   own bounded shutdown) before the store closes, and their last state recorded.
+//! - The status record (and the MCP servers' records, `mcp_cmd::record_servers`) is
+//!   rewritten every `STATUS_RECORD_SECS`; the heap is trimmed then
 //!   (`heap::trim`, and the free pages inside the heap: `heap::release_free_pages`) and
 //!   once start-up is done.
 //!
@@ -32,7 +36,10 @@
 //! Telegram backoff wait, so the integration tests exercise 409/429/5xx paths in
 //! milliseconds. It is logged when set and can only shorten waits (docs/DECISIONS.md).
 
-use super::{AppError, Loaded, agent as build_agent, open_db, outbound, providers, runtime};
+use super::mcp_cmd::record_servers;
+use super::{
+    AppError, Loaded, agent as build_agent, mcp_seam, open_db, outbound, providers, runtime,
+};
 use crate::agent::Agent;
 use crate::channels::telegram::api::{Api, ApiError, BotIdentity};
 use crate::channels::telegram::backoff::{Backoff, ErrorDelay, Stop};
@@ -44,6 +51,7 @@ use crate::channels::telegram::poller::{POLL_BATCH_UPDATES, POLL_MARGIN_SECS, po
 use crate::channels::telegram::sender::sender_loop;
 use crate::config::{Config, Home, TelegramConfig};
 use crate::limits::{INBOUND_QUEUE_LEN, WORKER_THREADS};
+use crate::mcp::Mcp;
 use crate::provider::upload::Transcriber;
 use crate::runtime::{Workers, spawn_thread};
 use crate::scheduler::{self, Deps, heartbeat};
@@ -111,7 +119,8 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     // The daemon's one outbound seam: with Telegram on, every delivery (replies, the
     // send_message tool, heartbeat, cron, approvals) goes through the sender thread.
     let out = outbound(l, &workers, sender.as_ref().map(|(_, o)| o.clone()));
-    let agent = build_agent(l, &db, &workers, providers, out.clone());
+    let mcp = mcp_seam::start(l, &db);
+    let agent = build_agent(l, &db, &workers, providers, out.clone(), mcp.as_ref());
     let deps = Rc::new(Deps::new(&l.cfg, &db, l.home.workspace(), out));
     memory_retention(&db, &l.cfg);
     announce(&l.cfg, &l.home, &db);
@@ -125,10 +134,27 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     ))
     .detach();
     ex.spawn(until_closed(
-        status_task(db.clone(), bot.clone()),
+        status_task(db.clone(), bot.clone(), mcp.clone()),
         stopped.clone(),
     ))
     .detach();
+    // MCP servers with `start: boot` start once the gateway runs (each failure logged);
+    // the others on their first call.
+    // The manager's background work (servers' output, pings, restarts, idle stops) runs
+    // beside them until the signal.
+    if let Some(m) = mcp.clone() {
+        let (db, driven) = (db.clone(), m.clone());
+        ex.spawn(until_closed(
+            async move { driven.run().await },
+            stopped.clone(),
+        ))
+        .detach();
+        let boot = async move {
+            m.start_boot_servers().await;
+            record_servers(&db, &m, crate::time::clock::now());
+        };
+        ex.spawn(until_closed(boot, stopped.clone())).detach();
+    }
     // The serial console beside Telegram when `serial.device` is set.
     if let Some(started) = crate::channels::serial::start_from_config(&l.cfg.serial) {
         let (lines, writer) = started
@@ -143,7 +169,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
         .detach();
     }
     smol::block_on(ex.run(async {
-        match (token, sender) {
+        let res = match (token, sender) {
             (Some(token), Some((api, outbox))) => {
                 let t = Telegram {
                     cfg: &l.cfg,
@@ -170,7 +196,13 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
                 log::info!("gateway: stopped");
                 Ok(())
             }
+        };
+        // The servers stop before the store closes, and their last state is recorded.
+        if let Some(m) = &mcp {
+            m.shutdown().await;
+            record_servers(&db, m, crate::time::clock::now());
         }
+        res
     }))
 }
 
@@ -192,13 +224,17 @@ async fn scheduler_task(agent: Rc<Agent>, deps: Rc<Deps>) {
     scheduler::run(&agent, &deps, opts).await;
 }
 
-/// Rewrite the status record now and every `STATUS_RECORD_SECS` (never returns).
-async fn status_task(db: Rc<Db>, bot: BotSlot) {
+/// Rewrite the status record (and the MCP servers' records) now and every
+/// `STATUS_RECORD_SECS` (never returns).
+async fn status_task(db: Rc<Db>, bot: BotSlot, mcp: Option<Rc<Mcp>>) {
     loop {
         let sessions = bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
         // What start-up or the last minute read into SQLite's page cache, and what is
         // then free at the top of the heap, goes back to the system.
         write_status_record(&db, sessions);
+        if let Some(m) = &mcp {
+            record_servers(&db, m, crate::time::clock::now());
+        }
         db.release_memory();
         crate::heap::trim();
         crate::heap::release_free_pages();

@@ -244,9 +244,12 @@ fn tools(l: &Loaded, only: Option<&str>) -> (String, Result<(), AppError>) {
         if list.is_empty() {
             let _ = writeln!(s, "{name}: no tools");
         }
-        let width = list.iter().map(|t| t.name.len()).max().unwrap_or(0) + name.len() + 2;
-        for t in &list {
-            let exposed = [name, "__", &t.name].concat();
+        let pairs: Vec<(&str, &str)> = list.iter().map(|t| (name, t.name.as_str())).collect();
+        let exposed = crate::mcp::names::exposed(&pairs, &crate::config::tool_rules::TOOL_NAMES);
+        let width = exposed.iter().flatten().map(String::len).max().unwrap_or(0);
+        for (t, exposed) in list.iter().zip(&exposed) {
+            // A repeated declaration is offered once.
+            let Some(exposed) = exposed else { continue };
             let _ = writeln!(s, "{exposed:<width$}  {}", first_line(&t.description));
         }
     }
@@ -292,7 +295,8 @@ fn call(
     match res {
         Err(e) => (String::new(), Err(failed(server, e))),
         Ok(result) => {
-            let (text, is_error) = result_text(&result);
+            let crate::mcp::content::Rendered { text, is_error } =
+                crate::mcp::content::render(&result);
             // Scrubbed like every tool result: a server that echoes its environment
             // shows no secret.
             let text = crate::security::scrub::scrub(&text);
@@ -312,68 +316,12 @@ fn call(
     }
 }
 
-/// A `tools/call` result as text: text parts, resources' text, a short line for other
-/// parts (images, audio, links), `structuredContent` as compact JSON when there is no
-/// text; and whether the tool reported an error (`isError`).
-pub fn result_text(result: &Value) -> (String, bool) {
-    let is_error = json::get(result, "isError").and_then(json::as_bool) == Some(true);
-    let mut parts: Vec<String> = Vec::new();
-    for c in json::get(result, "content")
-        .and_then(json::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let kind = json::str_at(c, "type").unwrap_or("");
-        let part = match kind {
-            "text" => json::str_at(c, "text").unwrap_or("").to_string(),
-            "resource" => {
-                let r = json::get(c, "resource");
-                match r.and_then(|r| json::str_at(r, "text")) {
-                    Some(t) => t.to_string(),
-                    None => format!(
-                        "[resource {}]",
-                        r.and_then(|r| json::str_at(r, "uri")).unwrap_or("?")
-                    ),
-                }
-            }
-            "resource_link" => format!("[link {}]", json::str_at(c, "uri").unwrap_or("?")),
-            other => format!(
-                "[{} {}]",
-                if other.is_empty() { "part" } else { other },
-                json::str_at(c, "mimeType").unwrap_or("")
-            )
-            .replace(" ]", "]"),
-        };
-        parts.push(part);
-    }
-    if parts.iter().all(|p| p.trim().is_empty())
-        && let Some(sc) = json::get(result, "structuredContent")
-    {
-        parts = vec![miniserde::json::to_string(sc)];
-    }
-    (parts.join("\n"), is_error)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn results_become_text_and_errors_are_told() {
-        let v = |s: &str| json::parse_value(s).unwrap();
-        let (t, e) = result_text(&v(
-            r#"{"content":[{"type":"text","text":"Echo: hi"},{"type":"image","data":"AAAA","mimeType":"image/png"},{"type":"resource_link","uri":"file:///x","name":"x"}]}"#,
-        ));
-        assert_eq!(t, "Echo: hi\n[image image/png]\n[link file:///x]");
-        assert!(!e);
-        let (t, e) = result_text(&v(
-            r#"{"content":[],"structuredContent":{"sum":3},"isError":false}"#,
-        ));
-        assert_eq!((t.as_str(), e), (r#"{"sum":3}"#, false));
-        let (t, e) = result_text(&v(
-            r#"{"content":[{"type":"text","text":"no such city"}],"isError":true}"#,
-        ));
-        assert_eq!((t.as_str(), e), ("no such city", true));
+    fn descriptions_show_their_first_line_cut() {
         assert_eq!(
             first_line("  Echoes back the input\nmore"),
             "Echoes back the input"

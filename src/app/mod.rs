@@ -10,7 +10,8 @@
 //!   `heartbeat`, `cron`, `serial`);
 //! - `memory_cmd`: the `memory` command;
 //! - `mcp_cmd`: the `mcp` command, the MCP manager as commands build it, and the servers'
-//!   records for `status`.
+//!   records for `status`;
+//! - `mcp_seam`: the MCP servers' tools handed to the agent's tools.
 //!
 //! # Bounds
 //! One database connection, one worker pool and one outbound seam per process.
@@ -21,6 +22,7 @@
 pub mod commands;
 pub mod gateway;
 pub mod mcp_cmd;
+pub mod mcp_seam;
 pub mod memory_cmd;
 
 use crate::agent::Agent;
@@ -201,23 +203,28 @@ pub fn providers(l: &Loaded) -> Result<Vec<Arc<Provider>>, AppError> {
     Provider::chain(&l.cfg.provider, &l.cfg.fallbacks, &l.env).map_err(runtime)
 }
 
-/// The agent over `providers`, with its tools delivering through `outbound`.
+/// The agent over `providers`, with its tools delivering through `outbound` and offering
+/// `mcp`'s servers' tools (`mcp_seam::start` builds it).
 pub fn agent(
     l: &Loaded,
     db: &Rc<Db>,
     workers: &Workers,
     providers: Vec<Arc<Provider>>,
     outbound: Rc<dyn Outbound>,
+    mcp: Option<&Rc<crate::mcp::Mcp>>,
 ) -> Rc<Agent> {
     let workspace = l.home.workspace();
     crate::tools::exec::announce_confinement();
-    let tools = Tools::new(
+    let mut tools = Tools::new(
         workspace.clone(),
         l.cfg.clone(),
         workers.clone(),
         db.clone(),
         outbound,
     );
+    if let Some(m) = mcp {
+        tools = tools.with_mcp(Rc::new(mcp_seam::McpSeam::new(m.clone(), l.cfg.clone())));
+    }
     Rc::new(Agent::new(
         l.cfg.clone(),
         workspace,

@@ -27,7 +27,10 @@
 //! (non-blocking, on smol's reactor); HTTP exchanges run on the worker threads, and a
 //! legacy HTTP+SSE server's stream on its own `yc-mcp-sse` thread (`http`).
 
+pub mod content;
 pub mod http;
+pub mod names;
+pub mod offer;
 pub mod rpc;
 pub mod session;
 pub mod stdio;
@@ -723,9 +726,7 @@ impl Mcp {
 
     /// After a failure: wait out the backoff holding the start lock, then start again.
     fn schedule_restart(&self, srv: &Rc<Server>) {
-        if srv.restart_scheduled.get()
-            || self.shut.get()
-            || srv.state.get() == ServerState::Failed
+        if srv.restart_scheduled.get() || self.shut.get() || srv.state.get() == ServerState::Failed
         {
             return;
         }
@@ -783,7 +784,11 @@ impl Mcp {
                     if s.run.get() != run || s.state.get() != ServerState::Running {
                         return;
                     }
-                    if s.session.borrow().as_ref().is_some_and(|x| x.in_flight() > 0) {
+                    if s.session
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|x| x.in_flight() > 0)
+                    {
                         s.last_used.set(Instant::now());
                         continue;
                     }

@@ -22,7 +22,7 @@
 //!   cut to `MAX_LOGGED_NOTE_BYTES`.
 //! - Ids of cancelled requests remembered: `MCP_CANCELLED_IDS`.
 //! - Tool lists: `MCP_MAX_TOOL_PAGES` pages, `MCP_MAX_TOOLS` tools, each description
-//!   `MCP_KEEP_DESCRIPTION_BYTES`, each schema `MCP_KEEP_SCHEMA_BYTES`.
+//!   `MCP_MAX_DESCRIPTION_BYTES`, each schema `MCP_MAX_SCHEMA_BYTES`.
 //!
 //! # Threads
 //! Executor thread; HTTP exchanges on worker threads (`runtime::Workers`).
@@ -32,8 +32,8 @@ use super::rpc::{self, Fault, Incoming, RpcError};
 use super::{MCP_MAX_TOOLS, McpError, ToolInfo};
 use crate::json;
 use crate::limits::{
-    MCP_CANCELLED_IDS, MCP_KEEP_DESCRIPTION_BYTES, MCP_MAX_NOTIFICATIONS_PER_SEC,
-    MCP_KEEP_SCHEMA_BYTES, MCP_MAX_TOOL_PAGES,
+    MCP_CANCELLED_IDS, MCP_MAX_DESCRIPTION_BYTES, MCP_MAX_NOTIFICATIONS_PER_SEC,
+    MCP_MAX_SCHEMA_BYTES, MCP_MAX_TOOL_PAGES,
 };
 use crate::runtime::Workers;
 use miniserde::json::Value;
@@ -182,14 +182,20 @@ impl Session {
                             let _ = tx.try_send(result);
                         }
                         None if self.cancelled.borrow().contains(&id) => {
-                            log::debug!("mcp {}: a late answer to cancelled request {id}", self.name);
+                            log::debug!(
+                                "mcp {}: a late answer to cancelled request {id}",
+                                self.name
+                            );
                         }
                         None => return Err(Fault::UnknownId),
                     }
                 }
                 Incoming::Request { id, method } => {
                     if method == "ping" {
-                        replies.push(rpc::response(&id, &json::object::<[(&str, Value); 0], _>([])));
+                        replies.push(rpc::response(
+                            &id,
+                            &json::object::<[(&str, Value); 0], _>([]),
+                        ));
                     } else {
                         log::debug!("mcp {}: refused the server's request {method}", self.name);
                         replies.push(rpc::error_response(
@@ -294,7 +300,9 @@ impl Session {
                 (pending, sent)
             })
             .await
-            .map_err(|_| Exchange::Failed(McpError::Transport("yoctoclaw is shutting down".into())))?;
+            .map_err(|_| {
+                Exchange::Failed(McpError::Transport("yoctoclaw is shutting down".into()))
+            })?;
         let mut messages = pending.unwrap_or_default();
         let sent = sent.map_err(|e| match e {
             HttpError::Timeout => Exchange::Failed(McpError::Timeout(timeout.as_secs())),
@@ -308,7 +316,9 @@ impl Session {
             match self.on_message(&m) {
                 Ok(replies) => {
                     for r in replies {
-                        Box::pin(self.send_only(r)).await.map_err(Exchange::Failed)?;
+                        Box::pin(self.send_only(r))
+                            .await
+                            .map_err(Exchange::Failed)?;
                     }
                 }
                 Err(f) => {
@@ -363,7 +373,10 @@ impl Session {
                 Link::Http { .. } => {
                     let mut sent = self.http_exchange(line.clone(), Some(id), timeout).await;
                     if matches!(sent, Err(Exchange::Expired)) && method != "initialize" {
-                        log::info!("mcp {}: the server ended the session; initializing again", self.name);
+                        log::info!(
+                            "mcp {}: the server ended the session; initializing again",
+                            self.name
+                        );
                         Box::pin(self.reinitialize_http()).await?;
                         sent = self.http_exchange(line.clone(), Some(id), timeout).await;
                     }
@@ -431,7 +444,10 @@ impl Session {
                 ]),
             ),
         ]);
-        let result = match self.request("initialize", Some(&params), self.timeout).await {
+        let result = match self
+            .request("initialize", Some(&params), self.timeout)
+            .await
+        {
             Ok(r) => r,
             Err(McpError::Timeout(s)) => {
                 return Err(McpError::Start(format!(
@@ -456,7 +472,8 @@ impl Session {
         }
         *self.protocol.borrow_mut() = version.to_string();
         let v = version.to_string();
-        self.with_transport(move |t| t.set_protocol_version(&v)).await;
+        self.with_transport(move |t| t.set_protocol_version(&v))
+            .await;
         self.send_only(rpc::notification("notifications/initialized", None))
             .await
     }
@@ -523,8 +540,8 @@ fn tool_info(server: &str, t: &Value) -> Option<ToolInfo> {
         return None;
     }
     let mut description = json::str_at(t, "description").unwrap_or("").to_string();
-    if description.len() > MCP_KEEP_DESCRIPTION_BYTES {
-        let mut end = MCP_KEEP_DESCRIPTION_BYTES;
+    if description.len() > MCP_MAX_DESCRIPTION_BYTES {
+        let mut end = MCP_MAX_DESCRIPTION_BYTES;
         while !description.is_char_boundary(end) {
             end -= 1;
         }
@@ -534,10 +551,10 @@ fn tool_info(server: &str, t: &Value) -> Option<ToolInfo> {
         Some(s @ Value::Object(_)) => json::to_string(s),
         _ => r#"{"type":"object"}"#.to_string(),
     };
-    let input_schema = if schema.len() > MCP_KEEP_SCHEMA_BYTES {
+    let input_schema = if schema.len() > MCP_MAX_SCHEMA_BYTES {
         log::warn!(
             "mcp {server}: the tool {name}'s input schema is over {} KiB; offered without it",
-            MCP_KEEP_SCHEMA_BYTES / 1024
+            MCP_MAX_SCHEMA_BYTES / 1024
         );
         r#"{"type":"object"}"#.to_string()
     } else {

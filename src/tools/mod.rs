@@ -644,6 +644,93 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// Two MCP tools (one of a trusted server); records the calls it gets.
+    struct FakeMcp {
+        calls: std::cell::RefCell<Vec<(String, String, String)>>,
+    }
+
+    impl mcp::McpTools for FakeMcp {
+        fn tools(&self) -> Rc<[mcp::McpTool]> {
+            let t = |server: &str, tool: &str, trust| mcp::McpTool {
+                spec: ToolSpec {
+                    name: format!("{server}__{tool}").into(),
+                    description: "An MCP tool.".into(),
+                    parameters: r#"{"type":"object"}"#.into(),
+                },
+                server: server.into(),
+                tool: tool.into(),
+                trust,
+            };
+            Rc::from(vec![t("home", "turn_on", false), t("clock", "now", true)])
+        }
+        fn call<'a>(&'a self, s: &'a str, t: &'a str, a: &'a str) -> mcp::McpCall<'a> {
+            self.calls
+                .borrow_mut()
+                .push((s.to_string(), t.to_string(), a.to_string()));
+            Box::pin(async move { Ok(format!("{t} done")) })
+        }
+    }
+
+    #[test]
+    fn mcp_tools_are_offered_denied_asked_about_and_called_with_scrubbed_arguments() {
+        use crate::chat::ChannelKind::*;
+        let mut cfg = Config::default();
+        let deny = |l: &[&str], k| {
+            let l: Vec<String> = l.iter().map(|s| s.to_string()).collect();
+            crate::config::ToolSet::parse(&l, k).unwrap()
+        };
+        cfg.telegram.deny_tools = deny(&["home__*"], "telegram.deny_tools");
+        cfg.serial.deny_tools = deny(&["mcp"], "serial.deny_tools");
+        let (t, d) = test_tools("mcp", cfg);
+        let fake = Rc::new(FakeMcp {
+            calls: Default::default(),
+        });
+        let t = t.with_mcp(fake.clone());
+        let names =
+            |ch| -> Vec<String> { t.specs(ch).iter().map(|s| s.name.to_string()).collect() };
+        let term = names(Terminal);
+        assert_eq!(term[term.len() - 2..], ["home__turn_on", "clock__now"]);
+        assert!(!names(Telegram).contains(&"home__turn_on".to_string()));
+        assert!(names(Telegram).contains(&"clock__now".to_string()));
+        assert!(!names(Serial).iter().any(|n| n.contains("__")));
+        assert!(t.is_tool("home__turn_on") && !t.is_tool("home__nope"));
+        // Untrusted: asked about, with its one line; trusted: not.
+        assert!(t.call_needs_approval("home__turn_on", "{}"));
+        assert!(!t.call_needs_approval("clock__now", "{}"));
+        let a = t
+            .approval_summary("home__turn_on", r#"{"entity":"light.kitchen"}"#)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.summary, r#"home: turn_on {"entity":"light.kitchen"}"#);
+        assert_eq!(t.approval_summary("clock__now", "{}"), Ok(None));
+        assert!(matches!(
+            t.approval_summary("home__turn_on", "[1]"),
+            Err(ToolError::BadArgs(_))
+        ));
+        let ctx = |channel| CallContext {
+            session: "s".into(),
+            channel,
+        };
+        let e = smol::block_on(t.call("home__turn_on", "{}", &ctx(Telegram))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "refused: home__turn_on is not available on telegram (telegram.deny_tools)"
+        );
+        assert!(fake.calls.borrow().is_empty());
+        let secret = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH";
+        let args = format!(r#"{{"entity":"light.kitchen","note":"{secret}"}}"#);
+        let out = smol::block_on(t.call("home__turn_on", &args, &ctx(Terminal))).unwrap();
+        assert_eq!(out, "turn_on done");
+        let calls = fake.calls.borrow();
+        assert_eq!(
+            (calls[0].0.as_str(), calls[0].1.as_str()),
+            ("home", "turn_on")
+        );
+        assert!(!calls[0].2.contains(secret), "{}", calls[0].2);
+        assert!(crate::json::parse_value(&calls[0].2).is_ok());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn every_schema_is_valid_json_object() {
         for t in ALL {

@@ -1,0 +1,230 @@
+//! A `tools/call` result (MCP 2025-06-18, `CallToolResult`) turned into the text the
+//! model (or `mcp call`) reads.
+//!
+//! Each part of `content`, in order, one after the other on its own lines:
+//! - `text`: its text;
+//! - `resource` (an embedded resource): its `text`; for a binary one (`blob`) a short
+//!   reference `[resource: URI, MIME, SIZE]`;
+//! - `resource_link`: `[resource link: NAME, URI, MIME]` (the model can name it; nothing
+//!   is fetched);
+//! - `image` and `audio`: a one-line placeholder `[image: image/png, 12 KB]` (the size
+//!   decoded from the base64 length). Images are not handed to a vision model: a tool
+//!   result is text in every provider protocol this program speaks;
+//! - any other type: `[TYPE content]`.
+//!
+//! `structuredContent` is added as compact JSON when no part carried text (the spec asks
+//! servers to repeat it as text, and most do). `isError: true` marks the whole as the
+//! tool's error, which the model sees as a failed call. A result with nothing in it says
+//! so rather than being empty.
+//!
+//! # Bounds
+//! The text is at most about the size of the message it came from (itself at most
+//! `MCP_MAX_MESSAGE_BYTES`): placeholders replace binary data, and the caller caps it
+//! (`agent.max_tool_result_bytes`).
+//!
+//! # Threads
+//! Any thread: pure functions.
+
+use crate::json;
+use miniserde::json::Value;
+
+/// What a tool call answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub text: String,
+    /// The tool reported an error (`isError: true`).
+    pub is_error: bool,
+}
+
+/// What a result with no content says.
+pub const EMPTY_RESULT: &str = "(the tool returned nothing)";
+
+/// `result` (the `result` member of a `tools/call` response) as text.
+pub fn render(result: &Value) -> Rendered {
+    let is_error = json::get(result, "isError").and_then(json::as_bool) == Some(true);
+    let mut parts: Vec<String> = Vec::new();
+    let mut had_text = false;
+    for c in json::get(result, "content")
+        .and_then(json::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (part, text) = part_text(c);
+        had_text |= text;
+        parts.push(part);
+    }
+    if !had_text && let Some(sc) = json::get(result, "structuredContent") {
+        parts.push(json::to_string(sc));
+    }
+    parts.retain(|p| !p.is_empty());
+    let text = if parts.is_empty() {
+        EMPTY_RESULT.to_string()
+    } else {
+        parts.join("\n")
+    };
+    Rendered { text, is_error }
+}
+
+/// One content part as text, and whether it carried text (rather than a reference).
+fn part_text(c: &Value) -> (String, bool) {
+    let s = |k| json::str_at(c, k);
+    match s("type").unwrap_or("") {
+        "text" => (s("text").unwrap_or("").to_string(), true),
+        "resource" => {
+            let r = json::get(c, "resource");
+            let rs = |k| r.and_then(|r| json::str_at(r, k));
+            match rs("text") {
+                Some(t) => (t.to_string(), true),
+                None => {
+                    let mut fields = vec![rs("uri").unwrap_or("?").to_string()];
+                    fields.extend(rs("mimeType").map(str::to_string));
+                    fields.extend(rs("blob").map(|b| size_text(decoded_len(b))));
+                    (format!("[resource: {}]", fields.join(", ")), false)
+                }
+            }
+        }
+        "resource_link" => {
+            let fields: Vec<&str> = [s("name"), s("uri"), s("mimeType")]
+                .into_iter()
+                .flatten()
+                .collect();
+            (format!("[resource link: {}]", fields.join(", ")), false)
+        }
+        kind @ ("image" | "audio") => {
+            let mime = s("mimeType").unwrap_or(kind);
+            let size = size_text(decoded_len(s("data").unwrap_or("")));
+            (format!("[{kind}: {mime}, {size}]"), false)
+        }
+        other => {
+            let kind: String = other
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .take(32)
+                .collect();
+            let kind = if kind.is_empty() { "unknown" } else { &kind };
+            (format!("[{kind} content]"), false)
+        }
+    }
+}
+
+/// Bytes a base64 text decodes to.
+fn decoded_len(b64: &str) -> usize {
+    let data = b64.trim_end_matches('=');
+    data.len() * 3 / 4
+}
+
+/// `512 bytes`, `12 KB`, `3 MB` (rounded up).
+fn size_text(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes} bytes")
+    } else if bytes < 1024 * 1024 {
+        format!("{} KB", bytes.div_ceil(1024))
+    } else {
+        format!("{} MB", bytes.div_ceil(1024 * 1024))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(result: &str) -> Rendered {
+        render(&json::parse_value(result).unwrap())
+    }
+
+    // Results shaped as the specification's own examples (2025-06-18, server/tools).
+    #[test]
+    fn text_parts_are_joined() {
+        let out = r(
+            r#"{"content":[{"type":"text","text":"Current weather in New York:\nTemperature: 72°F\nConditions: Partly cloudy"}],"isError":false}"#,
+        );
+        assert_eq!(
+            out,
+            Rendered {
+                text: "Current weather in New York:\nTemperature: 72°F\nConditions: Partly cloudy"
+                    .into(),
+                is_error: false
+            }
+        );
+        let two = r(r#"{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}"#);
+        assert_eq!(two.text, "a\nb");
+    }
+
+    #[test]
+    fn images_and_audio_become_one_line_placeholders() {
+        let png = "A".repeat(16_384); // 12 KB decoded
+        let out = r(&format!(
+            r#"{{"content":[{{"type":"image","data":"{png}","mimeType":"image/png","annotations":{{"audience":["user"],"priority":0.9}}}},{{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}}]}}"#
+        ));
+        assert_eq!(
+            out.text,
+            "[image: image/png, 12 KB]\n[audio: audio/wav, 4 bytes]"
+        );
+    }
+
+    #[test]
+    fn resources_give_their_text_or_a_short_reference() {
+        let link = r(
+            r#"{"content":[{"type":"resource_link","uri":"file:///project/src/main.rs","name":"main.rs","description":"Primary application entry point","mimeType":"text/x-rust","annotations":{"audience":["assistant"],"priority":0.9,"lastModified":"2025-01-12T15:00:58Z"}}]}"#,
+        );
+        assert_eq!(
+            link.text,
+            "[resource link: main.rs, file:///project/src/main.rs, text/x-rust]"
+        );
+        let embedded = r(
+            r#"{"content":[{"type":"resource","resource":{"uri":"file:///project/src/main.rs","title":"Project Rust Main File","mimeType":"text/x-rust","text":"fn main() {\n    println!(\"Hello world!\");\n}","annotations":{"audience":["user","assistant"],"priority":0.7,"lastModified":"2025-05-03T14:30:00Z"}}}]}"#,
+        );
+        assert_eq!(
+            embedded.text,
+            "fn main() {\n    println!(\"Hello world!\");\n}"
+        );
+        let blob = r(
+            r#"{"content":[{"type":"resource","resource":{"uri":"file:///x.bin","mimeType":"application/octet-stream","blob":"AAAAAAAA"}}]}"#,
+        );
+        assert_eq!(
+            blob.text,
+            "[resource: file:///x.bin, application/octet-stream, 6 bytes]"
+        );
+    }
+
+    #[test]
+    fn structured_content_shows_when_nothing_else_is_text() {
+        // The spec's example repeats it as text: the text is used, not both.
+        let both = r(
+            r#"{"content":[{"type":"text","text":"{\"temperature\": 22.5, \"conditions\": \"Partly cloudy\", \"humidity\": 65}"}],"structuredContent":{"temperature":22.5,"conditions":"Partly cloudy","humidity":65}}"#,
+        );
+        assert_eq!(
+            both.text,
+            r#"{"temperature": 22.5, "conditions": "Partly cloudy", "humidity": 65}"#
+        );
+        let only = r(r#"{"content":[],"structuredContent":{"sum":3,"ok":true}}"#);
+        assert_eq!(only.text, r#"{"ok":true,"sum":3}"#);
+        let beside_image = r(
+            r#"{"content":[{"type":"image","data":"","mimeType":"image/png"}],"structuredContent":{"n":1}}"#,
+        );
+        assert_eq!(beside_image.text, "[image: image/png, 0 bytes]\n{\"n\":1}");
+    }
+
+    #[test]
+    fn errors_are_marked_and_odd_results_still_read() {
+        let e = r(
+            r#"{"content":[{"type":"text","text":"Failed to fetch weather data: API rate limit exceeded"}],"isError":true}"#,
+        );
+        assert!(e.is_error);
+        assert_eq!(
+            e.text,
+            "Failed to fetch weather data: API rate limit exceeded"
+        );
+        assert_eq!(r("{}").text, EMPTY_RESULT);
+        assert_eq!(r(r#"{"content":"oops"}"#).text, EMPTY_RESULT);
+        assert_eq!(r(r#"{"content":[{"type":"text"}]}"#).text, EMPTY_RESULT);
+        assert_eq!(r("null").text, EMPTY_RESULT);
+        let odd = r(r#"{"content":[{"type":"hologram\n<x>"},{"nope":1},{"type":"image"}]}"#);
+        assert_eq!(
+            odd.text,
+            "[hologramx content]\n[unknown content]\n[image: image, 0 bytes]"
+        );
+        assert!(!r(r#"{"content":[],"isError":"yes"}"#).is_error);
+        assert_eq!(size_text(3 * 1024 * 1024 + 1), "4 MB");
+    }
+}
