@@ -15,13 +15,13 @@
 
 mod support;
 
+use miniserde::json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use support::fake_http::{FakeServer, Request, Response, json_str, openai_text};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway, TOKEN_SECRET_PART};
 use support::{TempHome, skipped};
-use miniserde::json::Value;
 use yoctoclaw::json::{as_array, as_str, get, parse_value, path, str_at, to_string};
 
 const ALICE: i64 = 42;
@@ -35,9 +35,7 @@ fn python(what: &str) -> Option<String> {
         .stderr(Stdio::null())
         .output();
     match out {
-        Ok(o) if o.status.success() => {
-            Some(String::from_utf8_lossy(&o.stdout).trim().to_string())
-        }
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).trim().to_string()),
         Ok(_) => {
             skipped(what, "python3 cannot `import mcp.server`: pip install mcp");
             None
@@ -79,7 +77,12 @@ fn calling(calls: &[(String, String)], text_mode: bool) -> String {
     if text_mode {
         let blocks: Vec<String> = calls
             .iter()
-            .map(|(n, a)| format!(r#"<tool_call>{{"name": {}, "arguments": {a}}}</tool_call>"#, json_str(n)))
+            .map(|(n, a)| {
+                format!(
+                    r#"<tool_call>{{"name": {}, "arguments": {a}}}</tool_call>"#,
+                    json_str(n)
+                )
+            })
             .collect();
         return openai_text(&blocks.join("\n"));
     }
@@ -144,21 +147,24 @@ fn requests(llm: &FakeServer) -> Vec<Value> {
         .collect()
 }
 
-/// The tool results the model was sent in its latest request (role `tool`).
+/// The tool results (role `tool`) of the latest turn, as the model's latest request
+/// carried them: those after the turn's user message.
 fn results(llm: &FakeServer) -> Vec<String> {
     let reqs = requests(llm);
-    let Some(last) = reqs.last() else {
-        return Vec::new();
-    };
-    get(last, "messages")
-        .and_then(as_array)
-        .map(|m| {
-            m.iter()
-                .filter(|m| str_at(m, "role") == Some("tool"))
-                .filter_map(|m| str_at(m, "content").map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    let msgs: Vec<&Value> = reqs
+        .last()
+        .and_then(|r| get(r, "messages").and_then(as_array))
+        .map(|m| m.iter().collect())
+        .unwrap_or_default();
+    let turn = msgs
+        .iter()
+        .rposition(|m| str_at(m, "role") == Some("user"))
+        .unwrap_or(0);
+    msgs[turn..]
+        .iter()
+        .filter(|m| str_at(m, "role") == Some("tool"))
+        .filter_map(|m| str_at(m, "content").map(str::to_string))
+        .collect()
 }
 
 /// The tools offered in request `i`: `(name, description, parameters)`.
@@ -230,7 +236,13 @@ impl Rig {
                 )
             })
             .collect();
-        let sep = |s: &str| if s.is_empty() { String::new() } else { format!(",{s}") };
+        let sep = |s: &str| {
+            if s.is_empty() {
+                String::new()
+            } else {
+                format!(",{s}")
+            }
+        };
         let config = format!(
             r#"{{"provider":{{"base_url":"{}/v1","model":"fake-model"{}}},"agent":{{"max_tool_iterations":4{}}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["{ALICE}"],"poll_timeout_secs":1{}}},"mcp":{{"servers":{{{}}}}}{}}}"#,
             llm.url(),
@@ -242,7 +254,11 @@ impl Rig {
             sep(x.top)
         );
         let out = home.cmd(&["onboard"]).output().expect("run onboard");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         home.write_config(&config);
         Rig { llm, tg, home }
     }
@@ -261,8 +277,7 @@ impl Rig {
     }
 
     fn recorded(&self, server: &str) -> String {
-        std::fs::read_to_string(self.home.dir.join(format!("{server}.record")))
-            .unwrap_or_default()
+        std::fs::read_to_string(self.home.dir.join(format!("{server}.record"))).unwrap_or_default()
     }
 
     /// The process ids the server `name` was started as.
@@ -314,18 +329,33 @@ fn a_tool_is_offered_with_its_schema_cleaned_called_and_its_result_reaches_model
     let Some(py) = python("the SDK's stdio server") else {
         return;
     };
-    let rig = Rig::new("mcp-call", &py, &[("demo", r#","trust":true"#)], Extra::default());
+    let rig = Rig::new(
+        "mcp-call",
+        &py,
+        &[("demo", r#","trust":true"#)],
+        Extra::default(),
+    );
     let mut g = rig.start(&["demo"]);
 
     let answer = rig.ask(&mut g, r#"call demo__add {"a":2,"b":3}"#, 1);
-    assert_eq!(results(&rig.llm), ["5"], "the tool's text part, nothing else");
+    assert_eq!(
+        results(&rig.llm),
+        ["5"],
+        "the tool's text part, nothing else"
+    );
     assert_eq!(answer, "result: 5");
 
     // The offer: the server's tools beside the built-in ones, named SERVER__TOOL, with
     // the server's descriptions and schemas, cleaned of length bounds.
     let tools = offered(&rig.llm, 0);
     let n = names(&tools);
-    for t in ["read_file", "demo__add", "demo__note", "demo__fail", "demo__echo"] {
+    for t in [
+        "read_file",
+        "demo__add",
+        "demo__note",
+        "demo__fail",
+        "demo__echo",
+    ] {
         assert!(n.contains(&t), "{t} not offered: {n:?}");
     }
     let add = tools.iter().find(|t| t.0 == "demo__add").unwrap();
@@ -358,7 +388,11 @@ fn a_tool_is_offered_with_its_schema_cleaned_called_and_its_result_reaches_model
     assert_eq!(required.as_deref(), Some(r#"["text"]"#), "{schema}");
 
     // The arguments reach the server as the model gave them.
-    let answer = rig.ask(&mut g, r#"call demo__note {"text":"buy milk","tags":["home"]}"#, 2);
+    let answer = rig.ask(
+        &mut g,
+        r#"call demo__note {"text":"buy milk","tags":["home"]}"#,
+        2,
+    );
     assert_eq!(answer, "result: noted: buy milk");
     assert!(rig.recorded("demo").contains("note buy milk\n"));
 
@@ -372,14 +406,26 @@ fn a_tool_is_offered_with_its_schema_cleaned_called_and_its_result_reaches_model
     rig.ask(&mut g, "call demo__picture {}", 4);
     let r = results(&rig.llm);
     assert!(r[0].contains("image/png"), "{r:?}");
-    assert!(!r[0].contains("iVBORw0KGgo"), "the image's bytes reached the text: {r:?}");
+    assert!(
+        !r[0].contains("iVBORw0KGgo"),
+        "the image's bytes reached the text: {r:?}"
+    );
 
     let pids = rig.pids("demo");
-    assert_eq!(pids.len(), 1, "one server for every call: {}", rig.recorded("demo"));
+    assert_eq!(
+        pids.len(),
+        1,
+        "one server for every call: {}",
+        rig.recorded("demo")
+    );
     assert!(running(pids[0]));
     let out = g.stop_cleanly();
     assert!(!running(pids[0]), "the server outlived the gateway:\n{out}");
-    assert_eq!(rig.count("Approve?"), 0, "a trusted server is not asked about");
+    assert_eq!(
+        rig.count("Approve?"),
+        0,
+        "a trusted server is not asked about"
+    );
 }
 
 #[test]
@@ -387,11 +433,20 @@ fn an_error_result_and_bad_arguments_reach_the_model_as_tool_errors() {
     let Some(py) = python("the SDK's stdio server") else {
         return;
     };
-    let rig = Rig::new("mcp-error", &py, &[("demo", r#","trust":true"#)], Extra::default());
+    let rig = Rig::new(
+        "mcp-error",
+        &py,
+        &[("demo", r#","trust":true"#)],
+        Extra::default(),
+    );
     let mut g = rig.start(&["demo"]);
 
     // isError: true, from the tool itself.
-    let answer = rig.ask(&mut g, r#"call demo__fail {"reason":"the door is locked"}"#, 1);
+    let answer = rig.ask(
+        &mut g,
+        r#"call demo__fail {"reason":"the door is locked"}"#,
+        1,
+    );
     let r = results(&rig.llm);
     assert_eq!(r.len(), 1, "{r:?}");
     assert!(r[0].starts_with("error: "), "an error result: {r:?}");
@@ -408,7 +463,11 @@ fn an_error_result_and_bad_arguments_reach_the_model_as_tool_errors() {
     rig.ask(&mut g, r#"call demo__note ["x"]"#, 3);
     let r = results(&rig.llm);
     assert!(r[0].starts_with("error: "), "{r:?}");
-    assert!(!rig.recorded("demo").contains("note "), "{}", rig.recorded("demo"));
+    assert!(
+        !rig.recorded("demo").contains("note "),
+        "{}",
+        rig.recorded("demo")
+    );
 
     // The gateway and the server go on.
     let answer = rig.ask(&mut g, r#"call demo__add {"a":20,"b":22}"#, 4);
@@ -450,20 +509,35 @@ fn deny_lists_name_mcp_tools_servers_and_the_group() {
     assert_eq!(mcp, ["demo__add"], "{:?}", names(&tools));
     let r = results(&rig.llm);
     assert!(r[0].starts_with("error: refused"), "{r:?}");
-    assert!(r[0].contains("telegram.deny_tools"), "the key that denies it: {r:?}");
+    assert!(
+        r[0].contains("telegram.deny_tools"),
+        "the key that denies it: {r:?}"
+    );
     assert!(answer.contains("refused"), "{answer}");
     // The turn ran the refused call before its answer: the server never saw it.
-    assert!(!rig.recorded("demo").contains("note "), "{}", rig.recorded("demo"));
+    assert!(
+        !rig.recorded("demo").contains("note "),
+        "{}",
+        rig.recorded("demo")
+    );
 
     // A tool the server's own entry leaves out, and one of a denied server: refused.
     rig.ask(&mut g, r#"call demo__echo {"text":"x"}"#, 2);
     let r = results(&rig.llm);
     assert!(r[0].starts_with("error: "), "{r:?}");
-    rig.ask(&mut g, r#"call other__note {"text":"through the back door"}"#, 3);
+    rig.ask(
+        &mut g,
+        r#"call other__note {"text":"through the back door"}"#,
+        3,
+    );
     let r = results(&rig.llm);
     assert!(r[0].starts_with("error: refused"), "{r:?}");
     assert!(r[0].contains("tools.deny"), "{r:?}");
-    assert!(!rig.recorded("other").contains("note "), "{}", rig.recorded("other"));
+    assert!(
+        !rig.recorded("other").contains("note "),
+        "{}",
+        rig.recorded("other")
+    );
     g.stop_cleanly();
 
     // The group `mcp`: no MCP tool offered at all, a call refused.
@@ -480,7 +554,11 @@ fn deny_lists_name_mcp_tools_servers_and_the_group() {
     rig.ask(&mut g, r#"call demo__note {"text":"x"}"#, 1);
     let tools = offered(&rig.llm, 0);
     assert!(names(&tools).contains(&"read_file"), "{:?}", names(&tools));
-    assert!(!names(&tools).iter().any(|n| n.starts_with("demo__")), "{:?}", names(&tools));
+    assert!(
+        !names(&tools).iter().any(|n| n.starts_with("demo__")),
+        "{:?}",
+        names(&tools)
+    );
     let r = results(&rig.llm);
     assert!(r[0].starts_with("error: refused"), "{r:?}");
     assert!(!rig.recorded("demo").contains("note "));
@@ -498,19 +576,26 @@ fn supervised_asks_on_telegram_before_an_untrusted_server_runs_a_tool() {
     const ASK: &str = r#"Approve? demo: note {"text":"buy milk"}"#;
 
     // ask → /yes → runs
-    rig.tg.push_private(ALICE, "alice", r#"call demo__note {"text":"buy milk"}"#);
+    rig.tg
+        .push_private(ALICE, "alice", r#"call demo__note {"text":"buy milk"}"#);
     g.wait_for("the question", || rig.count(ASK) == 1);
     let q = rig.texts().into_iter().find(|t| t.contains(ASK)).unwrap();
     assert!(q.contains("Reply /yes, /no, or /always"), "{q}");
-    assert!(!rig.recorded("demo").contains("note "), "nothing runs before the answer");
+    assert!(
+        !rig.recorded("demo").contains("note "),
+        "nothing runs before the answer"
+    );
     rig.tg.push_private(ALICE, "alice", "/yes");
     g.wait_for("the answer", || rig.count("result: ") == 1);
     assert_eq!(results(&rig.llm), ["noted: buy milk"]);
     assert!(rig.recorded("demo").contains("note buy milk\n"));
 
     // ask → /no → refused, the model told, the server never called
-    rig.tg.push_private(ALICE, "alice", r#"call demo__note {"text":"sell the car"}"#);
-    g.wait_for("the second question", || rig.count("Approve? demo: note") == 2);
+    rig.tg
+        .push_private(ALICE, "alice", r#"call demo__note {"text":"sell the car"}"#);
+    g.wait_for("the second question", || {
+        rig.count("Approve? demo: note") == 2
+    });
     rig.tg.push_private(ALICE, "alice", "/no");
     g.wait_for("the second answer", || rig.count("result: ") == 2);
     let r = results(&rig.llm);
@@ -572,13 +657,25 @@ fn text_tool_mode_describes_mcp_tools_in_the_prompt() {
     assert!(get(&reqs[0], "tools").is_none(), "text mode sends no tools");
     let content = |r: &Value, first: bool| {
         let m = get(r, "messages").and_then(as_array);
-        let m = if first { m.and_then(|m| m.first()) } else { m.and_then(|m| m.last()) };
-        m.and_then(|m| str_at(m, "content")).unwrap_or("").to_string()
+        let m = if first {
+            m.and_then(|m| m.first())
+        } else {
+            m.and_then(|m| m.last())
+        };
+        m.and_then(|m| str_at(m, "content"))
+            .unwrap_or("")
+            .to_string()
     };
     let system = content(&reqs[0], true);
-    assert!(system.contains("- demo__add: Add two integers. Arguments: {"), "{system}");
+    assert!(
+        system.contains("- demo__add: Add two integers. Arguments: {"),
+        "{system}"
+    );
     let back = content(reqs.last().unwrap(), false);
-    assert!(back.contains("<tool_result name=\"demo__add\">\n3\n</tool_result>"), "{back}");
+    assert!(
+        back.contains("<tool_result name=\"demo__add\">\n3\n</tool_result>"),
+        "{back}"
+    );
     g.stop_cleanly();
 }
 
@@ -597,10 +694,13 @@ fn tool_mode_none_offers_no_mcp_tool() {
         },
     );
     let mut g = rig.start(&["demo"]);
-    rig.tg.push_private(ALICE, "alice", r#"call demo__add {"a":1,"b":2}"#);
+    rig.tg
+        .push_private(ALICE, "alice", r#"call demo__add {"a":1,"b":2}"#);
     g.wait_for("the answer", || !rig.texts().is_empty());
+    let reqs = requests(&rig.llm);
+    assert!(get(&reqs[0], "tools").is_none(), "no tools offered");
     let body = &rig.llm.requests_to("/chat/completions")[0].body;
-    assert!(!body.contains("demo__add"), "{body}");
+    assert!(!body.contains("Add two integers"), "{body}");
     g.stop_cleanly();
 }
 
@@ -633,7 +733,12 @@ fn a_server_that_cannot_start_leaves_the_others_and_the_gateway_working() {
     let Some(py) = python("the SDK's stdio server") else {
         return;
     };
-    let rig = Rig::new("mcp-broken", &py, &[("demo", r#","trust":true"#)], Extra::default());
+    let rig = Rig::new(
+        "mcp-broken",
+        &py,
+        &[("demo", r#","trust":true"#)],
+        Extra::default(),
+    );
     let cfg = std::fs::read_to_string(rig.home.dir.join("config.json")).unwrap();
     let cfg = cfg.replacen(
         r#""servers":{"#,
@@ -646,8 +751,30 @@ fn a_server_that_cannot_start_leaves_the_others_and_the_gateway_working() {
     assert_eq!(answer, "result: 2");
     let answer = rig.ask(&mut g, r#"call broken__anything {}"#, 2);
     assert!(answer.contains("error: "), "{answer}");
-    assert!(!answer.contains("/nonexistent"), "no path or dump for the user: {answer}");
+    assert!(
+        !answer.contains("/nonexistent"),
+        "no path or dump for the user: {answer}"
+    );
     let out = g.stop_cleanly();
     assert!(out.contains("mcp broken"), "one line saying so:\n{out}");
     assert!(!out.contains(TOKEN_SECRET_PART));
+}
+
+#[test]
+fn a_server_waiting_out_its_restart_backoff_does_not_hold_the_shutdown() {
+    // A server that cannot start is restarted with a doubling delay (0.5 s to 8 s); the
+    // restart waits with its start lock held, which the shutdown takes too. Stopped
+    // during the longest delay, the gateway still exits within the shutdown's bound
+    // (`stop_cleanly`: under 5 s), not after the delay.
+    let home = TempHome::new("mcp-backoff");
+    let llm = model();
+    let out = home.cmd(&["onboard"]).output().expect("run onboard");
+    assert!(out.status.success());
+    home.write_config(&format!(
+        r#"{{"provider":{{"base_url":"{}/v1","model":"fake-model"}},"mcp":{{"servers":{{"broken":{{"command":"/nonexistent/yc-mcp-server","start":"boot"}}}}}}}}"#,
+        llm.url()
+    ));
+    let mut g = Gateway::start(&home, &[]);
+    g.wait_for_log("mcp broken: restarting in 8.0 s");
+    g.stop_cleanly();
 }

@@ -210,6 +210,11 @@ pub struct Mcp {
     timing: Timing,
     generation: Cell<u64>,
     shut: Cell<bool>,
+    /// Closed by [`Mcp::shutdown`]: a restart waiting out its backoff (with its server's
+    /// start lock held) gives up at once rather than holding the shutdown for up to the
+    /// longest backoff.
+    stopping: async_channel::Receiver<()>,
+    stop_now: async_channel::Sender<()>,
     /// The tool cap was logged for this generation.
     cap_logged: Cell<u64>,
 }
@@ -270,8 +275,11 @@ impl Mcp {
                 })
             })
             .collect();
+        let (stop_now, stopping) = async_channel::bounded(1);
         Rc::new_cyclic(|me| Mcp {
             me: me.clone(),
+            stopping,
+            stop_now,
             servers,
             ex: smol::LocalExecutor::new(),
             env: env.clone(),
@@ -412,6 +420,7 @@ impl Mcp {
     /// HTTP sessions deleted); nothing restarts afterwards.
     pub async fn shutdown(&self) {
         self.shut.set(true);
+        self.stop_now.close();
         self.ex
             .run(async {
                 let tasks: Vec<_> = self
@@ -744,10 +753,20 @@ impl Mcp {
         );
         let me = self.me.clone();
         let srv = srv.clone();
+        let stopping = self.stopping.clone();
         self.ex
             .spawn(async move {
                 let _guard = srv.start_lock.lock().await;
-                smol::Timer::after(delay).await;
+                // The backoff, cut short by a shutdown (which then finds `shut` below).
+                smol::future::or(
+                    async {
+                        smol::Timer::after(delay).await;
+                    },
+                    async {
+                        let _ = stopping.recv().await;
+                    },
+                )
+                .await;
                 srv.restart_scheduled.set(false);
                 let Some(m) = me.upgrade() else { return };
                 if m.shut.get() || srv.state.get() != ServerState::Stopped {
