@@ -187,11 +187,18 @@ fn sdk_server_over_stdio_lists_calls_and_gets_no_secret() {
             assert!(names.contains(&t.to_string()), "{t} missing from {names:?}");
         }
         assert!(mcp.generation() > g0);
-        let add = mcp.tools("py").into_iter().find(|t| t.name == "add").unwrap();
+        let add = mcp
+            .tools("py")
+            .into_iter()
+            .find(|t| t.name == "add")
+            .unwrap();
         assert!(add.input_schema.contains("\"a\""), "{}", add.input_schema);
         assert_eq!(add.description, "Add two integers.");
 
-        let r = mcp.call_tool("py", "add", r#"{"a": 2, "b": 40}"#).await.unwrap();
+        let r = mcp
+            .call_tool("py", "add", r#"{"a": 2, "b": 40}"#)
+            .await
+            .unwrap();
         assert_eq!(text_of(&r), "42");
         // Concurrent calls are multiplexed by id.
         let (a, b) = futures_lite_join(
@@ -199,20 +206,30 @@ fn sdk_server_over_stdio_lists_calls_and_gets_no_secret() {
             mcp.call_tool("py", "echo", r#"{"text": "two"}"#),
         )
         .await;
-        assert_eq!((text_of(&a.unwrap()), text_of(&b.unwrap())), ("one".into(), "two".into()));
+        assert_eq!(
+            (text_of(&a.unwrap()), text_of(&b.unwrap())),
+            ("one".into(), "two".into())
+        );
         // Log notifications before the answer are accepted and dropped.
         let r = mcp.call_tool("py", "chatty", r#"{"n": 20}"#).await.unwrap();
         assert_eq!(text_of(&r), "done after 20 steps");
 
         let env = text_of(&mcp.call_tool("py", "env", "{}").await.unwrap());
-        assert!(env.contains("GREETING=hello ha-secret-for-the-server"), "{env}");
+        assert!(
+            env.contains("GREETING=hello ha-secret-for-the-server"),
+            "{env}"
+        );
         assert!(env.contains("TOKEN=ha-secret-for-the-server"), "{env}");
         assert!(!env.contains("sk-own-key"), "{env}");
         // Nothing else of ours: what the launcher adds (python3 may be pyenv's shim, a
         // shell script) aside, every variable is one the entry or the base names.
         let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
         for n in &names {
-            let launcher = n.starts_with("PYENV") || n.starts_with("_PYENV") || *n == "SHLVL" || *n == "PWD" || *n == "LC_CTYPE";
+            let launcher = n.starts_with("PYENV")
+                || n.starts_with("_PYENV")
+                || *n == "SHLVL"
+                || *n == "PWD"
+                || *n == "LC_CTYPE";
             assert!(
                 launcher || ["PATH", "HOME", "LANG", "TERM", "GREETING", "TOKEN"].contains(n),
                 "unexpected variable {n} in {names:?}"
@@ -234,7 +251,10 @@ fn sdk_server_over_stdio_lists_calls_and_gets_no_secret() {
             Some(McpError::NoServer("nobody".into()))
         );
         let s = &mcp.servers()[0];
-        assert_eq!((s.state, s.restarts, s.last_error.clone()), (ServerState::Running, 0, None));
+        assert_eq!(
+            (s.state, s.restarts, s.last_error.clone()),
+            (ServerState::Running, 0, None)
+        );
         mcp.shutdown().await;
     });
     let s = &mcp.servers()[0];
@@ -320,10 +340,16 @@ fn fails_to_start(tag: &str, mode: &str, extra: &str, needle: &str) {
         assert!(matches!(e, McpError::Start(_)), "{e:?}");
         assert!(e.to_string().contains(needle), "{e}");
         good_answers(&mcp).await;
-        until("bad to be Failed", || status(&mcp, "bad").state == ServerState::Failed).await;
+        until("bad to be Failed", || {
+            status(&mcp, "bad").state == ServerState::Failed
+        })
+        .await;
         let s = status(&mcp, "bad");
         assert_eq!(s.restarts, 5, "{s:?}");
-        assert!(s.last_error.as_deref().unwrap_or("").contains(needle), "{s:?}");
+        assert!(
+            s.last_error.as_deref().unwrap_or("").contains(needle),
+            "{s:?}"
+        );
         assert_eq!(
             mcp.call_tool("bad", "t", "{}").await.err(),
             Some(McpError::Failed("bad".into()))
@@ -353,7 +379,10 @@ fn a_server_that_is_not_installed() {
             "the MCP server did not start: the command \"yc-no-such-mcp-server\" was not found: is it installed and on PATH?"
         );
         good_answers(&mcp).await;
-        until("Failed", || status(&mcp, "bad").state == ServerState::Failed).await;
+        until("Failed", || {
+            status(&mcp, "bad").state == ServerState::Failed
+        })
+        .await;
         mcp.shutdown().await;
     });
 }
@@ -454,7 +483,10 @@ fn a_tool_named_like_a_built_in_is_listed_as_the_server_declared_it() {
         mcp.start("bad").await.unwrap();
         let names: Vec<String> = mcp.tools("bad").into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["t", "exec"]);
-        assert_eq!(text_of(&mcp.call_tool("bad", "exec", "{}").await.unwrap()), "ok");
+        assert_eq!(
+            text_of(&mcp.call_tool("bad", "exec", "{}").await.unwrap()),
+            "ok"
+        );
         mcp.shutdown().await;
     });
 }
@@ -517,7 +549,10 @@ fn a_timed_out_call_is_cancelled() {
         let e = mcp.call_tool("bad", "t", "{}").await.unwrap_err();
         assert_eq!(e, McpError::Timeout(1));
         assert!(t0.elapsed() >= Duration::from_secs(1));
-        until("the cancellation", || rig.recorded().contains("notifications/cancelled")).await;
+        until("the cancellation", || {
+            rig.recorded().contains("notifications/cancelled")
+        })
+        .await;
         // Still running, still usable by others.
         assert_eq!(status(&mcp, "bad").state, ServerState::Running);
         good_answers(&mcp).await;
@@ -566,15 +601,31 @@ fn sdk_server_list_changed_cancel_and_crash() {
         mcp.start("py").await.unwrap();
         let g = mcp.generation();
         assert!(!mcp.tools("py").iter().any(|t| t.name == "extra"));
-        assert_eq!(text_of(&mcp.call_tool("py", "grow", "{}").await.unwrap()), "grown");
+        assert_eq!(
+            text_of(&mcp.call_tool("py", "grow", "{}").await.unwrap()),
+            "grown"
+        );
         until("the new list", || mcp.generation() > g).await;
         assert!(mcp.tools("py").iter().any(|t| t.name == "extra"));
-        assert_eq!(text_of(&mcp.call_tool("py", "extra", "{}").await.unwrap()), "extra");
+        assert_eq!(
+            text_of(&mcp.call_tool("py", "extra", "{}").await.unwrap()),
+            "extra"
+        );
 
-        let e = mcp.call_tool("py", "slow", r#"{"seconds": 30}"#).await.unwrap_err();
+        let e = mcp
+            .call_tool("py", "slow", r#"{"seconds": 30}"#)
+            .await
+            .unwrap_err();
         assert_eq!(e, McpError::Timeout(5));
         until("the cancellation", || rig.recorded().contains("cancelled ")).await;
-        assert_eq!(text_of(&mcp.call_tool("py", "add", r#"{"a":1,"b":2}"#).await.unwrap()), "3");
+        assert_eq!(
+            text_of(
+                &mcp.call_tool("py", "add", r#"{"a":1,"b":2}"#)
+                    .await
+                    .unwrap()
+            ),
+            "3"
+        );
 
         let e = mcp.call_tool("py", "crash", "{}").await.unwrap_err();
         assert!(matches!(e, McpError::Protocol(_)), "{e:?}");
@@ -586,7 +637,14 @@ fn sdk_server_list_changed_cancel_and_crash() {
         .await;
         // Rediscovered: the fresh process has no `extra`.
         assert!(!mcp.tools("py").iter().any(|t| t.name == "extra"));
-        assert_eq!(text_of(&mcp.call_tool("py", "add", r#"{"a":1,"b":2}"#).await.unwrap()), "3");
+        assert_eq!(
+            text_of(
+                &mcp.call_tool("py", "add", r#"{"a":1,"b":2}"#)
+                    .await
+                    .unwrap()
+            ),
+            "3"
+        );
         mcp.shutdown().await;
     });
     none_left(&rig);
@@ -598,7 +656,10 @@ fn an_idle_server_stops_and_its_kept_list_starts_it_again() {
         return;
     }
     let rig = Rig::new("mcp-idle", &[]);
-    let servers = format!(r#"{{"h": {}}}"#, rig.hostile("builtin", r#", "idle_stop_mins": 1"#));
+    let servers = format!(
+        r#"{{"h": {}}}"#,
+        rig.hostile("builtin", r#", "idle_stop_mins": 1"#)
+    );
     let timing = Timing {
         idle_unit: Duration::from_millis(300),
         ..fast()
@@ -606,7 +667,10 @@ fn an_idle_server_stops_and_its_kept_list_starts_it_again() {
     let mcp = rig.mcp(&servers, Some(rig.db()), timing);
     drive(&mcp, async {
         mcp.start("h").await.unwrap();
-        until("the idle stop", || status(&mcp, "h").state == ServerState::Stopped).await;
+        until("the idle stop", || {
+            status(&mcp, "h").state == ServerState::Stopped
+        })
+        .await;
         assert_eq!(mcp.tools("h").len(), 2, "the list stays offered");
     });
     none_left(&rig);
@@ -655,7 +719,10 @@ fn sdk_server_over_streamable_http() {
         mcp.start("web").await.unwrap();
         let names: Vec<String> = mcp.tools("web").into_iter().map(|t| t.name).collect();
         assert_eq!(names, ["add", "echo", "chatty"]);
-        let r = mcp.call_tool("web", "add", r#"{"a": 20, "b": 22}"#).await.unwrap();
+        let r = mcp
+            .call_tool("web", "add", r#"{"a": 20, "b": 22}"#)
+            .await
+            .unwrap();
         assert_eq!(text_of(&r), "42");
         let r = mcp.call_tool("web", "chatty", r#"{"n": 5}"#).await.unwrap();
         assert_eq!(text_of(&r), "done after 5 steps");

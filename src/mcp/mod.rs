@@ -519,7 +519,9 @@ impl Mcp {
             McpError::Start(_) | McpError::Failed(_) => e,
             other => McpError::Start(other.to_string()),
         };
-        log::warn!("mcp {}: {e}", srv.cfg.name);
+        // Info: a caller gets the error itself; a background restart's failure is told
+        // when the server ends `Failed` (a warning).
+        log::info!("mcp {}: {e}", srv.cfg.name);
         *srv.last_error.borrow_mut() = Some(e.to_string());
         self.teardown(srv).await;
         srv.state.set(ServerState::Stopped);
@@ -723,9 +725,7 @@ impl Mcp {
 
     /// After a failure: wait out the backoff holding the start lock, then start again.
     fn schedule_restart(&self, srv: &Rc<Server>) {
-        if srv.restart_scheduled.get()
-            || self.shut.get()
-            || srv.state.get() == ServerState::Failed
+        if srv.restart_scheduled.get() || self.shut.get() || srv.state.get() == ServerState::Failed
         {
             return;
         }
@@ -783,7 +783,11 @@ impl Mcp {
                     if s.run.get() != run || s.state.get() != ServerState::Running {
                         return;
                     }
-                    if s.session.borrow().as_ref().is_some_and(|x| x.in_flight() > 0) {
+                    if s.session
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|x| x.in_flight() > 0)
+                    {
                         s.last_used.set(Instant::now());
                         continue;
                     }

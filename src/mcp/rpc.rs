@@ -94,7 +94,10 @@ impl fmt::Display for Fault {
 
 /// A request with our id `id`.
 pub fn request(id: u64, method: &str, params: Option<&Value>) -> String {
-    let mut s = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":{}"#, json::quote(method));
+    let mut s = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":{}"#,
+        json::quote(method)
+    );
     if let Some(p) = params {
         s.push_str(",\"params\":");
         s.push_str(&json::to_string(p));
@@ -220,7 +223,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
         );
         assert_eq!(
-            response(&json::string("x"), &json::object::<[(&str, Value); 0], _>([])),
+            response(
+                &json::string("x"),
+                &json::object::<[(&str, Value); 0], _>([])
+            ),
             r#"{"jsonrpc":"2.0","id":"x","result":{}}"#
         );
         assert_eq!(
@@ -232,11 +238,19 @@ mod tests {
     #[test]
     fn responses_requests_notifications_and_batches_are_read() {
         let m = parse(r#"{"jsonrpc":"2.0","id":4,"result":{"ok":true}}"#).unwrap();
-        assert!(matches!(&m[..], [Incoming::Response { id: 4, result: Ok(_) }]));
-        let m = parse(r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"bad"}}"#)
-            .unwrap();
-        assert!(matches!(&m[..], [Incoming::Response { id: 5, result: Err(e) }]
-            if *e == RpcError { code: -32602, message: "bad".into() }));
+        assert!(matches!(
+            &m[..],
+            [Incoming::Response {
+                id: 4,
+                result: Ok(_)
+            }]
+        ));
+        let m =
+            parse(r#"{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"bad"}}"#).unwrap();
+        assert!(
+            matches!(&m[..], [Incoming::Response { id: 5, result: Err(e) }]
+            if *e == RpcError { code: -32602, message: "bad".into() })
+        );
         let m = parse(
             r#"[{"jsonrpc":"2.0","id":"p1","method":"ping"},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}]"#,
         )
@@ -251,10 +265,23 @@ mod tests {
     fn broken_messages_are_faults_not_panics() {
         assert_eq!(parse("hello").err(), Some(Fault::NotJson));
         assert_eq!(parse("[]").err(), Some(Fault::NotJsonRpc));
-        assert_eq!(parse(r#"{"id":1,"result":{}}"#).err(), Some(Fault::NotJsonRpc));
-        assert_eq!(parse(r#"{"jsonrpc":"2.0","id":"abc","result":{}}"#).err(), Some(Fault::UnknownId));
-        assert_eq!(parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#).err(), Some(Fault::Orphan("Parse error".into())));
-        assert_eq!(parse(r#"{"jsonrpc":"2.0","id":1}"#).err(), Some(Fault::NotJsonRpc));
+        assert_eq!(
+            parse(r#"{"id":1,"result":{}}"#).err(),
+            Some(Fault::NotJsonRpc)
+        );
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":"abc","result":{}}"#).err(),
+            Some(Fault::UnknownId)
+        );
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#)
+                .err(),
+            Some(Fault::Orphan("Parse error".into()))
+        );
+        assert_eq!(
+            parse(r#"{"jsonrpc":"2.0","id":1}"#).err(),
+            Some(Fault::NotJsonRpc)
+        );
         let big = format!(r#"{{"x":"{}"}}"#, "a".repeat(MCP_MAX_MESSAGE_BYTES));
         assert_eq!(parse(&big).err(), Some(Fault::TooLarge));
         // Fuzz-style: no input panics.

@@ -182,14 +182,20 @@ impl Session {
                             let _ = tx.try_send(result);
                         }
                         None if self.cancelled.borrow().contains(&id) => {
-                            log::debug!("mcp {}: a late answer to cancelled request {id}", self.name);
+                            log::debug!(
+                                "mcp {}: a late answer to cancelled request {id}",
+                                self.name
+                            );
                         }
                         None => return Err(Fault::UnknownId),
                     }
                 }
                 Incoming::Request { id, method } => {
                     if method == "ping" {
-                        replies.push(rpc::response(&id, &json::object::<[(&str, Value); 0], _>([])));
+                        replies.push(rpc::response(
+                            &id,
+                            &json::object::<[(&str, Value); 0], _>([]),
+                        ));
                     } else {
                         log::debug!("mcp {}: refused the server's request {method}", self.name);
                         replies.push(rpc::error_response(
@@ -294,7 +300,9 @@ impl Session {
                 (pending, sent)
             })
             .await
-            .map_err(|_| Exchange::Failed(McpError::Transport("yoctoclaw is shutting down".into())))?;
+            .map_err(|_| {
+                Exchange::Failed(McpError::Transport("yoctoclaw is shutting down".into()))
+            })?;
         let mut messages = pending.unwrap_or_default();
         let sent = sent.map_err(|e| match e {
             HttpError::Timeout => Exchange::Failed(McpError::Timeout(timeout.as_secs())),
@@ -308,7 +316,9 @@ impl Session {
             match self.on_message(&m) {
                 Ok(replies) => {
                     for r in replies {
-                        Box::pin(self.send_only(r)).await.map_err(Exchange::Failed)?;
+                        Box::pin(self.send_only(r))
+                            .await
+                            .map_err(Exchange::Failed)?;
                     }
                 }
                 Err(f) => {
@@ -363,7 +373,10 @@ impl Session {
                 Link::Http { .. } => {
                     let mut sent = self.http_exchange(line.clone(), Some(id), timeout).await;
                     if matches!(sent, Err(Exchange::Expired)) && method != "initialize" {
-                        log::info!("mcp {}: the server ended the session; initializing again", self.name);
+                        log::info!(
+                            "mcp {}: the server ended the session; initializing again",
+                            self.name
+                        );
                         Box::pin(self.reinitialize_http()).await?;
                         sent = self.http_exchange(line.clone(), Some(id), timeout).await;
                     }
@@ -431,7 +444,10 @@ impl Session {
                 ]),
             ),
         ]);
-        let result = match self.request("initialize", Some(&params), self.timeout).await {
+        let result = match self
+            .request("initialize", Some(&params), self.timeout)
+            .await
+        {
             Ok(r) => r,
             Err(McpError::Timeout(s)) => {
                 return Err(McpError::Start(format!(
@@ -456,7 +472,8 @@ impl Session {
         }
         *self.protocol.borrow_mut() = version.to_string();
         let v = version.to_string();
-        self.with_transport(move |t| t.set_protocol_version(&v)).await;
+        self.with_transport(move |t| t.set_protocol_version(&v))
+            .await;
         self.send_only(rpc::notification("notifications/initialized", None))
             .await
     }

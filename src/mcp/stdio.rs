@@ -125,7 +125,10 @@ pub fn spawn(spec: Spec) -> Result<Spawned, String> {
             spec.command
         ),
         std::io::ErrorKind::PermissionDenied => {
-            format!("the command {:?} may not be run (permission denied)", spec.command)
+            format!(
+                "the command {:?} may not be run (permission denied)",
+                spec.command
+            )
         }
         _ => format!("the command {:?} could not be started ({e})", spec.command),
     })?;
@@ -386,7 +389,10 @@ mod tests {
             ]
         );
         let endless = vec![b'x'; MCP_MAX_MESSAGE_BYTES + 2 * READ_CHUNK_BYTES];
-        assert_eq!(lines(&endless), vec![Err(ReadEnd::Fault(Fault::EndlessLine))]);
+        assert_eq!(
+            lines(&endless),
+            vec![Err(ReadEnd::Fault(Fault::EndlessLine))]
+        );
         let mut long = vec![b'x'; MCP_MAX_MESSAGE_BYTES + 1];
         long.push(b'\n');
         assert_eq!(lines(&long)[0], Err(ReadEnd::Fault(Fault::TooLarge)));
