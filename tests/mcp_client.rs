@@ -270,3 +270,466 @@ fn sdk_server_over_stdio_lists_calls_and_gets_no_secret() {
 async fn futures_lite_join<A, B>(a: impl Future<Output = A>, b: impl Future<Output = B>) -> (A, B) {
     smol::future::zip(a, b).await
 }
+
+// ---------------------------------------------------------------------------------------
+// The hostile server.
+
+impl Rig {
+    /// A hostile server's entry in `mode`.
+    fn hostile(&self, mode: &str, extra: &str) -> String {
+        format!(
+            r#"{{"command": "python3", "args": [{:?}, {mode:?}, {:?}]{extra}}}"#,
+            fixture("hostile.py").to_string_lossy(),
+            self.record().to_string_lossy()
+        )
+    }
+
+    /// `bad` (the hostile `mode`, with `extra` keys) beside `good`, a well-behaved one.
+    fn pair(&self, mode: &str, extra: &str) -> Rc<Mcp> {
+        let servers = format!(
+            r#"{{"bad": {}, "good": {}}}"#,
+            self.hostile(mode, extra),
+            self.hostile("fine", "")
+        );
+        self.mcp(&servers, None, fast())
+    }
+}
+
+fn python(what: &str) -> bool {
+    python_ok(what, "import json")
+}
+
+/// The good server beside answers.
+async fn good_answers(mcp: &Mcp) {
+    let r = mcp.call_tool("good", "t", "{}").await.expect("good server");
+    assert_eq!(text_of(&r), "ok");
+}
+
+fn status(mcp: &Mcp, name: &str) -> yoctoclaw::mcp::ServerStatus {
+    mcp.servers().into_iter().find(|s| s.name == name).unwrap()
+}
+
+/// Every process the fixtures started is gone (reaped: not even a zombie).
+fn none_left(rig: &Rig) {
+    let rec = rig.recorded();
+    let mut pids = started_pids(&rec);
+    pids.extend(
+        rec.lines()
+            .filter_map(|l| l.strip_prefix("child "))
+            .filter_map(|p| p.trim().parse::<u32>().ok()),
+    );
+    let end = Instant::now() + WAIT;
+    for pid in pids {
+        while exists(pid) {
+            assert!(Instant::now() < end, "process {pid} is left: {rec}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A start of `bad` fails with an error containing `needle`; then it is restarted under
+/// the backoff until `Failed`; `good` is unaffected throughout.
+fn fails_to_start(tag: &str, mode: &str, extra: &str, needle: &str) {
+    if !python(tag) {
+        return;
+    }
+    let rig = Rig::new(tag, &[]);
+    let mcp = rig.pair(mode, extra);
+    drive(&mcp, async {
+        let e = mcp.start("bad").await.unwrap_err();
+        assert!(matches!(e, McpError::Start(_)), "{e:?}");
+        assert!(e.to_string().contains(needle), "{e}");
+        good_answers(&mcp).await;
+        until("bad to be Failed", || {
+            status(&mcp, "bad").state == ServerState::Failed
+        })
+        .await;
+        let s = status(&mcp, "bad");
+        assert_eq!(s.restarts, 5, "{s:?}");
+        assert!(
+            s.last_error.as_deref().unwrap_or("").contains(needle),
+            "{s:?}"
+        );
+        assert_eq!(
+            mcp.call_tool("bad", "t", "{}").await.err(),
+            Some(McpError::Failed("bad".into()))
+        );
+        good_answers(&mcp).await;
+        assert_eq!(status(&mcp, "good").restarts, 0);
+        mcp.shutdown().await;
+    });
+    none_left(&rig);
+}
+
+#[test]
+fn a_server_that_is_not_installed() {
+    if !python("not installed") {
+        return;
+    }
+    let rig = Rig::new("mcp-missing", &[]);
+    let servers = format!(
+        r#"{{"bad": {{"command": "yc-no-such-mcp-server"}}, "good": {}}}"#,
+        rig.hostile("fine", "")
+    );
+    let mcp = rig.mcp(&servers, None, fast());
+    drive(&mcp, async {
+        let e = mcp.call_tool("bad", "t", "{}").await.unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the MCP server did not start: the command \"yc-no-such-mcp-server\" was not found: is it installed and on PATH?"
+        );
+        good_answers(&mcp).await;
+        until("Failed", || {
+            status(&mcp, "bad").state == ServerState::Failed
+        })
+        .await;
+        mcp.shutdown().await;
+    });
+}
+
+#[test]
+fn a_server_that_exits_at_once() {
+    fails_to_start("mcp-exit", "exit", "", "exited or closed its output");
+}
+
+#[test]
+fn a_server_that_prints_before_initialize() {
+    fails_to_start("mcp-banner", "banner", "", "not JSON");
+}
+
+#[test]
+fn a_server_with_another_protocol_version() {
+    fails_to_start("mcp-version", "version", "", "\"1999-01-01\"");
+}
+
+#[test]
+fn a_server_that_sends_garbage() {
+    fails_to_start("mcp-garbage", "garbage", "", "not JSON");
+}
+
+#[test]
+fn a_server_that_hangs() {
+    fails_to_start(
+        "mcp-hang",
+        "hang",
+        r#", "timeout_secs": 1"#,
+        "did not answer initialize within 1 s",
+    );
+}
+
+/// A call to `bad` fails with an error containing `needle`; the server is restarted (its
+/// tools listed again) and `good` is unaffected.
+fn breaks_mid_call(tag: &str, mode: &str, needle: &str) {
+    if !python(tag) {
+        return;
+    }
+    let rig = Rig::new(tag, &[]);
+    let mcp = rig.pair(mode, "");
+    drive(&mcp, async {
+        mcp.start("good").await.expect("start good");
+        mcp.start("bad").await.expect("start");
+        let g = mcp.generation();
+        let e = mcp.call_tool("bad", "t", "{}").await.unwrap_err();
+        assert!(matches!(e, McpError::Protocol(_)), "{e:?}");
+        assert!(e.to_string().contains(needle), "{e}");
+        good_answers(&mcp).await;
+        until("bad restarted", || {
+            let s = status(&mcp, "bad");
+            s.state == ServerState::Running && s.restarts == 1
+        })
+        .await;
+        assert!(status(&mcp, "bad").last_error.unwrap().contains(needle));
+        assert_eq!(mcp.tools("bad").len(), 1);
+        assert_eq!(mcp.generation(), g, "the same list after the restart");
+        assert_eq!(started_pids(&rig.recorded()).len(), 3);
+        mcp.shutdown().await;
+    });
+    none_left(&rig);
+}
+
+#[test]
+fn a_server_that_dies_mid_call() {
+    breaks_mid_call("mcp-die", "die", "exited or closed its output");
+}
+
+#[test]
+fn a_server_that_returns_50_mb() {
+    breaks_mid_call("mcp-huge", "huge", "over 4 MiB");
+}
+
+#[test]
+fn a_server_whose_line_never_ends() {
+    breaks_mid_call("mcp-endless", "endless", "without an end");
+}
+
+#[test]
+fn a_server_that_answers_unknown_ids() {
+    breaks_mid_call("mcp-unknown", "unknown", "never sent");
+}
+
+#[test]
+fn a_server_that_floods_notifications() {
+    breaks_mid_call("mcp-flood", "flood", "flooded");
+}
+
+#[test]
+fn a_tool_named_like_a_built_in_is_listed_as_the_server_declared_it() {
+    if !python("builtin") {
+        return;
+    }
+    let rig = Rig::new("mcp-builtin", &[]);
+    let mcp = rig.pair("builtin", "");
+    drive(&mcp, async {
+        mcp.start("bad").await.unwrap();
+        let names: Vec<String> = mcp.tools("bad").into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["t", "exec"]);
+        assert_eq!(
+            text_of(&mcp.call_tool("bad", "exec", "{}").await.unwrap()),
+            "ok"
+        );
+        mcp.shutdown().await;
+    });
+}
+
+#[test]
+fn tools_are_listed_over_pages_and_capped_in_all() {
+    if !python("pages") {
+        return;
+    }
+    let rig = Rig::new("mcp-pages", &[]);
+    let servers = format!(
+        r#"{{"a": {}, "b": {}, "c": {}}}"#,
+        rig.hostile("paged", ""),
+        rig.hostile("many", ""),
+        rig.hostile("fine", "")
+    );
+    let mcp = rig.mcp(&servers, None, fast());
+    drive(&mcp, async {
+        for s in ["a", "b", "c"] {
+            mcp.start(s).await.unwrap();
+        }
+        let a: Vec<String> = mcp.tools("a").into_iter().map(|t| t.name).collect();
+        assert_eq!(a, ["t0a", "t0b", "t1a", "t1b", "t2a", "t2b"]);
+        // 128 in all, servers in name order: b gets what a left, c nothing.
+        assert_eq!(mcp.tools("b").len(), 128 - 6);
+        assert_eq!(mcp.tools("c").len(), 0);
+        let counts: Vec<usize> = mcp.servers().iter().map(|s| s.tools).collect();
+        assert_eq!(counts, [6, 122, 0]);
+        mcp.shutdown().await;
+    });
+}
+
+#[test]
+fn the_servers_ping_is_answered_and_other_requests_refused() {
+    if !python("ping") {
+        return;
+    }
+    let rig = Rig::new("mcp-ping", &[]);
+    let mcp = rig.pair("ping", "");
+    drive(&mcp, async {
+        let r = mcp.call_tool("bad", "t", "{}").await.unwrap();
+        assert_eq!(
+            text_of(&r),
+            r#"[{"id": "srv-1", "jsonrpc": "2.0", "result": {}}, {"error": {"code": -32601, "message": "Method not found"}, "id": "srv-2", "jsonrpc": "2.0"}]"#
+        );
+        mcp.shutdown().await;
+    });
+}
+
+#[test]
+fn a_timed_out_call_is_cancelled() {
+    if !python("cancel") {
+        return;
+    }
+    let rig = Rig::new("mcp-cancel", &[]);
+    let mcp = rig.pair("silent", r#", "timeout_secs": 1"#);
+    drive(&mcp, async {
+        mcp.start("bad").await.unwrap();
+        let t0 = Instant::now();
+        let e = mcp.call_tool("bad", "t", "{}").await.unwrap_err();
+        assert_eq!(e, McpError::Timeout(1));
+        assert!(t0.elapsed() >= Duration::from_secs(1));
+        until("the cancellation", || {
+            rig.recorded().contains("notifications/cancelled")
+        })
+        .await;
+        // Still running, still usable by others.
+        assert_eq!(status(&mcp, "bad").state, ServerState::Running);
+        good_answers(&mcp).await;
+        mcp.shutdown().await;
+    });
+    let rec = rig.recorded();
+    let line = rec.lines().find(|l| l.contains("cancelled")).unwrap();
+    // The call was our third request (initialize, tools/list, tools/call).
+    assert!(
+        line.contains(r#""requestId":3"#) && line.contains(r#""reason":"timed out""#),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_stubborn_server_and_its_group_are_killed_at_shutdown() {
+    if !python("stubborn") {
+        return;
+    }
+    let rig = Rig::new("mcp-stubborn", &[]);
+    let mcp = rig.pair("stubborn", "");
+    drive(&mcp, async {
+        mcp.start("bad").await.unwrap();
+        until("the child", || rig.recorded().contains("child ")).await;
+        let t0 = Instant::now();
+        mcp.shutdown().await;
+        // stdin closed, grace, SIGTERM (ignored), grace, SIGKILL.
+        assert!(t0.elapsed() >= fast().stop_grace * 2, "{:?}", t0.elapsed());
+    });
+    none_left(&rig);
+}
+
+// ---------------------------------------------------------------------------------------
+// The SDK server: list_changed, cancellation, a crash, idle stop and the kept list.
+
+#[test]
+fn sdk_server_list_changed_cancel_and_crash() {
+    let what = "MCP over stdio against the official Python SDK";
+    if !sdk(what) {
+        return;
+    }
+    let rig = Rig::new("mcp-sdk-more", &[]);
+    let servers = format!(r#"{{"py": {}}}"#, rig.sdk_entry(r#", "timeout_secs": 5"#));
+    let mcp = rig.mcp(&servers, None, fast());
+    drive(&mcp, async {
+        mcp.start("py").await.unwrap();
+        let g = mcp.generation();
+        assert!(!mcp.tools("py").iter().any(|t| t.name == "extra"));
+        assert_eq!(
+            text_of(&mcp.call_tool("py", "grow", "{}").await.unwrap()),
+            "grown"
+        );
+        until("the new list", || mcp.generation() > g).await;
+        assert!(mcp.tools("py").iter().any(|t| t.name == "extra"));
+        assert_eq!(
+            text_of(&mcp.call_tool("py", "extra", "{}").await.unwrap()),
+            "extra"
+        );
+
+        let e = mcp
+            .call_tool("py", "slow", r#"{"seconds": 30}"#)
+            .await
+            .unwrap_err();
+        assert_eq!(e, McpError::Timeout(5));
+        until("the cancellation", || rig.recorded().contains("cancelled ")).await;
+        assert_eq!(
+            text_of(
+                &mcp.call_tool("py", "add", r#"{"a":1,"b":2}"#)
+                    .await
+                    .unwrap()
+            ),
+            "3"
+        );
+
+        let e = mcp.call_tool("py", "crash", "{}").await.unwrap_err();
+        assert!(matches!(e, McpError::Protocol(_)), "{e:?}");
+        until("the restart", || {
+            let s = status(&mcp, "py");
+            assert_ne!(s.state, ServerState::Failed, "{s:?}");
+            s.state == ServerState::Running && s.restarts >= 1
+        })
+        .await;
+        // Rediscovered: the fresh process has no `extra`.
+        assert!(!mcp.tools("py").iter().any(|t| t.name == "extra"));
+        assert_eq!(
+            text_of(
+                &mcp.call_tool("py", "add", r#"{"a":1,"b":2}"#)
+                    .await
+                    .unwrap()
+            ),
+            "3"
+        );
+        mcp.shutdown().await;
+    });
+    none_left(&rig);
+}
+
+#[test]
+fn an_idle_server_stops_and_its_kept_list_starts_it_again() {
+    if !python("idle") {
+        return;
+    }
+    let rig = Rig::new("mcp-idle", &[]);
+    let servers = format!(
+        r#"{{"h": {}}}"#,
+        rig.hostile("builtin", r#", "idle_stop_mins": 1"#)
+    );
+    let timing = Timing {
+        idle_unit: Duration::from_millis(300),
+        ..fast()
+    };
+    let mcp = rig.mcp(&servers, Some(rig.db()), timing);
+    drive(&mcp, async {
+        mcp.start("h").await.unwrap();
+        until("the idle stop", || {
+            status(&mcp, "h").state == ServerState::Stopped
+        })
+        .await;
+        assert_eq!(mcp.tools("h").len(), 2, "the list stays offered");
+    });
+    none_left(&rig);
+    drop(mcp);
+    // Another process (a restarted gateway): the list is known before any start.
+    let mcp = rig.mcp(&servers, Some(rig.db()), timing);
+    assert_eq!(status(&mcp, "h").state, ServerState::Stopped);
+    let names: Vec<String> = mcp.tools("h").into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["t", "exec"]);
+    assert_eq!(status(&mcp, "h").tools, 2);
+    drive(&mcp, async {
+        assert_eq!(text_of(&mcp.call_tool("h", "t", "{}").await.unwrap()), "ok");
+        assert_eq!(status(&mcp, "h").state, ServerState::Running);
+        mcp.shutdown().await;
+    });
+    assert_eq!(started_pids(&rig.recorded()).len(), 2);
+    none_left(&rig);
+}
+
+// ---------------------------------------------------------------------------------------
+// HTTP.
+
+#[test]
+fn sdk_server_over_streamable_http() {
+    let what = "MCP over HTTP against the official Python SDK";
+    if !python_ok(what, "import mcp.server, uvicorn") {
+        return;
+    }
+    let mut child = Command::new("python3")
+        .arg(fixture("http_server.py"))
+        .args(["sse", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    let port: u16 = line.trim().strip_prefix("READY ").unwrap().parse().unwrap();
+    let rig = Rig::new("mcp-http", &[("HTTP_TOKEN", "tok-123")]);
+    let servers = format!(
+        r#"{{"web": {{"url": "http://127.0.0.1:{port}/mcp", "headers": {{"Authorization": "Bearer ${{HTTP_TOKEN}}"}}}}}}"#
+    );
+    let mcp = rig.mcp(&servers, None, fast());
+    drive(&mcp, async {
+        mcp.start("web").await.unwrap();
+        let names: Vec<String> = mcp.tools("web").into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["add", "echo", "chatty"]);
+        let r = mcp
+            .call_tool("web", "add", r#"{"a": 20, "b": 22}"#)
+            .await
+            .unwrap();
+        assert_eq!(text_of(&r), "42");
+        let r = mcp.call_tool("web", "chatty", r#"{"n": 5}"#).await.unwrap();
+        assert_eq!(text_of(&r), "done after 5 steps");
+        assert_eq!(status(&mcp, "web").state, ServerState::Running);
+        mcp.shutdown().await;
+        assert_eq!(status(&mcp, "web").state, ServerState::Stopped);
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+}

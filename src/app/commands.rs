@@ -25,7 +25,7 @@ pub fn agent_command(l: &Loaded, session: &str, message: Option<String>) -> Resu
     let providers = providers(l)?;
     let workers = Workers::start(1);
     let out = outbound(l, &workers, None);
-    let mcp = mcp_seam::start(l, &db);
+    let mcp = mcp_seam::start_now(l, &db);
     let agent = agent(l, &db, &workers, providers, out, mcp.as_ref());
     let session = terminal::session_id(session);
     let res = match message {
@@ -58,7 +58,7 @@ pub fn heartbeat_command(l: &Loaded) -> Result<(), AppError> {
     let now = crate::time::now();
     let floor = build_epoch();
     let out = outbound(l, &workers, None);
-    let mcp = mcp_seam::start(l, &db);
+    let mcp = mcp_seam::start_now(l, &db);
     let agent = agent(l, &db, &workers, providers, out.clone(), mcp.as_ref());
     let deps = Deps::new(&l.cfg, &db, l.home.workspace(), out);
     let checked = smol::block_on(heartbeat::check_in(
@@ -152,7 +152,7 @@ pub fn cron_command(l: &Loaded, cmd: CronSub) -> Result<(), AppError> {
             let mcp = if job.is_message {
                 None
             } else {
-                mcp_seam::start(l, &db)
+                mcp_seam::start_now(l, &db)
             };
             let agent = if job.is_message {
                 None
@@ -194,7 +194,7 @@ pub fn serial_command(l: &Loaded, device: &str, baud: u32, echo: bool) -> Result
     let providers = providers(l)?;
     let workers = Workers::start(crate::limits::WORKER_THREADS);
     let out = outbound(l, &workers, None);
-    let mcp = mcp_seam::start(l, &db);
+    let mcp = mcp_seam::start_now(l, &db);
     let agent = agent(l, &db, &workers, providers, out, mcp.as_ref());
     let console = serial::run_console(&agent, &workers, device, lines, writer);
     mcp_seam::block_on(mcp.as_ref(), console);

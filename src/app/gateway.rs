@@ -139,11 +139,11 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     ))
     .detach();
     // MCP servers with `start: boot` start once the gateway runs (each failure logged);
-    // the others on their first call.
+    // the others on their first call, but once now if their tools are not known yet.
     // The manager's background work (servers' output, pings, restarts, idle stops) runs
     // beside them until the signal.
     if let Some(m) = mcp.clone() {
-        let (db, driven) = (db.clone(), m.clone());
+        let (db, driven, cfg) = (db.clone(), m.clone(), l.cfg.clone());
         ex.spawn(until_closed(
             async move { driven.run().await },
             stopped.clone(),
@@ -151,6 +151,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
         .detach();
         let boot = async move {
             m.start_boot_servers().await;
+            mcp_seam::discover(&m, &cfg).await;
             record_servers(&db, &m, crate::time::clock::now());
         };
         ex.spawn(until_closed(boot, stopped.clone())).detach();

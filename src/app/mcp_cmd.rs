@@ -54,7 +54,13 @@ pub fn manager(cfg: &Config, env: &Env, home: &Home, db: Option<Rc<Db>>) -> Rc<M
     )
 }
 
-/// The database when it exists (a command never creates it).
+/// The database, opened (created) when the home exists, for the tool lists a server gave:
+/// `mcp tools` and `mcp call` keep them so `mcp list` and the gateway know them.
+fn tools_db(l: &Loaded) -> Option<Rc<Db>> {
+    super::open_db(l).ok()
+}
+
+/// The database when it exists (`mcp list` creates nothing).
 fn existing_db(l: &Loaded) -> Option<Rc<Db>> {
     let path = l.home.db_file();
     path.exists()
@@ -224,7 +230,7 @@ fn tools(l: &Loaded, only: Option<&str>) -> (String, Result<(), AppError>) {
         let none = "No enabled MCP servers: add them under mcp.servers in config.json.\n";
         return (none.into(), Ok(()));
     }
-    let mcp = manager(cfg, &l.env, &l.home, existing_db(l));
+    let mcp = manager(cfg, &l.env, &l.home, tools_db(l));
     let mut s = String::new();
     let mut failure = None;
     for name in names {
@@ -288,7 +294,7 @@ fn call(
             )),
         );
     }
-    let mcp = manager(cfg, env, &l.home, existing_db(l));
+    let mcp = manager(cfg, env, &l.home, tools_db(l));
     crate::security::scrub::install_secret_literals(server_secrets(cfg, env));
     let res = smol::block_on(mcp.call_tool(server, tool, args));
     smol::block_on(mcp.shutdown());

@@ -1,7 +1,9 @@
 //! The tools' MCP seam (`tools::mcp::McpTools`) implemented over the MCP manager, and
 //! the one place a process that runs the agent builds its manager ([`start`]).
 //!
-//! The tool list is rebuilt (`mcp::offer`: names, bounds, schema clean-up, the servers'
+//! A server whose tools are not known yet (its first run) is started once to learn
+//! them ([`discover`]); afterwards the list kept in the store is offered while it is
+//! stopped. The tool list is rebuilt (`mcp::offer`: names, bounds, schema clean-up, the servers'
 //! allow/deny lists) only when the manager's `generation` changes, so each turn reads a
 //! shared list. A call's result becomes text by `mcp::content`; `isError` and the
 //! manager's errors become tool errors the model reads.
@@ -14,6 +16,7 @@
 
 use crate::chat::ToolSpec;
 use crate::config::Config;
+use crate::config::mcp::McpStart;
 use crate::config::tool_rules::TOOL_NAMES;
 use crate::mcp::content::{Rendered, render};
 use crate::mcp::{Mcp, ToolInfo, offer};
@@ -105,6 +108,34 @@ pub fn start(l: &super::Loaded, db: &Rc<Db>) -> Option<Rc<Mcp>> {
     crate::security::scrub::install_secret_literals(super::mcp_cmd::server_secrets(&l.cfg, &l.env));
     let db = Some(db.clone());
     Some(super::mcp_cmd::manager(&l.cfg, &l.env, &l.home, db))
+}
+
+/// [`start`] for a command that runs turns itself: the servers whose tools are not
+/// known yet are started first ([`discover`]), so its turn is offered them.
+pub fn start_now(l: &super::Loaded, db: &Rc<Db>) -> Option<Rc<Mcp>> {
+    let mcp = start(l, db)?;
+    block_on(Some(&mcp), discover(&mcp, &l.cfg));
+    Some(mcp)
+}
+
+/// Start the enabled servers whose tools are not known yet (never run here, nothing
+/// kept in the store): a `first_use` server is started on a call to one of its tools,
+/// and the model calls only the tools it was offered. Once listed, the tools are kept,
+/// and the server stops when idle.
+pub async fn discover(mcp: &Mcp, cfg: &Config) {
+    for s in cfg.mcp.servers.iter().filter(|s| s.enabled) {
+        if s.start == McpStart::FirstUse && mcp.tools(&s.name).is_empty() {
+            match mcp.start(&s.name).await {
+                Ok(d) => log::info!(
+                    "mcp {}: started to learn its tools ({} tool(s), {:.2} s)",
+                    s.name,
+                    mcp.tools(&s.name).len(),
+                    d.as_secs_f64()
+                ),
+                Err(e) => log::warn!("mcp {}: {e}", s.name),
+            }
+        }
+    }
 }
 
 /// Run `f` to its end with `mcp`'s background work (servers' output, pings, restarts,

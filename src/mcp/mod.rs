@@ -531,7 +531,9 @@ impl Mcp {
             McpError::Start(_) | McpError::Failed(_) => e,
             other => McpError::Start(other.to_string()),
         };
-        log::warn!("mcp {}: {e}", srv.cfg.name);
+        // Info: a caller gets the error itself; a background restart's failure is told
+        // when the server ends `Failed` (a warning).
+        log::info!("mcp {}: {e}", srv.cfg.name);
         *srv.last_error.borrow_mut() = Some(e.to_string());
         self.teardown(srv).await;
         srv.state.set(ServerState::Stopped);

@@ -18,7 +18,8 @@
 //! # Bounds
 //! - Requests in flight: as many as callers (each bounded by its timeout); replies to the
 //!   server's requests: one at a time, each within the server's timeout.
-//! - Notifications: `MCP_MAX_NOTIFICATIONS_PER_SEC` (more: `Fault::Flood`); logged ones
+//! - Notifications and the server's requests together: `MCP_MAX_NOTIFICATIONS_PER_SEC`
+//!   (more: `Fault::Flood`); logged ones
 //!   cut to `MAX_LOGGED_NOTE_BYTES`.
 //! - Ids of cancelled requests remembered: `MCP_CANCELLED_IDS`.
 //! - Tool lists: `MCP_MAX_TOOL_PAGES` pages, `MCP_MAX_TOOLS` tools, each description
@@ -191,6 +192,8 @@ impl Session {
                     }
                 }
                 Incoming::Request { id, method } => {
+                    // The server's requests count toward the same rate bound.
+                    self.count_note()?;
                     if method == "ping" {
                         replies.push(rpc::response(
                             &id,
