@@ -1,7 +1,11 @@
-//! MCP servers' tools end to end: the real gateway over the fake Bot API and a fake
-//! OpenAI-compatible model, with a real MCP server built on the official Python SDK
-//! (`mcp` 2.x, `MCPServer`) over stdio: tests/fixtures/mcp/gateway_server.py, which is
-//! the core's tests/fixtures/mcp/stdio_server.py plus the tools these tests need.
+//! MCP servers' tools end to end, the cases tests/mcp_gateway.rs leaves out: deny lists
+//! naming servers and the group `mcp`, a server's own allow/deny lists, structured and
+//! image results, arguments that are not an object, `provider.tool_mode` text and none,
+//! a server that cannot start, and the shutdown while a restart waits out its backoff.
+//! The real gateway over the fake Bot API and a fake OpenAI-compatible model, with a real
+//! MCP server built on the official Python SDK (`mcp` 2.x, `MCPServer`) over stdio:
+//! tests/fixtures/mcp/gateway_server.py, which is tests/fixtures/mcp/stdio_server.py plus
+//! the tools these tests need.
 //!
 //! The fake model is driven by what the user says: a line `call NAME {json}` in the
 //! user's message makes it call tool NAME with those arguments (native tool calls, or a
@@ -566,78 +570,6 @@ fn deny_lists_name_mcp_tools_servers_and_the_group() {
 }
 
 #[test]
-fn supervised_asks_on_telegram_before_an_untrusted_server_runs_a_tool() {
-    let Some(py) = python("the SDK's stdio server") else {
-        return;
-    };
-    // Default autonomy (supervised); `demo` is not trusted.
-    let rig = Rig::new("mcp-approve", &py, &[("demo", "")], Extra::default());
-    let mut g = rig.start(&["demo"]);
-    const ASK: &str = r#"Approve? demo: note {"text":"buy milk"}"#;
-
-    // ask → /yes → runs
-    rig.tg
-        .push_private(ALICE, "alice", r#"call demo__note {"text":"buy milk"}"#);
-    g.wait_for("the question", || rig.count(ASK) == 1);
-    let q = rig.texts().into_iter().find(|t| t.contains(ASK)).unwrap();
-    assert!(q.contains("Reply /yes, /no, or /always"), "{q}");
-    assert!(
-        !rig.recorded("demo").contains("note "),
-        "nothing runs before the answer"
-    );
-    rig.tg.push_private(ALICE, "alice", "/yes");
-    g.wait_for("the answer", || rig.count("result: ") == 1);
-    assert_eq!(results(&rig.llm), ["noted: buy milk"]);
-    assert!(rig.recorded("demo").contains("note buy milk\n"));
-
-    // ask → /no → refused, the model told, the server never called
-    rig.tg
-        .push_private(ALICE, "alice", r#"call demo__note {"text":"sell the car"}"#);
-    g.wait_for("the second question", || {
-        rig.count("Approve? demo: note") == 2
-    });
-    rig.tg.push_private(ALICE, "alice", "/no");
-    g.wait_for("the second answer", || rig.count("result: ") == 2);
-    let r = results(&rig.llm);
-    assert!(r[0].contains("refused: the user said no"), "{r:?}");
-    assert!(!rig.recorded("demo").contains("sell the car"));
-    let log = g.log();
-    g.stop_cleanly();
-    assert!(log.contains("approval asked in telegram:42"), "{log}");
-}
-
-#[test]
-fn read_only_refuses_untrusted_servers_and_runs_trusted_ones() {
-    let Some(py) = python("the SDK's stdio server") else {
-        return;
-    };
-    let rig = Rig::new(
-        "mcp-readonly",
-        &py,
-        &[("demo", ""), ("home", r#","trust":true"#)],
-        Extra {
-            agent: r#""autonomy":"read_only""#,
-            ..Extra::default()
-        },
-    );
-    let mut g = rig.start(&["demo", "home"]);
-    rig.ask(
-        &mut g,
-        "call demo__note {\"text\":\"untrusted\"}\ncall home__note {\"text\":\"trusted\"}",
-        1,
-    );
-    let r = results(&rig.llm);
-    assert_eq!(r.len(), 2, "{r:?}");
-    assert!(r[0].starts_with("error: refused"), "{r:?}");
-    assert!(r[0].contains("read_only"), "{r:?}");
-    assert_eq!(r[1], "noted: trusted");
-    assert!(!rig.recorded("demo").contains("note "));
-    assert!(rig.recorded("home").contains("note trusted\n"));
-    assert_eq!(rig.count("Approve?"), 0, "read_only never asks");
-    g.stop_cleanly();
-}
-
-#[test]
 fn text_tool_mode_describes_mcp_tools_in_the_prompt() {
     let Some(py) = python("the SDK's stdio server") else {
         return;
@@ -716,6 +648,8 @@ fn a_first_use_server_is_offered_from_the_first_turn_and_started_by_its_first_ca
         Extra::default(),
     );
     let mut g = rig.start(&[]);
+    // Its tools are not known yet: the gateway starts it once to learn them.
+    g.wait_for_log("mcp demo: started to learn its tools");
     let answer = rig.ask(&mut g, r#"call demo__add {"a":4,"b":5}"#, 1);
     assert_eq!(answer, "result: 9");
     let first = offered(&rig.llm, 0);
