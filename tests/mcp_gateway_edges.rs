@@ -712,3 +712,61 @@ fn a_server_waiting_out_its_restart_backoff_does_not_hold_the_shutdown() {
     g.wait_for_log("mcp broken: restarting in 8.0 s");
     g.stop_cleanly();
 }
+
+#[test]
+fn secrets_never_reach_a_server_and_its_results_are_scrubbed_and_capped() {
+    let Some(py) = python("the SDK's stdio server") else {
+        return;
+    };
+    const KEY: &str = "sk-proj-Ab3dEfGh1jKlMn0pQrStUvWxYz_0123456789-abcdefghij";
+    let rig = Rig::new(
+        "mcp-scrub",
+        &py,
+        &[(
+            "demo",
+            &format!(r#","trust":true,"env":{{"LEAK":"{KEY}"}}"#),
+        )],
+        Extra {
+            agent: r#""max_tool_result_bytes":2048"#,
+            ..Extra::default()
+        },
+    );
+    let mut g = rig.start(&["demo"]);
+
+    // Arguments: the bot token and a key the model was shown leave scrubbed.
+    let call = format!(
+        r#"call demo__note {{"text":"token {} and key {KEY}"}}"#,
+        support::gateway::TOKEN
+    );
+    rig.ask(&mut g, &call, 1);
+    let rec = rig.recorded("demo");
+    assert!(
+        rec.contains("note token "),
+        "the call reached the server: {rec}"
+    );
+    assert!(
+        !rec.contains(TOKEN_SECRET_PART),
+        "the bot token reached the server: {rec}"
+    );
+    assert!(!rec.contains(KEY), "a key reached the server: {rec}");
+    assert!(rec.contains("[REDACTED]"), "{rec}");
+
+    // A result carrying a key (the server's own environment): scrubbed before the model.
+    rig.ask(&mut g, "call demo__env {}", 2);
+    let r = results(&rig.llm);
+    assert!(r[0].contains("LEAK="), "{r:?}");
+    assert!(!r[0].contains(KEY), "the key reached the model: {r:?}");
+
+    // A result over `agent.max_tool_result_bytes`: cut, and said so.
+    let long = "x".repeat(6000);
+    rig.ask(
+        &mut g,
+        &format!(r#"call demo__echo {{"text":"{long}"}}"#),
+        3,
+    );
+    let r = results(&rig.llm);
+    assert!(r[0].len() <= 2048, "{} bytes", r[0].len());
+    assert!(r[0].contains("truncated"), "{}", &r[0][r[0].len() - 80..]);
+    let out = g.stop_cleanly();
+    assert!(!out.contains(KEY), "the key reached the log");
+}
