@@ -770,3 +770,49 @@ fn secrets_never_reach_a_server_and_its_results_are_scrubbed_and_capped() {
     let out = g.stop_cleanly();
     assert!(!out.contains(KEY), "the key reached the log");
 }
+
+#[test]
+fn a_server_that_hangs_crashes_or_changes_its_tools_mid_conversation() {
+    let Some(py) = python("the SDK's stdio server") else {
+        return;
+    };
+    let rig = Rig::new(
+        "mcp-lively",
+        &py,
+        &[("demo", r#","trust":true,"timeout_secs":5"#)],
+        Extra::default(),
+    );
+    let mut g = rig.start(&["demo"]);
+
+    // A call that outlives timeout_secs: a timeout error, and the server told to cancel.
+    // (timeout_secs bounds initialize too: 5 s leaves room for the SDK to start.)
+    rig.ask(&mut g, r#"call demo__slow {"seconds":30}"#, 1);
+    let r = results(&rig.llm);
+    assert!(r[0].starts_with("error: "), "{r:?}");
+    g.wait_for("the cancellation at the server", || {
+        rig.recorded("demo").contains("cancelled ")
+    });
+
+    // A server that dies mid-call: an error for this call, a new server for the next.
+    rig.ask(&mut g, "call demo__crash {}", 2);
+    let r = results(&rig.llm);
+    assert!(r[0].starts_with("error: "), "{r:?}");
+    let answer = rig.ask(&mut g, r#"call demo__add {"a":6,"b":7}"#, 3);
+    assert_eq!(answer, "result: 13");
+    assert_eq!(
+        rig.pids("demo").len(),
+        2,
+        "restarted once: {}",
+        rig.recorded("demo")
+    );
+
+    // notifications/tools/list_changed: the next request offers the new tool.
+    let before = requests(&rig.llm).len();
+    assert!(!names(&offered(&rig.llm, before - 1)).contains(&"demo__extra"));
+    rig.ask(&mut g, "call demo__grow {}", 4);
+    let answer = rig.ask(&mut g, "call demo__extra {}", 5);
+    assert_eq!(answer, "result: extra");
+    let last = requests(&rig.llm).len() - 1;
+    assert!(names(&offered(&rig.llm, last)).contains(&"demo__extra"));
+    g.stop_cleanly();
+}
