@@ -139,6 +139,12 @@ fn model() -> FakeServer {
             }
             _ => openai_text("nothing to call"),
         };
+        // Usage as a 4-bytes-a-token tokenizer would count it (the agent calibrates on
+        // it when it fits a small window).
+        let answer = answer.replace(
+            "\"prompt_tokens\":10",
+            &format!("\"prompt_tokens\":{}", req.body.len() / 4),
+        );
         Response::json(200, &answer)
     })
 }
@@ -814,5 +820,67 @@ fn a_server_that_hangs_crashes_or_changes_its_tools_mid_conversation() {
     assert_eq!(answer, "result: extra");
     let last = requests(&rig.llm).len() - 1;
     assert!(names(&offered(&rig.llm, last)).contains(&"demo__extra"));
+    g.stop_cleanly();
+}
+
+#[test]
+fn a_window_too_small_for_the_mcp_tools_keeps_the_built_in_ones() {
+    let Some(py) = python("the SDK's stdio server") else {
+        return;
+    };
+    // 2,048 tokens, 256 of them for the answer: about 7 KB of request at 4 bytes a token.
+    // The built-in tools fit in their short form (about 6 KB with the prompt); with the
+    // server's twelve tools they do not.
+    let rig = Rig::new(
+        "mcp-fit",
+        &py,
+        &[("demo", r#","trust":true"#)],
+        Extra {
+            provider: r#""context_window":2048,"max_tokens":256"#,
+            ..Extra::default()
+        },
+    );
+    let mut g = rig.start(&["demo"]);
+    let answer = rig.ask(&mut g, r#"call demo__add {"a":1,"b":2}"#, 1);
+    // Not offered, but still a tool: the model's call runs.
+    assert_eq!(answer, "result: 3");
+    for r in rig.llm.requests_to("/chat/completions") {
+        assert!(
+            r.body.len() / 4 <= 2048 - 256,
+            "{} bytes: about {} tokens: {}",
+            r.body.len(),
+            r.body.len() / 4,
+            r.body
+        );
+    }
+    let first = offered(&rig.llm, 0);
+    let n = names(&first);
+    assert!(n.contains(&"read_file") && n.contains(&"exec"), "{n:?}");
+    assert!(!n.iter().any(|t| t.contains("__")), "{n:?}");
+    let log = g.log();
+    g.stop_cleanly();
+    assert!(
+        log.contains("the MCP servers' tools do not fit the context window of 2048 tokens"),
+        "{log}"
+    );
+
+    // A window with room: every tool.
+    let rig = Rig::new(
+        "mcp-fit-room",
+        &py,
+        &[("demo", r#","trust":true"#)],
+        Extra {
+            provider: r#""context_window":4096,"max_tokens":256"#,
+            ..Extra::default()
+        },
+    );
+    let mut g = rig.start(&["demo"]);
+    rig.ask(&mut g, r#"call demo__add {"a":1,"b":2}"#, 1);
+    let first = offered(&rig.llm, 0);
+    let n = names(&first);
+    assert!(
+        n.contains(&"read_file") && n.contains(&"demo__note"),
+        "{n:?}"
+    );
     g.stop_cleanly();
 }

@@ -278,11 +278,19 @@ impl Agent {
                 if tools.is_empty() {
                     return Ok(body.into()); // nothing left to take: the server will say
                 }
-                // Without the tools, as much of the history as fits comes back.
-                log::info!(
-                    "the tools do not fit the context window of {window} tokens: asking without them"
-                );
-                tools = &[];
+                // With fewer tools (the built-in ones, then none), as much of the history
+                // as fits comes back.
+                let fewer = fit::fewer_tools(tools);
+                if fewer.is_empty() {
+                    log::info!(
+                        "the tools do not fit the context window of {window} tokens: asking without them"
+                    );
+                } else {
+                    log::info!(
+                        "the MCP servers' tools do not fit the context window of {window} tokens: asking with the built-in tools only"
+                    );
+                }
+                tools = fewer;
                 msgs = Cow::Borrowed(history);
             }
         }

@@ -10,7 +10,10 @@
 //! 1. the oldest messages (whole exchanges: a cut falls before a message the user typed,
 //!    never between a tool call and its results; the current turn always stays);
 //! 2. the largest tool results, halved each time down to `MIN_TOOL_RESULT_BYTES`;
-//! 3. the tools (the request goes without them, and the history is fitted again).
+//! 3. the MCP servers' tools, when the built-in ones are offered too (the request goes
+//!    with the built-in tools only, and the history is fitted again): a server's tools
+//!    never cost the model the built-in ones;
+//! 4. the tools (the request goes without them, and the history is fitted again).
 //!
 //! History on disk is untouched: compaction (`compact`) summarises what fitting leaves
 //! out, and a window of `SMALL_WINDOW_TOKENS` or less gets a shorter system prompt and
@@ -34,9 +37,9 @@ pub const MARGIN_TOKENS: u64 = 64;
 pub const SMALL_WINDOW_TOKENS: u64 = 2048;
 /// Tool results are not cut below this.
 pub const MIN_TOOL_RESULT_BYTES: usize = 256;
-/// Rebuilds of a request body while fitting it (twice the history limit: once with the
-/// tools, once without).
-pub const MAX_FIT_STEPS: usize = 128;
+/// Rebuilds of a request body while fitting it (the history fitted up to three times:
+/// with every tool, with the built-in ones, without tools).
+pub const MAX_FIT_STEPS: usize = 192;
 /// Tokens per byte of a request body before any answer calibrated it (JSON text with
 /// English: about 4 bytes a token, and the JSON's own punctuation costs fewer).
 pub const INITIAL_TOKENS_PER_KIB: u32 = 256;
@@ -103,6 +106,20 @@ fn next_cut(msgs: &[Message]) -> Option<usize> {
 
 fn is_tool_result(m: &Message) -> bool {
     m.role == Role::Tool || (m.role == Role::User && m.content.starts_with("<tool_result"))
+}
+
+/// The tools `specs` holds fewer of at step 3 or 4 of fitting: the built-in ones when MCP
+/// tools follow them (`Tools::specs` offers the MCP tools last), else none.
+pub fn fewer_tools(specs: &[ToolSpec]) -> &[ToolSpec] {
+    let builtin = specs
+        .iter()
+        .take_while(|t| crate::config::tool_rules::TOOL_NAMES.contains(&&*t.name))
+        .count();
+    if builtin > 0 && builtin < specs.len() {
+        &specs[..builtin]
+    } else {
+        &[]
+    }
 }
 
 /// `specs` with short descriptions and parameter schemas without their descriptions, for
@@ -293,5 +310,24 @@ mod tests {
             );
             assert!(!s.parameters.contains("\"description\""), "{}", s.name);
         }
+    }
+
+    #[test]
+    fn mcp_tools_go_before_the_built_in_ones() {
+        let builtin = crate::tools::all_specs();
+        let mcp = ToolSpec {
+            name: Cow::Owned("home__turn_on".into()),
+            description: Cow::Borrowed("Turns a light on."),
+            parameters: Cow::Borrowed(r#"{"type":"object"}"#),
+        };
+        let mut both = builtin.to_vec();
+        both.push(mcp.clone());
+        both.push(mcp.clone());
+        let fewer = fewer_tools(&both);
+        assert_eq!(fewer.len(), builtin.len());
+        assert!(fewer.iter().all(|t| t.name != "home__turn_on"));
+        assert!(fewer_tools(fewer).is_empty(), "then none");
+        assert!(fewer_tools(&[mcp]).is_empty(), "MCP tools alone: none");
+        assert!(fewer_tools(&[]).is_empty());
     }
 }
