@@ -884,3 +884,98 @@ fn a_window_too_small_for_the_mcp_tools_keeps_the_built_in_ones() {
     );
     g.stop_cleanly();
 }
+
+/// The SDK's HTTP server (tests/fixtures/mcp/http_server.py) in `mode`, killed on drop.
+struct HttpServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl HttpServer {
+    /// The servers of `modes`, started together (each takes seconds to import the SDK).
+    fn start(py: &str, modes: &[&str]) -> Vec<HttpServer> {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/http_server.py");
+        let children: Vec<std::process::Child> = modes
+            .iter()
+            .map(|mode| {
+                Command::new(py)
+                    .arg(&fixture)
+                    .args([mode, "0"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("start the SDK's HTTP server")
+            })
+            .collect();
+        children
+            .into_iter()
+            .map(|mut child| {
+                let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+                let mut line = String::new();
+                std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+                let port = line
+                    .trim()
+                    .strip_prefix("READY ")
+                    .and_then(|p| p.parse().ok())
+                    .unwrap_or_else(|| panic!("the HTTP server said {line:?}"));
+                HttpServer { child, port }
+            })
+            .collect()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_servers_tools_through_the_gateway_streamable_json_and_legacy() {
+    let Some(py) = python("the SDK's HTTP server") else {
+        return;
+    };
+    if Command::new(&py)
+        .args(["-c", "import uvicorn"])
+        .status()
+        .map_or(true, |s| !s.success())
+    {
+        skipped(
+            "the SDK's HTTP server",
+            "python3 cannot `import uvicorn`: pip install mcp",
+        );
+        return;
+    }
+    let servers = HttpServer::start(&py, &["sse", "json", "legacy"]);
+    let rig = Rig::new("mcp-http", &py, &[], Extra::default());
+    let entries = format!(
+        r#""servers":{{"stream":{{"url":"http://127.0.0.1:{}/mcp","trust":true,"start":"boot"}},"body":{{"url":"http://127.0.0.1:{}/mcp","trust":true,"start":"boot"}},"old":{{"url":"http://127.0.0.1:{}/sse","type":"sse","trust":true,"start":"boot"}}"#,
+        servers[0].port, servers[1].port, servers[2].port
+    );
+    let cfg = std::fs::read_to_string(rig.home.dir.join("config.json")).unwrap();
+    rig.home
+        .write_config(&cfg.replacen(r#""servers":{"#, &entries, 1));
+    let mut g = Gateway::start(&rig.home, &[FAST_BACKOFF]);
+    for name in ["stream", "body", "old"] {
+        g.wait_for_log(&format!("mcp {name}: started with"));
+    }
+    for (i, name) in ["stream", "body", "old"].iter().enumerate() {
+        let answer = rig.ask(
+            &mut g,
+            &format!(r#"call {name}__add {{"a":{i},"b":40}}"#),
+            i + 1,
+        );
+        assert_eq!(answer, format!("result: {}", 40 + i));
+    }
+    // Notifications before the answer, in an event stream.
+    let answer = rig.ask(&mut g, r#"call stream__chatty {"n":3}"#, 4);
+    assert_eq!(answer, "result: done after 3 steps");
+    let first = offered(&rig.llm, 0);
+    let n = names(&first);
+    for t in ["stream__add", "body__echo", "old__chatty"] {
+        assert!(n.contains(&t), "{t}: {n:?}");
+    }
+    g.stop_cleanly();
+}
