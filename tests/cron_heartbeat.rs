@@ -482,7 +482,14 @@ fn in_process(fake: &FakeServer, heartbeat: &str) -> InProcess {
     let db = Rc::new(Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap());
     let workers = Workers::start(1);
     let out = app::outbound(&l, &workers, None);
-    let agent = app::agent(&l, &db, &workers, app::providers(&l).unwrap(), out.clone());
+    let agent = app::agent(
+        &l,
+        &db,
+        &workers,
+        app::providers(&l).unwrap(),
+        out.clone(),
+        None,
+    );
     let deps = Deps::new(&l.cfg, &db, l.home.workspace(), out);
     InProcess {
         _home: home,

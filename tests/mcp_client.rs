@@ -141,7 +141,7 @@ async fn until(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 fn text_of(result: &miniserde::json::Value) -> String {
-    yoctoclaw::app::mcp_cmd::result_text(result).0
+    yoctoclaw::mcp::content::render(result).text
 }
 
 /// Whether process `pid` exists (a zombie counts).
@@ -238,7 +238,7 @@ fn sdk_server_over_stdio_lists_calls_and_gets_no_secret() {
 
         // An unknown tool is the server's error; arguments must be an object.
         match mcp.call_tool("py", "nope", "{}").await {
-            Ok(r) => assert!(yoctoclaw::app::mcp_cmd::result_text(&r).1, "no isError"),
+            Ok(r) => assert!(yoctoclaw::mcp::content::render(&r).is_error, "no isError"),
             Err(McpError::Rpc { .. }) => {}
             Err(e) => panic!("{e}"),
         }
