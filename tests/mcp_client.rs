@@ -614,7 +614,7 @@ fn sdk_server_list_changed_cancel_and_crash() {
         );
 
         let e = mcp
-            .call_tool("py", "slow", r#"{"seconds": 30}"#)
+            .call_tool("py", "slow", r#"{"seconds": 60}"#)
             .await
             .unwrap_err();
         assert_eq!(e, McpError::Timeout(15));
@@ -731,6 +731,24 @@ fn sdk_server_over_streamable_http() {
         mcp.shutdown().await;
         assert_eq!(status(&mcp, "web").state, ServerState::Stopped);
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    // The server goes away: the call fails in one sentence without the host, and the
+    // manager tries again under the backoff until it gives up.
+    let mcp = rig.mcp(&servers, None, fast());
+    drive(&mcp, async {
+        mcp.start("web").await.unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let e = mcp
+            .call_tool("web", "add", r#"{"a": 1, "b": 1}"#)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, McpError::Transport(_)), "{e:?}");
+        assert!(!e.to_string().contains("127.0.0.1"), "{e}");
+        until("Failed", || {
+            status(&mcp, "web").state == ServerState::Failed
+        })
+        .await;
+        assert_eq!(status(&mcp, "web").restarts, 5);
+        mcp.shutdown().await;
+    });
 }
