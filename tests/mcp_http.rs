@@ -559,6 +559,8 @@ fn garbage_is_a_bad_response() {
 /// may leave it null); without one the status is the error.
 #[test]
 fn error_statuses_with_and_without_a_json_rpc_error() {
+    // A refused initialize tries the legacy GET, which may start a `yc-mcp-sse` thread.
+    let _one = legacy_lock();
     let (port, _reqs) = hostile(|i, _req, mut s| match i {
         1 => respond(
             &mut s,
@@ -848,6 +850,8 @@ fn a_legacy_stream_that_ends_is_an_error() {
 /// is the `POST`'s status.
 #[test]
 fn a_refused_initialize_is_answered_or_its_status() {
+    // A refused initialize tries the legacy GET, which may start a `yc-mcp-sse` thread.
+    let _one = legacy_lock();
     let (port, reqs) = hostile(|_, req, mut s| match req.method.as_str() {
         "POST" if req.header("x-case") == Some("rpc") => respond(
             &mut s,

@@ -380,8 +380,19 @@ impl Mcp {
             .run(async {
                 srv.last_used.set(Instant::now());
                 let session = self.ensure_running(&srv).await?;
+                let run = srv.run.get();
                 let out = session.call_tool(tool, arguments, timeout).await;
                 srv.last_used.set(Instant::now());
+                // An HTTP server has no reader to notice its end: a broken exchange ends
+                // the session here, and the server is initialized again under the backoff.
+                if session.is_http() {
+                    if let Err(McpError::Transport(m)) = &out {
+                        session.kill(m);
+                    }
+                    if let Some(why) = session.dead() {
+                        self.on_dead(&srv, run, why).await;
+                    }
+                }
                 out
             })
             .await
