@@ -1,11 +1,14 @@
 //! MCP servers' tools end to end, the cases tests/mcp_gateway.rs leaves out: deny lists
 //! naming servers and the group `mcp`, a server's own allow/deny lists, structured and
-//! image results, arguments that are not an object, `provider.tool_mode` text and none,
-//! a server that cannot start, and the shutdown while a restart waits out its backoff.
-//! The real gateway over the fake Bot API and a fake OpenAI-compatible model, with a real
-//! MCP server built on the official Python SDK (`mcp` 2.x, `MCPServer`) over stdio:
-//! tests/fixtures/mcp/gateway_server.py, which is tests/fixtures/mcp/stdio_server.py plus
-//! the tools these tests need.
+//! image results, arguments that are not an object, secrets in arguments and results,
+//! the result cap, `provider.tool_mode` text and none, a small context window, a call
+//! that times out, a server that crashes mid-call or changes its tools, one that cannot
+//! start, the shutdown while a restart waits out its backoff, and the SDK's HTTP servers
+//! (Streamable HTTP, legacy HTTP+SSE) through the gateway. The real gateway over the fake
+//! Bot API and a fake OpenAI-compatible model, with real MCP servers built on the
+//! official Python SDK (`mcp` 2.x, `MCPServer`): over stdio
+//! tests/fixtures/mcp/gateway_server.py (tests/fixtures/mcp/stdio_server.py plus the
+//! tools these tests need), over HTTP tests/fixtures/mcp/http_server.py.
 //!
 //! The fake model is driven by what the user says: a line `call NAME {json}` in the
 //! user's message makes it call tool NAME with those arguments (native tool calls, or a
