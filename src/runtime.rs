@@ -8,7 +8,7 @@
 //!
 //! # Threads
 //! [`Workers::start`] runs on the main thread at start-up and starts the `yc-worker-N`
-//! threads; [`Workers::run`] and [`forget_dropped_timers`] run on the executor thread;
+//! threads ([`Workers::start_named`]: another pool's, `yc-mcp-0` for the MCP manager); [`Workers::run`] and [`forget_dropped_timers`] run on the executor thread;
 //! [`spawn_thread`] starts the other named threads.
 //!
 //! # Blocking
@@ -53,13 +53,19 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// Start `n` threads (at least one).
+    /// Start `n` threads (at least one), `yc-worker-N`.
     pub fn start(n: usize) -> Workers {
+        Workers::start_named("yc-worker", n)
+    }
+
+    /// Start `n` threads (at least one) named `PREFIX-N`: a pool of its own, for work
+    /// that must not hold the others' threads (the MCP manager's: `yc-mcp`).
+    pub fn start_named(prefix: &str, n: usize) -> Workers {
         let (tx, rx) = async_channel::bounded::<Job>(WORKER_QUEUE_LEN);
         for i in 0..n.max(1) {
             let rx = rx.clone();
             let spawned = std::thread::Builder::new()
-                .name(format!("yc-worker-{i}"))
+                .name(format!("{prefix}-{i}"))
                 .stack_size(THREAD_STACK_BYTES)
                 .spawn(move || {
                     while let Ok(job) = rx.recv_blocking() {

@@ -424,6 +424,16 @@ fn a_tool_is_offered_with_its_schema_cleaned_called_and_its_result_reaches_model
         "the image's bytes reached the text: {r:?}"
     );
 
+    // The manager's own worker beside the gateway's two, each name once.
+    let mut threads: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", g.pid()))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|c| c.trim().to_string())
+        .filter(|c| c.starts_with("yc-worker") || c.starts_with("yc-mcp"))
+        .collect();
+    threads.sort();
+    assert_eq!(threads, ["yc-mcp-0", "yc-worker-0", "yc-worker-1"]);
+
     let pids = rig.pids("demo");
     assert_eq!(
         pids.len(),

@@ -43,13 +43,15 @@ pub const MAX_ARGUMENTS_BYTES: usize = 64 * 1024;
 
 /// The MCP manager for `cfg`'s servers (nothing starts until asked): `${NAME}` references
 /// resolved from `env`, stdio servers in `home`'s workspace, HTTP exchanges and spawns on
-/// one worker started here, tool lists kept in `db` when given.
+/// one worker of its own started here (`yc-mcp-0`: an HTTP server that hangs for its
+/// `timeout_secs` holds it, never a worker the model's requests need), tool lists kept in
+/// `db` when given.
 pub fn manager(cfg: &Config, env: &Env, home: &Home, db: Option<Rc<Db>>) -> Rc<Mcp> {
     Mcp::new(
         &cfg.mcp,
         env,
         &home.workspace(),
-        crate::runtime::Workers::start(1),
+        crate::runtime::Workers::start_named("yc-mcp", 1),
         db,
     )
 }
