@@ -16,6 +16,10 @@
 //! # Bounds
 //! At most `PROVIDER_ATTEMPTS` attempts per provider within `RETRY_BUDGET_SECS`; text
 //! deltas wait in a channel of `STREAM_QUEUE_LEN` (the reading thread waits when full).
+//! A request body exists only while its attempt holds one of the agent's model-call
+//! slots (one per worker thread): with 8 chats waiting for 2 workers, 2 bodies of about
+//! 17 KB exist, not 8 (docs/DECISIONS.md, "A model request is built when a worker can
+//! send it").
 //!
 //! # Threads
 //! Runs on the executor; HTTP runs on `Workers`; backoff waits are `smol::Timer`s.
@@ -97,21 +101,26 @@ impl Agent {
                         .get(index)
                         .copied()
                         .unwrap_or(false));
-            let mut body = match self.fitted_body(index, p, system, history, tools, stream) {
-                Ok(b) => b,
-                Err(error) => {
-                    failures.push(Failure {
-                        provider: p.label(),
-                        error,
-                    });
-                    continue;
-                }
-            };
             let first = Instant::now();
             let mut attempt = 1u32;
             let mut cuts_before_text = 0u32;
             loop {
+                // The body is built once a model call can start (a slot of `model_calls`,
+                // one per worker thread) and dropped when it ended: turns waiting for a
+                // worker hold their history, not a request body each.
+                let slot = self.model_calls.acquire().await;
+                let body = match self.fitted_body(index, p, system, history, tools, stream) {
+                    Ok(b) => b,
+                    Err(error) => {
+                        failures.push(Failure {
+                            provider: p.label(),
+                            error,
+                        });
+                        break;
+                    }
+                };
                 let a = self.attempt(index, p, &body, stream, sink).await?;
+                drop(slot);
                 let error = match a.result {
                     Ok(mut reply) => {
                         if reply.usage.is_none() {
@@ -149,11 +158,9 @@ impl Agent {
                         p.label()
                     );
                     self.blind.borrow_mut().push(index);
-                    if let Ok(b) = self.fitted_body(index, p, system, history, tools, stream) {
-                        body = b;
-                        continue;
-                    }
+                    continue;
                 }
+                drop(body);
                 // A server that refuses tools, or a request that does not fit: retrying
                 // the same request cannot help; the turn deals with it (text tool mode,
                 // compaction) and asks again once.
@@ -173,11 +180,7 @@ impl Agent {
                 // none.
                 let cut_early = !a.received && matches!(error, ProviderError::StreamCut { .. });
                 cuts_before_text = if cut_early { cuts_before_text + 1 } else { 0 };
-                if stream
-                    && !tools.is_empty()
-                    && cuts_before_text >= 2
-                    && let Ok(b) = self.fitted_body(index, p, system, history, tools, false)
-                {
+                if stream && !tools.is_empty() && cuts_before_text >= 2 {
                     log::warn!(
                         "provider {} broke off a streamed answer with tools before any text ({error}): asking again without streaming, and so with tools from now on",
                         p.label()
@@ -186,7 +189,6 @@ impl Agent {
                         *u = true;
                     }
                     stream = false;
-                    body = b;
                     continue;
                 }
                 if a.shown && !sink.retract() {
@@ -256,8 +258,8 @@ impl Agent {
                 },
                 stream,
             )?;
-            // Shared with the worker thread that sends it, not copied for it: a turn
-            // waiting for a worker holds one copy of its request.
+            // Shared with the worker thread that sends it, not copied for it; built once
+            // the turn holds a model-call slot (`chat`).
             let Some(window) = window else {
                 return Ok(body.into());
             };

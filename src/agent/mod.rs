@@ -115,6 +115,9 @@ pub struct Agent {
     /// Primary first, then fallbacks.
     providers: Vec<Arc<Provider>>,
     workers: Workers,
+    /// One permit per worker thread: a model request's body is built once it holds one
+    /// (`chat`), so turns waiting for a worker hold no body.
+    model_calls: smol::lock::Semaphore,
     tools: Tools,
     /// Retry policy for provider calls.
     backoff: Backoff,
@@ -162,6 +165,7 @@ impl Agent {
             workspace,
             db,
             providers,
+            model_calls: smol::lock::Semaphore::new(workers.threads()),
             workers,
             tools,
             backoff: Backoff::default(),
