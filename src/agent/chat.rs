@@ -139,13 +139,14 @@ impl Agent {
                     Err(e) => e,
                 };
                 // A model that cannot see: remembered, and asked again at once without
-                // the photos (their placeholder lines say where they are).
+                // the images (photos, tools' images: their placeholder lines say what
+                // they were).
                 if !a.shown
                     && body.contains(crate::provider::upload::FILE_MARK)
                     && refuses_images(&error)
                 {
                     log::warn!(
-                        "provider {} refused a request with a photo ({error}): photos go to it as their path from now on (set provider.vision to false to skip the try)",
+                        "provider {} refused a request with an image ({error}): photos go to it as their path from now on, tools' images as their placeholder line (set provider.vision to false to skip the try)",
                         p.label()
                     );
                     self.blind.borrow_mut().push(index);

@@ -49,13 +49,15 @@ pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     /// Empty = no tools offered (used to force a final answer).
     pub tools: &'a [ToolSpec],
-    /// The workspace, when photos named in the last user message may be sent to a
-    /// model that can see (`provider.vision`); `None`: text only.
+    /// The workspace, when images may be sent to a model that can see
+    /// (`provider.vision`): the photos named in the last user message and the images
+    /// messages carry (`Message::images`, a tool's result); `None`: text only.
     pub media_root: Option<&'a std::path::Path>,
 }
 
 /// An image to send: its mime type and the file mark standing for its base64
 /// (`upload::FILE_MARK`).
+#[derive(Debug, Clone)]
 pub struct Image {
     pub mime: &'static str,
     pub mark: String,
@@ -89,6 +91,23 @@ impl ChatRequest<'_> {
             })
             .collect();
         (i, images)
+    }
+
+    /// The images `m` carries (a tool's result), as this request sends them: none when
+    /// it is text only or the provider cannot see.
+    pub fn shown(&self, cfg: &ProviderConfig, m: &Message) -> Vec<Image> {
+        if self.media_root.is_none() || !cfg.vision {
+            return Vec::new();
+        }
+        m.images
+            .iter()
+            .filter_map(|i| {
+                Some(Image {
+                    mime: i.mime(),
+                    mark: upload::file_mark(i.path())?,
+                })
+            })
+            .collect()
     }
 
     /// A JSON writer for this request's body, sized for it (text plus escaping and

@@ -3,6 +3,12 @@
 //! `content` as a string, null or a list of parts; tool `arguments` as a JSON string or an
 //! object; missing ids, missing `usage`, extra fields.
 //!
+//! Images (a vision model): the photos of the last user message as its `image_url`
+//! parts; a `tool` message takes text only, so the images of a round's tool results
+//! follow its tool messages as one `user` message, a line naming each call before its
+//! images (llama.cpp's server takes that as any user image; one without a projector
+//! refuses it, and the agent asks again without images).
+//!
 //! Reasoning (`reasoning_content`, llama.cpp, vLLM; `reasoning`, Ollama, OpenRouter, LM
 //! Studio) is never shown. Only when a server put the whole answer there (the content is
 //! empty, no tool call, not cut at the length limit) the reply's text becomes the
@@ -68,30 +74,34 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
                 w.field_str("tool_call_id", m.tool_call_id.as_deref().unwrap_or(""));
                 w.field_str("content", &m.content);
             }
-            Role::User if i == with_images && !images.is_empty() => {
-                // Content parts: the text, then each photo as a data URL whose base64
-                // is streamed from the file when the body is sent (`upload::spliced`).
-                w.key("content");
-                w.begin_array();
-                w.begin_object();
-                w.field_str("type", "text");
-                w.field_str("text", &m.content);
-                w.end_object();
-                for img in &images {
-                    w.begin_object();
-                    w.field_str("type", "image_url");
-                    w.key("image_url");
-                    w.raw(&format!(
-                        "{{\"url\":\"data:{};base64,{}\"}}",
-                        img.mime, img.mark
-                    ));
-                    w.end_object();
+            Role::User => {
+                // Content parts when the message has images: the text, then each
+                // photo (of the last user message) and each image it carries (tool
+                // results given as text) as a data URL whose base64 is streamed from
+                // the file when the body is sent (`upload::spliced`).
+                let mut shown = if i == with_images {
+                    images.clone()
+                } else {
+                    Vec::new()
+                };
+                shown.extend(req.shown(cfg, m));
+                if shown.is_empty() {
+                    w.field_str("content", &m.content);
+                } else {
+                    w.key("content");
+                    w.begin_array();
+                    text_part(&mut w, &m.content);
+                    shown.iter().for_each(|img| image_part(&mut w, img));
+                    w.end_array();
                 }
-                w.end_array();
             }
             _ => w.field_str("content", &m.content),
         }
         w.end_object();
+        let run_ends = req.messages.get(i + 1).is_none_or(|n| n.role != Role::Tool);
+        if m.role == Role::Tool && run_ends {
+            tool_images(&mut w, cfg, req, i);
+        }
     }
     w.end_array();
     w.key("stream");
@@ -125,6 +135,64 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
     }
     w.end_object();
     w.finish()
+}
+
+/// A `{"type":"text"}` content part.
+fn text_part(w: &mut json::Writer, text: &str) {
+    w.begin_object();
+    w.field_str("type", "text");
+    w.field_str("text", text);
+    w.end_object();
+}
+
+/// An `image_url` content part with a `data:` URL (its base64 a file mark).
+fn image_part(w: &mut json::Writer, img: &super::Image) {
+    w.begin_object();
+    w.field_str("type", "image_url");
+    w.key("image_url");
+    w.raw(&format!(
+        "{{\"url\":\"data:{};base64,{}\"}}",
+        img.mime, img.mark
+    ));
+    w.end_object();
+}
+
+/// After the tool messages that end at `last`: their images as one user message (a
+/// `tool` message takes text only), each tool call's introduced by a line naming it.
+/// Nothing when none of them carries an image the request shows.
+fn tool_images(w: &mut json::Writer, cfg: &ProviderConfig, req: &ChatRequest<'_>, last: usize) {
+    let msgs = req.messages;
+    let first = msgs[..=last]
+        .iter()
+        .rposition(|m| m.role != Role::Tool)
+        .map_or(0, |i| i + 1);
+    let run: Vec<_> = msgs[first..=last]
+        .iter()
+        .map(|m| (m, req.shown(cfg, m)))
+        .filter(|(_, shown)| !shown.is_empty())
+        .collect();
+    if run.is_empty() {
+        return;
+    }
+    // The calls' names, from the assistant message the results answer.
+    let calls = first
+        .checked_sub(1)
+        .map_or(&[][..], |i| msgs[i].tool_calls.as_slice());
+    w.begin_object();
+    w.field_str("role", "user");
+    w.key("content");
+    w.begin_array();
+    for (m, shown) in run {
+        let id = m.tool_call_id.as_deref().unwrap_or("");
+        let line = match calls.iter().find(|c| c.id == id) {
+            Some(c) => format!("The images returned by tool call {id} ({}):", c.name),
+            None => format!("The images returned by tool call {id}:"),
+        };
+        text_part(w, &line);
+        shown.iter().for_each(|img| image_part(w, img));
+    }
+    w.end_array();
+    w.end_object();
 }
 
 /// Parse a successful (2xx) Chat Completions body. An empty `choices` is an error (the
