@@ -248,6 +248,96 @@ mod tests {
         );
     }
 
+    /// The base64 of `bytes`.
+    fn b64(bytes: &[u8]) -> String {
+        let mut out = Vec::new();
+        crate::provider::upload::base64_into(bytes, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn image(data: &str, mime: &str) -> String {
+        format!(r#"{{"type":"image","data":"{data}","mimeType":"{mime}"}}"#)
+    }
+
+    /// The 1x1 PNG the SDK fixture returns.
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
+
+    fn seeing(parts: &[String], room: usize) -> (Rendered, Vec<Decoded>) {
+        let v = json::parse_value(&format!(r#"{{"content":[{}]}}"#, parts.join(","))).unwrap();
+        render_seeing(&v, room)
+    }
+
+    #[test]
+    fn images_for_a_model_that_sees_are_decoded_checked_and_bounded() {
+        let png = b64(PNG);
+        let jpeg = b64(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]);
+        let (out, images) = seeing(
+            &[
+                r#"{"type":"text","text":"The page:"}"#.into(),
+                image(&png, "image/png"),
+                // The type the bytes say wins over the declared one.
+                image(&jpeg, "image/png"),
+                image(&png, "image/bmp"),
+                image("not base64!", "image/png"),
+                image(&b64(b"GIF8 but not quite"), "image/gif"),
+                image(&"A".repeat(MCP_MAX_IMAGE_BYTES / 3 * 4 + 4), "image/png"),
+                r#"{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}"#.into(),
+            ],
+            MAX_TOOL_IMAGES_PER_ROUND,
+        );
+        assert_eq!(
+            out.text,
+            [
+                "The page:",
+                "[image: image/png, 67 bytes]",
+                "[image: image/jpeg, 6 bytes]",
+                "[image: image/bmp, 67 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
+                "[image: image/png, 8 bytes, not shown: its data is not valid base64]",
+                "[image: image/gif, 18 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
+                "[image: image/png, 3 MB, not shown: larger than the 2 MB an image may be]",
+                "[audio: audio/wav, 4 bytes]",
+            ]
+            .join("\n")
+        );
+        assert_eq!(
+            images,
+            [
+                Decoded {
+                    mime: "image/png",
+                    bytes: PNG.to_vec()
+                },
+                Decoded {
+                    mime: "image/jpeg",
+                    bytes: vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]
+                }
+            ]
+        );
+        // Four per result; fewer when the round has less room; none for an error.
+        let six: Vec<String> = (0..6).map(|_| image(&png, "image/png")).collect();
+        let (out, images) = seeing(&six, MAX_TOOL_IMAGES_PER_ROUND);
+        assert_eq!(images.len(), MCP_MAX_IMAGES_PER_RESULT);
+        assert_eq!(
+            out.text.matches("not shown: a result shows at most 4 images").count(),
+            2,
+            "{}",
+            out.text
+        );
+        let (out, images) = seeing(&six[..3], 1);
+        assert_eq!(images.len(), 1);
+        assert_eq!(
+            out.text
+                .matches("not shown: a round of tool calls shows at most 8 images")
+                .count(),
+            2,
+            "{}",
+            out.text
+        );
+        let v = json::parse_value(&format!(r#"{{"content":[{}],"isError":true}}"#, six[0])).unwrap();
+        let (out, images) = render_seeing(&v, 8);
+        assert!(out.is_error && images.is_empty());
+        assert_eq!(out.text, "[image: image/png, 67 bytes]");
+    }
+
     #[test]
     fn resources_give_their_text_or_a_short_reference() {
         let link = r(

@@ -713,6 +713,69 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_results_images_go_inside_its_tool_result_block() {
+        let dir = std::env::temp_dir().join(format!("yc-ant-img-{}", std::process::id()));
+        let msgs = crate::provider::tests::tool_round_with_image(&dir);
+        let cfg = ProviderConfig::default();
+        let req = |tools, media_root| ChatRequest {
+            system: "",
+            messages: &msgs,
+            tools,
+            media_root,
+        };
+        let image = r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}"#;
+        let body = request_body(&cfg, &req(TOOLS, Some(&dir)));
+        assert_eq!(
+            crate::provider::tests::sent_messages(&body),
+            format!(
+                concat!(
+                    r#"[{{"role":"user","content":[{{"type":"text","text":"look"}}]}},"#,
+                    r#"{{"role":"assistant","content":["#,
+                    r#"{{"type":"tool_use","id":"call_1","name":"cam__shot","input":{{}}}},"#,
+                    r#"{{"type":"tool_use","id":"call_2","name":"cam__info","input":{{}}}}]}},"#,
+                    r#"{{"role":"user","content":["#,
+                    r#"{{"type":"tool_result","tool_use_id":"call_1","content":["#,
+                    r#"{{"type":"text","text":"[image: image/png, 8 bytes]"}},{image}]}},"#,
+                    r#"{{"type":"tool_result","tool_use_id":"call_2","content":"ok"}}]}}]"#
+                ),
+                image = image
+            )
+        );
+        // The forced final round (no tools): the result as text, its image after it.
+        let body = request_body(&cfg, &req(&[], Some(&dir)));
+        assert!(
+            crate::provider::tests::sent_messages(&body).ends_with(&format!(
+                concat!(
+                    r#"{{"role":"user","content":["#,
+                    r#"{{"type":"text","text":"[tool result]\n[image: image/png, 8 bytes]"}},{image},"#,
+                    r#"{{"type":"text","text":"[tool result]\nok"}}]}}]"#
+                ),
+                image = image
+            )),
+            "{body}"
+        );
+        // A model that cannot see: the text alone, as a string.
+        let blind = ProviderConfig {
+            vision: false,
+            ..cfg.clone()
+        };
+        for body in [
+            request_body(&blind, &req(TOOLS, Some(&dir))),
+            request_body(&cfg, &req(TOOLS, None)),
+        ] {
+            assert!(
+                body.contains(
+                    r#"{"type":"tool_result","tool_use_id":"call_1","content":"[image: image/png, 8 bytes]"}"#
+                ),
+                "{body}"
+            );
+            assert!(!body.contains(crate::provider::upload::FILE_MARK));
+        }
+        drop(msgs);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn urls() {
         assert_eq!(
             messages_url("https://api.anthropic.com"),
@@ -844,7 +907,7 @@ mod tests {
                 msgs.push(m);
             }
             let tools: &[ToolSpec] = if next() % 2 == 0 { TOOLS } else { &[] };
-            let turns = map_history(&msgs, !tools.is_empty());
+            let turns = map_history(&msgs, !tools.is_empty(), &|_| Vec::new());
             for (i, t) in turns.iter().enumerate() {
                 assert!(!t.blocks.is_empty());
                 assert_eq!(t.user, i % 2 == 0, "{msgs:?}");

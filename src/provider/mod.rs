@@ -550,6 +550,42 @@ mod tests {
     use super::*;
     use crate::chat::{Message, Role};
 
+    /// A conversation whose last round's first result carries an image (`shot.png`, the
+    /// 8 bytes of a PNG signature, in `dir`), and the result of a second call without.
+    pub(super) fn tool_round_with_image(dir: &std::path::Path) -> Vec<Message> {
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join("shot.png");
+        std::fs::write(&path, b"\x89PNG\r\n\x1a\n").unwrap();
+        let image = crate::chat::media::ToolImage::adopt(path, "image/png", 8);
+        let mut said = Message::new(Role::Assistant, "");
+        said.tool_calls = vec![
+            crate::chat::ToolCall {
+                id: "call_1".into(),
+                name: "cam__shot".into(),
+                arguments: "{}".into(),
+            },
+            crate::chat::ToolCall {
+                id: "call_2".into(),
+                name: "cam__info".into(),
+                arguments: "{}".into(),
+            },
+        ];
+        let mut shot = Message::new(Role::Tool, "[image: image/png, 8 bytes]");
+        shot.tool_call_id = Some("call_1".into());
+        shot.images = vec![image];
+        let mut info = Message::new(Role::Tool, "ok");
+        info.tool_call_id = Some("call_2".into());
+        vec![Message::new(Role::User, "look"), said, shot, info]
+    }
+
+    /// The messages member of a body as sent (file marks spliced), exactly.
+    pub(super) fn sent_messages(body: &str) -> String {
+        let sent = upload::spliced_text(body);
+        let start = sent.find("\"messages\":").expect("messages") + 11;
+        let end = sent.find(",\"stream\":").expect("stream after messages");
+        sent[start..end].to_string()
+    }
+
     #[test]
     fn only_workspace_images_named_in_the_last_user_message_are_sent() {
         let root = std::env::temp_dir().join(format!("yc-images-{}", std::process::id()));

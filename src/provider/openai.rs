@@ -679,6 +679,66 @@ mod tests {
     use std::borrow::Cow;
 
     #[test]
+    fn a_tool_results_images_follow_the_tool_messages_as_one_user_message() {
+        let dir = std::env::temp_dir().join(format!("yc-oai-img-{}", std::process::id()));
+        let msgs = crate::provider::tests::tool_round_with_image(&dir);
+        let cfg = ProviderConfig::default();
+        let req = |media_root| ChatRequest {
+            system: "",
+            messages: &msgs,
+            tools: &[],
+            media_root,
+        };
+        let body = request_body(&cfg, &req(Some(&dir)));
+        assert_eq!(
+            crate::provider::tests::sent_messages(&body),
+            concat!(
+                r#"[{"role":"user","content":"look"},"#,
+                r#"{"role":"assistant","content":"","tool_calls":["#,
+                r#"{"id":"call_1","type":"function","function":{"name":"cam__shot","arguments":"{}"}},"#,
+                r#"{"id":"call_2","type":"function","function":{"name":"cam__info","arguments":"{}"}}]},"#,
+                r#"{"role":"tool","tool_call_id":"call_1","content":"[image: image/png, 8 bytes]"},"#,
+                r#"{"role":"tool","tool_call_id":"call_2","content":"ok"},"#,
+                r#"{"role":"user","content":["#,
+                r#"{"type":"text","text":"The images returned by tool call call_1 (cam__shot):"},"#,
+                r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]"#
+            )
+        );
+        // A model that cannot see, or a request that is text only: the text alone.
+        let text_only = concat!(
+            r#"{"role":"tool","tool_call_id":"call_1","content":"[image: image/png, 8 bytes]"},"#,
+            r#"{"role":"tool","tool_call_id":"call_2","content":"ok"}]"#
+        );
+        let blind = ProviderConfig {
+            vision: false,
+            ..cfg.clone()
+        };
+        for body in [
+            request_body(&blind, &req(Some(&dir))),
+            request_body(&cfg, &req(None)),
+        ] {
+            assert!(body.ends_with(&format!("{text_only},\"stream\":false}}")), "{body}");
+            assert!(!body.contains(crate::provider::upload::FILE_MARK));
+        }
+        // Given as text (`provider.tool_mode: text`), the results' user message takes
+        // the images as its parts.
+        let mut results = Message::new(Role::User, "<tool_result name=\"cam__shot\">…");
+        results.images = msgs[2].images.clone();
+        let two = [msgs[0].clone(), results];
+        let body = request_body(&cfg, &ChatRequest { messages: &two, ..req(Some(&dir)) });
+        assert!(
+            crate::provider::tests::sent_messages(&body).ends_with(concat!(
+                r#"{"role":"user","content":[{"type":"text","text":"<tool_result name=\"cam__shot\">…"},"#,
+                r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]"#
+            )),
+            "{body}"
+        );
+        drop((msgs, two));
+        assert!(!dir.join("shot.png").exists(), "the file goes with the image");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn parses_plain_and_tool_replies() {
         let cfg = ProviderConfig::default();
         let r = parse_reply(
