@@ -259,8 +259,8 @@ mod tests {
         format!(r#"{{"type":"image","data":"{data}","mimeType":"{mime}"}}"#)
     }
 
-    /// The 1x1 PNG the SDK fixture returns.
-    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc`\0\0\0\x02\0\x01T\xa2O]\0\0\0\0IEND\xaeB`\x82";
+    /// The 1x1 PNG the SDK fixture returns (tests/fixtures/mcp/image_server.py).
+    const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC";
 
     fn seeing(parts: &[String], room: usize) -> (Rendered, Vec<Decoded>) {
         let v = json::parse_value(&format!(r#"{{"content":[{}]}}"#, parts.join(","))).unwrap();
@@ -269,7 +269,8 @@ mod tests {
 
     #[test]
     fn images_for_a_model_that_sees_are_decoded_checked_and_bounded() {
-        let png = b64(PNG);
+        let png = PNG_B64.to_string();
+        let png_bytes = base64_decode(&png).unwrap();
         let jpeg = b64(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]);
         let (out, images) = seeing(
             &[
@@ -289,9 +290,9 @@ mod tests {
             out.text,
             [
                 "The page:",
-                "[image: image/png, 67 bytes]",
+                "[image: image/png, 66 bytes]",
                 "[image: image/jpeg, 6 bytes]",
-                "[image: image/bmp, 67 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
+                "[image: image/bmp, 66 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
                 "[image: image/png, 8 bytes, not shown: its data is not valid base64]",
                 "[image: image/gif, 18 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
                 "[image: image/png, 3 MB, not shown: larger than the 2 MB an image may be]",
@@ -304,7 +305,7 @@ mod tests {
             [
                 Decoded {
                     mime: "image/png",
-                    bytes: PNG.to_vec()
+                    bytes: png_bytes
                 },
                 Decoded {
                     mime: "image/jpeg",
@@ -335,7 +336,7 @@ mod tests {
         let v = json::parse_value(&format!(r#"{{"content":[{}],"isError":true}}"#, six[0])).unwrap();
         let (out, images) = render_seeing(&v, 8);
         assert!(out.is_error && images.is_empty());
-        assert_eq!(out.text, "[image: image/png, 67 bytes]");
+        assert_eq!(out.text, "[image: image/png, 66 bytes]");
     }
 
     #[test]
