@@ -28,7 +28,8 @@ use yoctoclaw::json::{as_array, as_str, get, parse_value, path, str_at};
 
 const ALICE: i64 = 42;
 /// The fixture's 1x1 PNG, as base64 (what reaches the model, byte for byte).
-const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC";
+const PNG_B64: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC";
 
 /// The Python that has the SDK, by its real path; `None` after a loud skip.
 fn python(what: &str) -> Option<String> {
@@ -119,7 +120,11 @@ fn openai_model(refuse_images: bool) -> FakeServer {
             str_at(m, "role") == Some("user") && !text_of(m).starts_with("The images returned")
         };
         let (text, done) = turn_of(&msgs, typed);
-        let Some(calls) = rounds(&text).into_iter().nth(done).filter(|c| !c.is_empty()) else {
+        let Some(calls) = rounds(&text)
+            .into_iter()
+            .nth(done)
+            .filter(|c| !c.is_empty())
+        else {
             return Response::json(200, &openai_text("seen."));
         };
         let list: Vec<String> = calls
@@ -147,7 +152,10 @@ fn openai_model(refuse_images: bool) -> FakeServer {
 fn anthropic_model() -> FakeServer {
     FakeServer::start(|req: &Request| {
         if !req.path.ends_with("/v1/messages") {
-            return Response::json(404, r#"{"type":"error","error":{"type":"not_found_error","message":"no route"}}"#);
+            return Response::json(
+                404,
+                r#"{"type":"error","error":{"type":"not_found_error","message":"no route"}}"#,
+            );
         }
         let msgs = messages(&req.body);
         let typed = |m: &Value| {
@@ -158,7 +166,11 @@ fn anthropic_model() -> FakeServer {
         };
         let (text, done) = turn_of(&msgs, typed);
         let usage = r#""usage":{"input_tokens":20,"output_tokens":6}"#;
-        let Some(calls) = rounds(&text).into_iter().nth(done).filter(|c| !c.is_empty()) else {
+        let Some(calls) = rounds(&text)
+            .into_iter()
+            .nth(done)
+            .filter(|c| !c.is_empty())
+        else {
             return Response::json(
                 200,
                 &format!(
@@ -235,7 +247,9 @@ fn part(p: &Value) -> (String, String) {
             .to_string(),
         "image" => format!(
             "{};{}",
-            path(p, &["source", "media_type"]).and_then(as_str).unwrap_or(""),
+            path(p, &["source", "media_type"])
+                .and_then(as_str)
+                .unwrap_or(""),
             path(p, &["source", "data"]).and_then(as_str).unwrap_or("")
         ),
         _ => String::new(),
@@ -255,7 +269,10 @@ fn t(text: &str) -> (String, String) {
 }
 
 fn png_url() -> (String, String) {
-    ("image_url".into(), format!("data:image/png;base64,{PNG_B64}"))
+    (
+        "image_url".into(),
+        format!("data:image/png;base64,{PNG_B64}"),
+    )
 }
 
 #[test]
@@ -271,7 +288,12 @@ fn an_anthropic_model_sees_a_tools_image_inside_its_tool_result_for_that_round_o
     let home = home("mcp-img-anthropic", &py, &provider, &tg);
     let mut g = start(&home);
 
-    ask(&mut g, &tg, "call cams__screenshot {}\nthen\ncall cams__gallery {\"n\":0}", 1);
+    ask(
+        &mut g,
+        &tg,
+        "call cams__screenshot {}\nthen\ncall cams__gallery {\"n\":0}",
+        1,
+    );
     let reqs = llm.requests_to("/v1/messages");
     assert_eq!(reqs.len(), 3, "two rounds and the answer");
     // Round 1's request: the screenshot inside its tool_result, after the result's text,
@@ -294,7 +316,10 @@ fn an_anthropic_model_sees_a_tools_image_inside_its_tool_result_for_that_round_o
     )));
     // Round 2's request: the screenshot's result is text now; the round brought none.
     let later = &reqs[2].body;
-    assert!(!later.contains(PNG_B64) && !later.contains(r#""type":"image""#), "{later}");
+    assert!(
+        !later.contains(PNG_B64) && !later.contains(r#""type":"image""#),
+        "{later}"
+    );
     assert!(later.contains(r#""content":"The kitchen camera:\n[image: image/png, 66 bytes]""#));
     // The turn is over: its image file is gone.
     assert!(spooled(&home).is_empty(), "{:?}", spooled(&home));
@@ -331,7 +356,10 @@ fn an_openai_model_gets_a_rounds_images_after_its_tool_messages_within_the_bound
 
     let msgs = messages(&reqs[1].body);
     let n = msgs.len();
-    let roles: Vec<&str> = msgs[n - 5..].iter().filter_map(|m| str_at(m, "role")).collect();
+    let roles: Vec<&str> = msgs[n - 5..]
+        .iter()
+        .filter_map(|m| str_at(m, "role"))
+        .collect();
     assert_eq!(roles, ["assistant", "tool", "tool", "tool", "user"]);
     let results: Vec<String> = msgs[n - 4..n - 1].iter().map(text_of).collect();
     let shown = "[image: image/png, 66 bytes]";
@@ -343,9 +371,13 @@ fn an_openai_model_gets_a_rounds_images_after_its_tool_messages_within_the_bound
     assert_eq!(results[1], gallery);
     assert_eq!(results[2], format!("The kitchen camera:\n{per_round}"));
     // One user message after the tool messages: per call, a line naming it, its images.
-    let mut expected = vec![t("The images returned by tool call call_0_0 (cams__gallery):")];
+    let mut expected = vec![t(
+        "The images returned by tool call call_0_0 (cams__gallery):",
+    )];
     expected.extend(std::iter::repeat_n(png_url(), 4));
-    expected.push(t("The images returned by tool call call_0_1 (cams__gallery):"));
+    expected.push(t(
+        "The images returned by tool call call_0_1 (cams__gallery):",
+    ));
     expected.extend(std::iter::repeat_n(png_url(), 4));
     assert_eq!(parts(&msgs[n - 1]), expected);
 
@@ -421,8 +453,16 @@ fn a_model_that_refuses_images_is_asked_again_with_the_placeholder_and_remembere
     ask(&mut g, &tg, "call cams__screenshot {}", 1);
     g.wait_for_log("refused a request with an image");
     let reqs = llm.requests_to("/chat/completions");
-    assert_eq!(reqs.len(), 3, "the call, the refused images, the same without");
-    assert!(reqs[1].body.contains(&format!("data:image/png;base64,{PNG_B64}")));
+    assert_eq!(
+        reqs.len(),
+        3,
+        "the call, the refused images, the same without"
+    );
+    assert!(
+        reqs[1]
+            .body
+            .contains(&format!("data:image/png;base64,{PNG_B64}"))
+    );
     let msgs = messages(&reqs[2].body);
     let last = msgs.last().unwrap();
     assert_eq!(str_at(last, "role"), Some("tool"));

@@ -435,7 +435,9 @@ impl Agent {
             // The previous round's images were shown in the request just answered: their
             // files go now. This round's results may bring up to the round's bound.
             history.iter_mut().for_each(|m| m.images.clear());
-            let mut room = self.sees().then_some(crate::limits::MAX_TOOL_IMAGES_PER_ROUND);
+            let mut room = self
+                .sees()
+                .then_some(crate::limits::MAX_TOOL_IMAGES_PER_ROUND);
             if text_mode {
                 round_msgs.push(said);
                 let mut results = String::new();

@@ -81,7 +81,10 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 /// behind and is logged). Blocks: on a worker.
 fn write_images(dir: &std::path::Path, images: Vec<Decoded>) -> Vec<ToolImage> {
     if let Err(e) = std::fs::create_dir_all(dir) {
-        log::warn!("mcp: cannot make the spool folder for an image: {}", e.kind());
+        log::warn!(
+            "mcp: cannot make the spool folder for an image: {}",
+            e.kind()
+        );
         return Vec::new();
     }
     let mut out = Vec::with_capacity(images.len());

@@ -56,7 +56,9 @@ pub struct Decoded {
 
 /// `result` (the `result` member of a `tools/call` response) as text.
 pub fn render(result: &Value) -> Rendered {
-    render_with(result, &mut |kind, mime, data| placeholder(kind, mime, data, None))
+    render_with(result, &mut |kind, mime, data| {
+        placeholder(kind, mime, data, None)
+    })
 }
 
 /// `result` as text, and its images for a model that can see: at most `room` of them
@@ -260,7 +262,8 @@ mod tests {
     }
 
     /// The 1x1 PNG the SDK fixture returns (tests/fixtures/mcp/image_server.py).
-    const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC";
+    const PNG_B64: &str =
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC";
 
     fn seeing(parts: &[String], room: usize) -> (Rendered, Vec<Decoded>) {
         let v = json::parse_value(&format!(r#"{{"content":[{}]}}"#, parts.join(","))).unwrap();
@@ -318,7 +321,9 @@ mod tests {
         let (out, images) = seeing(&six, MAX_TOOL_IMAGES_PER_ROUND);
         assert_eq!(images.len(), MCP_MAX_IMAGES_PER_RESULT);
         assert_eq!(
-            out.text.matches("not shown: a result shows at most 4 images").count(),
+            out.text
+                .matches("not shown: a result shows at most 4 images")
+                .count(),
             2,
             "{}",
             out.text
@@ -333,7 +338,8 @@ mod tests {
             "{}",
             out.text
         );
-        let v = json::parse_value(&format!(r#"{{"content":[{}],"isError":true}}"#, six[0])).unwrap();
+        let v =
+            json::parse_value(&format!(r#"{{"content":[{}],"isError":true}}"#, six[0])).unwrap();
         let (out, images) = render_seeing(&v, 8);
         assert!(out.is_error && images.is_empty());
         assert_eq!(out.text, "[image: image/png, 66 bytes]");

@@ -717,7 +717,10 @@ mod tests {
             request_body(&blind, &req(Some(&dir))),
             request_body(&cfg, &req(None)),
         ] {
-            assert!(body.ends_with(&format!("{text_only},\"stream\":false}}")), "{body}");
+            assert!(
+                body.ends_with(&format!("{text_only},\"stream\":false}}")),
+                "{body}"
+            );
             assert!(!body.contains(crate::provider::upload::FILE_MARK));
         }
         // Given as text (`provider.tool_mode: text`), the results' user message takes
@@ -725,7 +728,13 @@ mod tests {
         let mut results = Message::new(Role::User, "<tool_result name=\"cam__shot\">…");
         results.images = msgs[2].images.clone();
         let two = [msgs[0].clone(), results];
-        let body = request_body(&cfg, &ChatRequest { messages: &two, ..req(Some(&dir)) });
+        let body = request_body(
+            &cfg,
+            &ChatRequest {
+                messages: &two,
+                ..req(Some(&dir))
+            },
+        );
         assert!(
             crate::provider::tests::sent_messages(&body).ends_with(concat!(
                 r#"{"role":"user","content":[{"type":"text","text":"<tool_result name=\"cam__shot\">…"},"#,
@@ -734,7 +743,10 @@ mod tests {
             "{body}"
         );
         drop((msgs, two));
-        assert!(!dir.join("shot.png").exists(), "the file goes with the image");
+        assert!(
+            !dir.join("shot.png").exists(),
+            "the file goes with the image"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

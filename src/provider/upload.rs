@@ -425,8 +425,17 @@ mod tests {
         assert_eq!(base64_decode(&b64(&bytes)), Some(bytes));
         // Unpadded, and wrapped in lines as MIME writes it.
         assert_eq!(base64_decode("Zm9vYg").as_deref(), Some(&b"foob"[..]));
-        assert_eq!(base64_decode("Zm9v\r\nYmFy\n").as_deref(), Some(&b"foobar"[..]));
-        for bad in ["Zm9vY", "Zm9v!mFy", "Zm-_", "Zm9v\u{e9}", "data:image/png;base64,Zm9v"] {
+        assert_eq!(
+            base64_decode("Zm9v\r\nYmFy\n").as_deref(),
+            Some(&b"foobar"[..])
+        );
+        for bad in [
+            "Zm9vY",
+            "Zm9v!mFy",
+            "Zm-_",
+            "Zm9v\u{e9}",
+            "data:image/png;base64,Zm9v",
+        ] {
             assert_eq!(base64_decode(bad), None, "{bad}");
         }
     }
