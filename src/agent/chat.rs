@@ -455,9 +455,15 @@ fn refuses_images(e: &ProviderError) -> bool {
         | ProviderError::Status { detail, .. }
         | ProviderError::NotFound { detail, .. } => {
             let d = detail.to_ascii_lowercase();
-            ["image", "vision", "multimodal", "mmproj", "roles must alternate"]
-                .iter()
-                .any(|w| d.contains(w))
+            [
+                "image",
+                "vision",
+                "multimodal",
+                "mmproj",
+                "roles must alternate",
+            ]
+            .iter()
+            .any(|w| d.contains(w))
         }
         _ => false,
     }

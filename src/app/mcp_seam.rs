@@ -9,7 +9,8 @@
 //! manager's errors become tool errors the model reads. For a model that can see, the
 //! result's images (decoded and checked by `mcp::content::render_seeing`) are written
 //! to the spool folder on a worker and handed back as `ToolImage`s, each removed when
-//! the round that shows it is over (docs/DECISIONS.md, "MCP images").
+//! the round that shows it is over (docs/DECISIONS.md, "MCP results' images reach a
+//! vision model").
 //!
 //! # Bounds
 //! One cached list (at most `MCP_MAX_TOOLS` tools, `MCP_MAX_OFFER_BYTES` of text). Images:
