@@ -158,3 +158,16 @@ pub const MCP_MAX_SCHEMA_DEPTH: usize = 32;
 pub const MCP_MAX_OFFER_BYTES: usize = 64 * 1024;
 /// Characters of a call's arguments shown when an MCP call is asked about.
 pub const MCP_APPROVAL_ARGS_CHARS: usize = 300;
+
+// Images of tool results (MCP `image` parts) shown to a model that can see.
+
+/// Largest image of an MCP tool result shown to the model (decoded bytes); a larger one
+/// is only its placeholder line, with the reason. Any screenshot a model makes use of
+/// fits (Anthropic scales an image down past 1.15 megapixels anyway).
+pub const MCP_MAX_IMAGE_BYTES: usize = 2 * 1024 * 1024;
+/// Most images of one MCP tool result shown to the model (as photos of one message).
+pub const MCP_MAX_IMAGES_PER_RESULT: usize = 4;
+/// Most tool-result images shown in one request (one round of tool calls): with
+/// `MCP_MAX_IMAGE_BYTES` each, at most 16 MiB in the spool and about 21 MiB of base64
+/// in the body, under Anthropic's 32 MB request limit.
+pub const MAX_TOOL_IMAGES_PER_ROUND: usize = 8;

@@ -148,13 +148,14 @@ impl Agent {
                     Err(e) => e,
                 };
                 // A model that cannot see: remembered, and asked again at once without
-                // the photos (their placeholder lines say where they are).
+                // the images (photos, tools' images: their placeholder lines say what
+                // they were).
                 if !a.shown
                     && body.contains(crate::provider::upload::FILE_MARK)
                     && refuses_images(&error)
                 {
                     log::warn!(
-                        "provider {} refused a request with a photo ({error}): photos go to it as their path from now on (set provider.vision to false to skip the try)",
+                        "provider {} refused a request with an image ({error}): photos go to it as their path from now on, tools' images as their placeholder line (set provider.vision to false to skip the try)",
                         p.label()
                     );
                     self.blind.borrow_mut().push(index);
@@ -443,10 +444,12 @@ impl Agent {
     }
 }
 
-/// The error of a request with photos that says the model cannot take them: a 400 or
-/// 422 (any detail: the photos are what is new in it), or another status whose detail
+/// The error of a request with images that says the model cannot take them: a 400 or
+/// 422 (any detail: the images are what is new in it), or another status whose detail
 /// names images (llama.cpp without a projector answers 500 "image input is not
-/// supported").
+/// supported") or is a chat template's complaint that the roles do not alternate (the
+/// user message that brings a round's tool images to an OpenAI-compatible server
+/// follows the tool messages; llama.cpp answers a template's exception with 500).
 fn refuses_images(e: &ProviderError) -> bool {
     match e {
         ProviderError::BadRequest { status, .. } if *status == 400 || *status == 422 => true,
@@ -454,9 +457,15 @@ fn refuses_images(e: &ProviderError) -> bool {
         | ProviderError::Status { detail, .. }
         | ProviderError::NotFound { detail, .. } => {
             let d = detail.to_ascii_lowercase();
-            ["image", "vision", "multimodal", "mmproj"]
-                .iter()
-                .any(|w| d.contains(w))
+            [
+                "image",
+                "vision",
+                "multimodal",
+                "mmproj",
+                "roles must alternate",
+            ]
+            .iter()
+            .any(|w| d.contains(w))
         }
         _ => false,
     }
@@ -504,6 +513,18 @@ mod tests {
             "{t}"
         );
         assert!(failures_text(&[]).contains("no provider"));
+        let status = |detail: &str| ProviderError::Status {
+            status: 500,
+            detail: detail.into(),
+            retry_after_secs: None,
+        };
+        assert!(refuses_images(&status(
+            "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"
+        )));
+        assert!(refuses_images(&status(
+            "Conversation roles must alternate user/assistant/user/assistant/..."
+        )));
+        assert!(!refuses_images(&status("out of memory")));
         assert_eq!(secs_text(Duration::from_secs(2)), "2 s");
         assert_eq!(secs_text(Duration::from_millis(1500)), "1.5 s");
     }

@@ -100,6 +100,8 @@ type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
 ///    answered after the restart, flush what can be sent, and return.
 pub fn run(l: &Loaded) -> Result<(), AppError> {
     let db = open_db(l)?;
+    // What a crash left in the spool (a download, a tool result's image) goes first.
+    media::clean_spool(&l.home.spool());
     let providers = providers(l)?;
     let workers = Workers::start(WORKER_THREADS);
     let signals =
@@ -297,12 +299,11 @@ pub fn write_status_record(db: &Db, live_sessions: usize) {
     }
 }
 
-/// What media handling needs, from the config: the spool (emptied now: what a crash
-/// left), the caps, the transcription service and its key.
+/// What media handling needs, from the config: the spool (emptied at start), the
+/// caps, the transcription service and its key.
 fn media_ctx(l: &Loaded, token: &str) -> Arc<Media> {
     let (cfg, tg, tr) = (&l.cfg, &l.cfg.telegram, &l.cfg.transcription);
-    let spool = l.home.dir.join("spool");
-    media::clean_spool(&spool);
+    let spool = l.home.spool();
     let transcriber = (!tr.base_url.is_empty()).then(|| Transcriber {
         url: format!("{}/audio/transcriptions", tr.base_url),
         model: tr.model.clone(),
