@@ -922,6 +922,46 @@ mod tests {
     }
 
     #[test]
+    fn only_a_configured_endpoint_may_be_a_local_address() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let mut cfg = WebSearchConfig::default();
+        cfg.urls[DuckDuckGo as usize] = format!("http://127.0.0.1:{port}");
+        let req = request(DuckDuckGo, &cfg, "pi", 5, None);
+        // As a public endpoint (what a name that resolves to 127.0.0.1 would be): refused
+        // before connecting.
+        let e = attempt(DuckDuckGo, &req, false, 5, 5, netguard::resolve_checked).unwrap_err();
+        assert!(matches!(e, Failure::Refused(_)), "{e}");
+        l.set_nonblocking(true).unwrap();
+        assert!(l.accept().is_err(), "a connection was made");
+        l.set_nonblocking(false).unwrap();
+        // Configured by the user: asked.
+        let server = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            // The whole request (its form ends with `kp=-1`) before the answer.
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while !String::from_utf8_lossy(&buf).ends_with("kp=-1") {
+                match c.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                DDG.len()
+            );
+            let _ = c.write_all(head.as_bytes());
+            let _ = c.write_all(DDG.as_bytes());
+            String::from_utf8_lossy(&buf).into_owned()
+        });
+        let hits = attempt(DuckDuckGo, &req, true, 5, 5, netguard::resolve_checked).unwrap();
+        assert_eq!(hits.len(), 5);
+        assert!(server.join().unwrap().starts_with("POST /html/ HTTP/1.1"));
+    }
+
+    #[test]
     fn random_pages_never_panic_and_stay_bounded() {
         let parts = [
             "<div class=\"result\">",
