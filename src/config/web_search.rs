@@ -44,7 +44,9 @@ impl SearchBackend {
     }
 
     pub fn parse(s: &str) -> Option<SearchBackend> {
-        SearchBackend::ALL.into_iter().find(|b| b.name() == s.trim())
+        SearchBackend::ALL
+            .into_iter()
+            .find(|b| b.name() == s.trim())
     }
 
     /// The public endpoint's root (SearXNG: none, it is the user's own).
@@ -192,7 +194,12 @@ pub(super) fn read(s: &mut Fields<'_>) -> Result<WebSearchConfig, ConfigError> {
         if !primary.is_empty() && *primary != base {
             return Err(bad(
                 "base_url",
-                &["the same as ", URL_KEYS[chain[0] as usize], " (or left out)"].concat(),
+                &[
+                    "the same as ",
+                    URL_KEYS[chain[0] as usize],
+                    " (or left out)",
+                ]
+                .concat(),
             ));
         }
         *primary = base;
@@ -202,15 +209,18 @@ pub(super) fn read(s: &mut Fields<'_>) -> Result<WebSearchConfig, ConfigError> {
             super::types::check_url(u, &["tools.web_search.", URL_KEYS[i]].concat())?;
         }
     }
-    if chain.contains(&SearchBackend::SearXng) && urls[SearchBackend::SearXng as usize].is_empty()
-    {
+    if chain.contains(&SearchBackend::SearXng) && urls[SearchBackend::SearXng as usize].is_empty() {
         return Err(bad(
             "searxng_url",
             "the URL of your SearXNG instance (http://host:port) when searxng is the backend or a fallback",
         ));
     }
-    let language = language(&s.string("language", "")?)
-        .ok_or_else(|| bad("language", "a language code like \"de\" or \"de-DE\", or empty"))?;
+    let language = language(&s.string("language", "")?).ok_or_else(|| {
+        bad(
+            "language",
+            "a language code like \"de\" or \"de-DE\", or empty",
+        )
+    })?;
     let safe_search = match s
         .choice("safe_search", "moderate", &["off", "moderate", "strict"])?
         .as_str()
@@ -310,7 +320,10 @@ mod tests {
             (r#"{"brave_key":"x"}"#, "brave_key"),
         ] {
             let e = parse(text).unwrap_err().to_string();
-            assert!(e.contains(&["tools.web_search.", key].concat()), "{text}: {e}");
+            assert!(
+                e.contains(&["tools.web_search.", key].concat()),
+                "{text}: {e}"
+            );
         }
     }
 }

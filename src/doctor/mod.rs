@@ -459,7 +459,9 @@ fn search_check(ws: &crate::config::WebSearchConfig, env: &Env) -> Check {
         .iter()
         .filter_map(|&b| {
             let var = ws.key_env(b)?;
-            env.get(var).is_none().then(|| [b.name(), " (", var, ")"].concat())
+            env.get(var)
+                .is_none()
+                .then(|| [b.name(), " (", var, ")"].concat())
         })
         .collect();
     if missing.is_empty() {

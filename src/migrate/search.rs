@@ -39,7 +39,11 @@ impl Plan {
                 match key.filter(|k| !k.trim().is_empty()) {
                     Some(k) if !self.secret(&var, k) => continue,
                     None if !env_keys => {
-                        self.skip("search", b.name(), "no API key in the peer's config: not brought");
+                        self.skip(
+                            "search",
+                            b.name(),
+                            "no API key in the peer's config: not brought",
+                        );
                         continue;
                     }
                     _ => {}
@@ -66,7 +70,11 @@ impl Plan {
     }
 
     fn no_backend(&mut self, name: &str) {
-        self.skip("search", name, "yoctoclaw has no such search backend: not brought");
+        self.skip(
+            "search",
+            name,
+            "yoctoclaw has no such search backend: not brought",
+        );
     }
 }
 
@@ -113,7 +121,14 @@ pub fn picoclaw(plan: &mut Plan, cfg: &Value, sec: &Value) {
         max = max.or_else(|| get(c, "max_results").and_then(as_u64));
         found.push((b, str_at(c, "base_url"), key));
     }
-    for other in ["perplexity", "kagi", "gemini", "glm_search", "baidu_search", "sogou"] {
+    for other in [
+        "perplexity",
+        "kagi",
+        "gemini",
+        "glm_search",
+        "baidu_search",
+        "sogou",
+    ] {
         if at(web, &[other, " enabled"].concat()).and_then(as_bool) == Some(true) {
             plan.no_backend(&["tools.web.", other].concat());
         }
@@ -199,7 +214,11 @@ mod tests {
         assert_eq!(ws.endpoint(SearXng), ("http://192.168.1.5:8888", true));
         assert_eq!(ws.max_results, 8);
         assert!(p.secrets.iter().any(|s| s.name == "BRAVE_API_KEY"));
-        assert!(p.skipped.iter().any(|s| s.1.contains("tools.web.perplexity")));
+        assert!(
+            p.skipped
+                .iter()
+                .any(|s| s.1.contains("tools.web.perplexity"))
+        );
         // PicoClaw's defaults (DuckDuckGo alone, 5 results) are yoctoclaw's: nothing to set.
         let mut p = Plan::new(Peer::PicoClaw);
         let cfg = value(r#"{"tools":{"web":{"duckduckgo":{"enabled":true,"max_results":5}}}}"#);
@@ -214,7 +233,11 @@ mod tests {
         picoclaw(&mut p, &cfg, &sec);
         assert_eq!(setting(&p).unwrap().chain, [Tavily, DuckDuckGo]);
         assert!(p.secrets.iter().any(|s| s.name == "TAVILY_API_KEY"));
-        assert!(p.skipped.iter().any(|s| s.1.starts_with("brave: no API key")));
+        assert!(
+            p.skipped
+                .iter()
+                .any(|s| s.1.starts_with("brave: no API key"))
+        );
     }
 
     #[test]
@@ -229,7 +252,10 @@ mod tests {
         assert_eq!(ws.chain, [SearXng]);
         assert_eq!(ws.max_results, 3);
         let mut p = Plan::new(Peer::ZeroClaw);
-        zeroclaw(&mut p, &value(r#"{"web_search":{"search_provider":"jina"}}"#));
+        zeroclaw(
+            &mut p,
+            &value(r#"{"web_search":{"search_provider":"jina"}}"#),
+        );
         assert!(p.settings.is_empty() && p.skipped.len() == 1);
         let mut p = Plan::new(Peer::NullClaw);
         let cfg = value(
@@ -246,6 +272,9 @@ mod tests {
             &value(r#"{"http_request":{"search_base_url":"https://searx.lan/search"}}"#),
         );
         assert_eq!(setting(&p).unwrap().chain, [SearXng, DuckDuckGo]);
-        assert_eq!(setting(&p).unwrap().endpoint(SearXng).0, "https://searx.lan");
+        assert_eq!(
+            setting(&p).unwrap().endpoint(SearXng).0,
+            "https://searx.lan"
+        );
     }
 }

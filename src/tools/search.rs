@@ -76,7 +76,8 @@ const MAX_FRAGMENT_BYTES: usize = 8 * 1024;
 
 /// DuckDuckGo's no-JavaScript page is made for browsers, and its bot check refuses
 /// clients that do not look like one (docs/DECISIONS.md, "web_search").
-const DDG_USER_AGENT: &str = "Mozilla/5.0 (X11; Linux aarch64; rv:128.0) Gecko/20100101 Firefox/128.0";
+const DDG_USER_AGENT: &str =
+    "Mozilla/5.0 (X11; Linux aarch64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
 /// The API keys of the backends that take one. `Debug` shows none.
 #[derive(Clone, Default)]
@@ -212,7 +213,11 @@ pub fn request(
             (true, [root, "/html/"].concat(), body)
         }
         SearchBackend::SearXng => {
-            let path = if root.ends_with("/search") { "" } else { "/search" };
+            let path = if root.ends_with("/search") {
+                ""
+            } else {
+                "/search"
+            };
             let mut u = [root, path, "?q=", &q, "&format=json&safesearch="].concat();
             u.push(char::from(b'0' + safe as u8));
             if !lang.is_empty() {
@@ -361,7 +366,12 @@ pub fn attempt(
     n: usize,
     lookup: Lookup,
 ) -> Result<Vec<Hit>, Failure> {
-    match send(req, allow_private, Duration::from_secs(timeout_secs), lookup) {
+    match send(
+        req,
+        allow_private,
+        Duration::from_secs(timeout_secs),
+        lookup,
+    ) {
         Ok((status, body)) => interpret(b, status, &body, n),
         Err(FetchError::Timeout) => Err(Failure::Timeout(timeout_secs)),
         Err(FetchError::Url(e)) => Err(Failure::Refused(e.to_string())),
@@ -370,7 +380,12 @@ pub fn attempt(
 }
 
 /// The results in backend `b`'s answer (at most `n`), or why there are none to give.
-pub fn interpret(b: SearchBackend, status: u16, body: &[u8], n: usize) -> Result<Vec<Hit>, Failure> {
+pub fn interpret(
+    b: SearchBackend,
+    status: u16,
+    body: &[u8],
+    n: usize,
+) -> Result<Vec<Hit>, Failure> {
     let text = String::from_utf8_lossy(body);
     let ddg = b == SearchBackend::DuckDuckGo;
     if ddg
@@ -488,10 +503,10 @@ pub fn parse_ddg(page: &str, n: usize) -> Result<Vec<Hit>, Failure> {
             if !ad {
                 cur = Some((inner(), el.href.clone().unwrap_or_default(), ""));
             }
-        } else if has("result__snippet") || has("result-snippet") {
-            if let Some(c) = cur.as_mut().filter(|c| c.2.is_empty()) {
-                c.2 = inner();
-            }
+        } else if (has("result__snippet") || has("result-snippet"))
+            && let Some(c) = cur.as_mut().filter(|c| c.2.is_empty())
+        {
+            c.2 = inner();
         }
     }
     found.extend(cur);
@@ -612,15 +627,7 @@ pub fn render(query: &str, b: SearchBackend, hits: &[Hit], notes: &[String], cap
     }
     out.push_str(&["Results for ", &q, " (", b.name(), "):"].concat());
     for (i, h) in hits.iter().enumerate() {
-        let mut entry = [
-            "\n",
-            &(i + 1).to_string(),
-            ". ",
-            &h.title,
-            "\n   ",
-            &h.url,
-        ]
-        .concat();
+        let mut entry = ["\n", &(i + 1).to_string(), ". ", &h.title, "\n   ", &h.url].concat();
         if !h.snippet.is_empty() {
             entry.push_str(&["\n   ", &h.snippet].concat());
         }
@@ -768,10 +775,7 @@ mod tests {
                 "{page}"
             );
         }
-        assert_eq!(
-            interpret(DuckDuckGo, 200, b"  \n", 5),
-            Err(Failure::Empty)
-        );
+        assert_eq!(interpret(DuckDuckGo, 200, b"  \n", 5), Err(Failure::Empty));
     }
 
     #[test]
@@ -795,9 +799,19 @@ mod tests {
         assert_eq!(t.len(), 1);
         assert!(t[0].snippet.contains("about 0.6 W"));
         // Zero results.
-        assert_eq!(ok(Brave, r#"{"type":"search","query":{"original":"x"}}"#, 5), vec![]);
+        assert_eq!(
+            ok(Brave, r#"{"type":"search","query":{"original":"x"}}"#, 5),
+            vec![]
+        );
         assert_eq!(ok(Tavily, r#"{"query":"x","results":[]}"#, 5), vec![]);
-        assert_eq!(ok(SearXng, r#"{"query":"x","results":[],"unresponsive_engines":[]}"#, 5), vec![]);
+        assert_eq!(
+            ok(
+                SearXng,
+                r#"{"query":"x","results":[],"unresponsive_engines":[]}"#,
+                5
+            ),
+            vec![]
+        );
         // A SearXNG whose engines all failed is not "no results".
         let down = r#"{"query":"x","results":[],"unresponsive_engines":[["google","Suspended: CAPTCHA"],["brave","too many requests"]]}"#;
         assert_eq!(
@@ -881,20 +895,28 @@ mod tests {
         assert!(small.len() <= 700 + 60, "{small}");
         assert!(small.contains("more left out"), "{small}");
         assert!(!small.contains("\n4. "), "{small}");
-        assert_eq!(render("q", Brave, &[], &[], 100), "No results for \"q\" (brave).");
+        assert_eq!(
+            render("q", Brave, &[], &[], 100),
+            "No results for \"q\" (brave)."
+        );
     }
 
     #[test]
     fn requests_carry_the_query_language_and_safe_search() {
-        let mut cfg = WebSearchConfig::default();
-        cfg.language = "de-DE".into();
-        cfg.safe_search = SafeSearch::Strict;
+        let mut cfg = WebSearchConfig {
+            language: "de-DE".into(),
+            safe_search: SafeSearch::Strict,
+            ..Default::default()
+        };
         cfg.urls[SearXng as usize] = "http://192.168.1.5:8888".into();
         let q = "café & \"tea\"/?";
         let d = request(DuckDuckGo, &cfg, q, 5, None);
         assert!(d.post);
         assert_eq!(d.url, "https://html.duckduckgo.com/html/");
-        assert_eq!(d.body, "q=caf%C3%A9%20%26%20%22tea%22%2F%3F&b=&kl=de-de&kp=1");
+        assert_eq!(
+            d.body,
+            "q=caf%C3%A9%20%26%20%22tea%22%2F%3F&b=&kl=de-de&kp=1"
+        );
         let s = request(SearXng, &cfg, q, 5, None);
         assert_eq!(
             s.url,
@@ -905,11 +927,21 @@ mod tests {
             b.url,
             "https://api.search.brave.com/res/v1/web/search?q=x&count=7&safesearch=strict&result_filter=web&search_lang=de&country=DE"
         );
-        assert!(b.headers.contains(&("X-Subscription-Token", "BSAkey".into())));
+        assert!(
+            b.headers
+                .contains(&("X-Subscription-Token", "BSAkey".into()))
+        );
         let t = request(Tavily, &cfg, "x\"y", 3, Some("tvly-k"));
         assert_eq!(t.url, "https://api.tavily.com/search");
-        assert!(t.headers.contains(&("Authorization", "Bearer tvly-k".into())));
-        assert!(t.body.starts_with(r#"{"query":"x\"y","max_results":3,"#), "{}", t.body);
+        assert!(
+            t.headers
+                .contains(&("Authorization", "Bearer tvly-k".into()))
+        );
+        assert!(
+            t.body.starts_with(r#"{"query":"x\"y","max_results":3,"#),
+            "{}",
+            t.body
+        );
         assert!(!t.body.contains("tvly-k") && !b.url.contains("BSAkey"));
         assert_eq!(ddg_region("", ""), "wt-wt");
         assert_eq!(ddg_region("en", ""), "us-en");
