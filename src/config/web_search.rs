@@ -40,7 +40,7 @@ impl SearchBackend {
     ];
 
     pub fn name(self) -> &'static str {
-        ["duckduckgo", "searxng", "brave", "tavily"][self as usize]
+        NAMES[self as usize]
     }
 
     pub fn parse(s: &str) -> Option<SearchBackend> {
@@ -162,6 +162,9 @@ impl WebSearchConfig {
     }
 }
 
+/// The backends' names, by `SearchBackend as usize`.
+const NAMES: [&str; 4] = ["duckduckgo", "searxng", "brave", "tavily"];
+
 const URL_KEYS: [&str; 4] = ["duckduckgo_url", "searxng_url", "brave_url", "tavily_url"];
 
 fn bad(key: &str, expected: &str) -> ConfigError {
@@ -174,8 +177,7 @@ fn bad(key: &str, expected: &str) -> ConfigError {
 /// Reads `tools.web_search`.
 pub(super) fn read(s: &mut Fields<'_>) -> Result<WebSearchConfig, ConfigError> {
     let d = WebSearchConfig::default();
-    let names: Vec<&str> = SearchBackend::ALL.iter().map(|b| b.name()).collect();
-    let backend = s.choice("backend", "duckduckgo", &names)?;
+    let backend = s.choice("backend", "duckduckgo", &NAMES)?;
     let mut chain = vec![SearchBackend::parse(&backend).unwrap_or(SearchBackend::DuckDuckGo)];
     for f in s.string_list("fallback")? {
         let b = SearchBackend::parse(&f)

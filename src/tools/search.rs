@@ -334,22 +334,19 @@ fn send(
 ) -> Result<(u16, Vec<u8>), FetchError> {
     netguard::parse_http_url(&req.url).map_err(FetchError::Url)?;
     let agent = guarded_agent(allow_private, lookup);
-    let sent = if req.post {
-        let mut r = agent.post(&req.url);
-        for (k, v) in &req.headers {
-            r = r.header(*k, v);
-        }
-        r.config()
-            .timeout_global(Some(timeout))
-            .build()
-            .send(req.body.as_str())
-    } else {
-        let mut r = agent.get(&req.url);
-        for (k, v) in &req.headers {
-            r = r.header(*k, v);
-        }
-        r.config().timeout_global(Some(timeout)).build().call()
-    };
+    let method = if req.post { "POST" } else { "GET" };
+    let mut r = ureq::http::Request::builder().method(method).uri(&req.url);
+    for (k, v) in &req.headers {
+        r = r.header(*k, v.as_str());
+    }
+    let r = r
+        .body(req.body.as_bytes())
+        .map_err(|_| FetchError::Http("bad request".into()))?;
+    let r = agent
+        .configure_request(r)
+        .timeout_global(Some(timeout))
+        .build();
+    let sent = agent.run(r);
     let mut resp = sent.map_err(FetchError::from_ureq)?;
     let status = resp.status().as_u16();
     let (body, _) = read_body(&mut resp, MAX_SEARCH_RESPONSE_BYTES)?;
@@ -439,16 +436,18 @@ pub fn interpret(
         && let Some(down) = json::get(&v, "unresponsive_engines").and_then(json::as_array)
         && !down.is_empty()
     {
-        let names: Vec<String> = down
-            .iter()
-            .take(3)
-            .filter_map(json::as_array)
-            .map(|e| {
-                let part = |i: usize| e.get(i).and_then(json::as_str).unwrap_or("");
-                clean(&[part(0), ": ", part(1)].concat(), 80)
-            })
-            .collect();
-        return Err(Failure::Upstream(names.join("; ")));
+        let mut names = String::new();
+        for e in &down[..down.len().min(3)] {
+            let part = |i: usize| {
+                let v = json::as_array(e).and_then(|a| a.get(i));
+                v.and_then(json::as_str).unwrap_or("")
+            };
+            if !names.is_empty() {
+                names.push_str("; ");
+            }
+            names.push_str(&clean(&[part(0), ": ", part(1)].concat(), 80));
+        }
+        return Err(Failure::Upstream(names));
     }
     Ok(hits)
 }
@@ -510,11 +509,13 @@ pub fn parse_ddg(page: &str, n: usize) -> Result<Vec<Hit>, Failure> {
         }
     }
     found.extend(cur);
-    let hits: Vec<Hit> = found
-        .into_iter()
-        .filter_map(|(t, u, s)| hit(t, &ddg_target(&u)?, s))
-        .take(n)
-        .collect();
+    let mut hits = Vec::new();
+    for (t, u, s) in found {
+        if let Some(h) = ddg_target(&u).and_then(|u| hit(t, &u, s)) {
+            hits.push(h);
+        }
+    }
+    hits.truncate(n);
     if hits.is_empty() && !no_results && !page.contains("result__a") {
         return Err(Failure::Unreadable);
     }
@@ -643,14 +644,20 @@ pub fn render(query: &str, b: SearchBackend, hits: &[Hit], notes: &[String], cap
 
 /// The tool: check the query, then each backend in turn on a worker until one answers.
 pub async fn web_search(tools: &Tools, args: &Args) -> Result<String, ToolError> {
-    let raw = args.str("query")?;
-    let query: String = raw
-        .chars()
-        .map(|c| if invisible(c) { ' ' } else { c })
-        .collect::<String>()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    // One line of words: models send newlines and tabs, and control characters mean
+    // nothing to a search engine.
+    let mut query = String::new();
+    for w in args
+        .str("query")?
+        .split(|c: char| c.is_whitespace() || invisible(c))
+    {
+        if !w.is_empty() {
+            if !query.is_empty() {
+                query.push(' ');
+            }
+            query.push_str(w);
+        }
+    }
     if query.is_empty() {
         return Err(ToolError::BadArgs("\"query\" is empty".into()));
     }
