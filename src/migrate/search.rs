@@ -219,6 +219,11 @@ mod tests {
                 .iter()
                 .any(|s| s.1.contains("tools.web.perplexity"))
         );
+        // Written into the onboard template's line, which then loads as the same.
+        let text = crate::migrate::apply::config_text(&p, None);
+        let env = crate::config::Env::isolated(&[]);
+        let c = crate::config::parse(Some(&text), std::path::Path::new("c"), &env).unwrap();
+        assert_eq!(c.tools.web_search, ws);
         // PicoClaw's defaults (DuckDuckGo alone, 5 results) are yoctoclaw's: nothing to set.
         let mut p = Plan::new(Peer::PicoClaw);
         let cfg = value(r#"{"tools":{"web":{"duckduckgo":{"enabled":true,"max_results":5}}}}"#);

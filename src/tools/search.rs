@@ -470,7 +470,8 @@ fn hit(title: &str, url: &str, snippet: &str) -> Option<Hit> {
 pub fn parse_ddg(page: &str, n: usize) -> Result<Vec<Hit>, Failure> {
     use crate::text::html::{find_ci, start_tag_at};
     let b = page.as_bytes();
-    // (title markup, href, snippet markup) of the result being read.
+    // (title markup, target URL, snippet markup) of the result being read; results
+    // without a usable target are not read at all, so they do not count against `n`.
     let mut cur: Option<(&str, String, &str)> = None;
     let mut found: Vec<(&str, String, &str)> = Vec::new();
     let (mut ad, mut no_results, mut i) = (false, false, 0);
@@ -499,8 +500,13 @@ pub fn parse_ddg(page: &str, n: usize) -> Result<Vec<Hit>, Failure> {
             ad = has("result--ad");
         } else if el.name == "a" && (has("result__a") || has("result-link")) {
             found.extend(cur.take());
-            if !ad {
-                cur = Some((inner(), el.href.clone().unwrap_or_default(), ""));
+            let url = el
+                .href
+                .as_deref()
+                .and_then(ddg_target)
+                .and_then(|u| clean_url(&u));
+            if let (false, Some(url)) = (ad, url) {
+                cur = Some((inner(), url, ""));
             }
         } else if (has("result__snippet") || has("result-snippet"))
             && let Some(c) = cur.as_mut().filter(|c| c.2.is_empty())
@@ -509,13 +515,11 @@ pub fn parse_ddg(page: &str, n: usize) -> Result<Vec<Hit>, Failure> {
         }
     }
     found.extend(cur);
-    let mut hits = Vec::new();
+    found.truncate(n);
+    let mut hits = Vec::with_capacity(found.len());
     for (t, u, s) in found {
-        if let Some(h) = ddg_target(&u).and_then(|u| hit(t, &u, s)) {
-            hits.push(h);
-        }
+        hits.extend(hit(t, &u, s));
     }
-    hits.truncate(n);
     if hits.is_empty() && !no_results && !page.contains("result__a") {
         return Err(Failure::Unreadable);
     }
@@ -873,6 +877,8 @@ mod tests {
         );
         let hits = ok(DuckDuckGo, &page, 10);
         assert_eq!(hits.len(), 2, "{hits:?}");
+        // Dropped results do not take the places of good ones.
+        assert_eq!(ok(DuckDuckGo, &page, 2), hits);
         assert_eq!(hits[0].url, "https://ok.example/a");
         assert!(hits[0].title.len() <= MAX_TITLE_BYTES + 3);
         assert!(hits[0].title.ends_with('…'));
