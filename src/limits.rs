@@ -106,6 +106,14 @@ pub const SCRUB_MARGIN_BYTES: usize = 1024;
 pub const MAX_APPROVAL_COMMAND_CHARS: usize = 2000;
 /// Redirects `web_fetch` follows, each re-checked; one more is an error.
 pub const MAX_FETCH_REDIRECTS: usize = 5;
+/// Results `web_search` returns at most (`tools.web_search.max_results`, the call's
+/// `max_results`).
+pub const MAX_SEARCH_RESULTS: usize = 10;
+/// Longest query `web_search` sends (Brave takes 400 characters, DuckDuckGo 499).
+pub const MAX_SEARCH_QUERY_BYTES: usize = 400;
+/// Bytes of a search backend's answer read; the rest is not read (a DuckDuckGo page is
+/// 15-60 KB, a Brave answer of 10 web results about 30 KB).
+pub const MAX_SEARCH_RESPONSE_BYTES: u64 = 512 * 1024;
 /// After an `exec` command's shell exits, its output is read for at most this long
 /// (processes it left behind are killed first).
 pub const EXEC_DRAIN_AFTER_EXIT_MS: u64 = 1_000;

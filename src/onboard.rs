@@ -78,7 +78,9 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "//": "deny: tools no channel is offered; telegram, serial and heartbeat deny_tools add to it there (cron jobs get every list). Tool names or groups: fs_read, fs_write, exec, web, memory, cron, messaging, system, hardware",
     "deny": [],
     "exec": { "enabled": true, "timeout_secs": 30, "max_output_bytes": 16384, "write_paths": [], "user": "" },
-    "web_fetch": { "allow_private": false, "max_bytes": 524288, "timeout_secs": 20 }
+    "web_fetch": { "allow_private": false, "max_bytes": 524288, "timeout_secs": 20 },
+    "// web_search": "backend: duckduckgo (no key), searxng (your instance: searxng_url), brave or tavily (keys in the variables *_key_env name); fallback: backends tried next, in order; base_url: the backend's own endpoint (same as its *_url key); language: de or de-DE, empty for the default; safe_search: off, moderate or strict",
+    "web_search": { "backend": "duckduckgo", "fallback": [], "base_url": "", "searxng_url": "", "max_results": 5, "language": "", "safe_search": "moderate", "timeout_secs": 10, "brave_key_env": "BRAVE_API_KEY", "tavily_key_env": "TAVILY_API_KEY" }
   },
   "serial": { "device": "", "baud": 115200, "echo": false, "deny_tools": [] },
   "hardware": {

@@ -21,13 +21,14 @@ use super::{Config, ConfigError};
 use crate::chat::ChannelKind;
 
 /// Every tool the model can be offered, in bit order (`tools` checks its table matches).
-pub const TOOL_NAMES: [&str; 19] = [
+pub const TOOL_NAMES: [&str; 20] = [
     "read_file",
     "write_file",
     "edit_file",
     "list_dir",
     "exec",
     "web_fetch",
+    "web_search",
     "memory_store",
     "memory_search",
     "memory_forget",
@@ -51,7 +52,7 @@ pub const TOOL_GROUPS: [(&str, &[&str]); 9] = [
     ("fs_read", &["read_file", "list_dir"]),
     ("fs_write", &["write_file", "edit_file"]),
     ("exec", &["exec"]),
-    ("web", &["web_fetch"]),
+    ("web", &["web_fetch", "web_search"]),
     (
         "memory",
         &["memory_store", "memory_search", "memory_forget"],

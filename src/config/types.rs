@@ -302,6 +302,8 @@ pub struct ToolsConfig {
     pub deny: ToolSet,
     pub exec: ExecConfig,
     pub web_fetch: WebFetchConfig,
+    /// `tools.web_search` (`config::web_search`).
+    pub web_search: super::web_search::WebSearchConfig,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -578,11 +580,15 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         timeout_secs: w.uint("timeout_secs", dw.timeout_secs, 1, 120)?,
     };
     w.finish()?;
+    let mut w = s.section("web_search")?;
+    let web_search = super::web_search::read(&mut w)?;
+    w.finish()?;
     s.finish()?;
     let tools = ToolsConfig {
         deny,
         exec,
         web_fetch,
+        web_search,
     };
 
     let mut s = top.section("serial")?;
@@ -647,6 +653,10 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         .into_iter()
         .chain(fallbacks.iter().map(|f| f.api_key_env.as_str()))
         .chain([transcription.api_key_env.as_str()])
+        .chain([
+            tools.web_search.brave_key_env.as_str(),
+            tools.web_search.tavily_key_env.as_str(),
+        ])
         .collect();
     let mut s = top.section("mcp")?;
     let mcp = super::mcp::read_mcp(&mut s, &own_secrets)?;
@@ -732,11 +742,11 @@ fn deny_list(s: &mut Fields<'_>, key: &str) -> Result<ToolSet, ConfigError> {
     ToolSet::parse(&s.string_list("deny_tools")?, key)
 }
 
-fn trim_slash(s: String) -> String {
+pub(super) fn trim_slash(s: String) -> String {
     s.trim().trim_end_matches('/').to_string()
 }
 
-fn check_url(url: &str, key: &str) -> Result<(), ConfigError> {
+pub(super) fn check_url(url: &str, key: &str) -> Result<(), ConfigError> {
     let ok = (url.starts_with("http://") && url.len() > 7)
         || (url.starts_with("https://") && url.len() > 8);
     if ok && !url.chars().any(|c| c.is_whitespace() || c.is_control()) {

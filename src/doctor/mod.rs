@@ -147,6 +147,8 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
             cfg.telegram.token_env.clone(),
         ];
         names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
+        let ws = &cfg.tools.web_search;
+        names.extend([ws.brave_key_env.clone(), ws.tavily_key_env.clone()]);
         install_secret_literals(names.iter().filter_map(|n| env.get(n)));
         for c in key_checks(cfg, &env) {
             emit(c);
@@ -443,7 +445,36 @@ fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
             ));
         }
     }
+    out.push(search_check(&cfg.tools.web_search, env));
     out
+}
+
+/// `web_search`'s backends, in order, and the keys that are missing (a backend without
+/// its key is skipped at every search).
+fn search_check(ws: &crate::config::WebSearchConfig, env: &Env) -> Check {
+    let names: Vec<&str> = ws.chain.iter().map(|b| b.name()).collect();
+    let order = names.join(", then ");
+    let missing: Vec<String> = ws
+        .chain
+        .iter()
+        .filter_map(|&b| {
+            let var = ws.key_env(b)?;
+            env.get(var)
+                .is_none()
+                .then(|| [b.name(), " (", var, ")"].concat())
+        })
+        .collect();
+    if missing.is_empty() {
+        return Check::new(Verdict::Ok, "web search", order);
+    }
+    Check::new(
+        Verdict::Warn,
+        "web search",
+        format!(
+            "{order}: no key for {}, so web_search skips it: put the key in secrets.env",
+            missing.join(" and ")
+        ),
+    )
 }
 
 /// `agent.timezone` (already valid: the config parsed): the local time at `now` and
