@@ -145,6 +145,7 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
         let mut names = vec![
             cfg.provider.api_key_env.clone(),
             cfg.telegram.token_env.clone(),
+            cfg.http.token_env.clone(),
         ];
         names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
         install_secret_literals(names.iter().filter_map(|n| env.get(n)));
