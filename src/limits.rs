@@ -175,9 +175,12 @@ pub const HTTP_SERVER_LINGER_BYTES: usize = 256 * 1024;
 pub const HTTP_SERVER_LINGER_MS: u64 = 1_000;
 /// Longest chunk-size line of a chunked request body (its extensions included).
 pub const HTTP_SERVER_MAX_CHUNK_LINE_BYTES: usize = 1024;
-/// Connections past `http.max_connections` answered 503 at once (each at most
-/// `HTTP_SERVER_LINGER_MS`); more than that are closed without an answer.
-pub const HTTP_SERVER_MAX_REFUSING: usize = 16;
+/// Connections past `http.max_connections` answered 503 at once (each for at most
+/// `HTTP_SERVER_REFUSE_LINGER_MS`); more than that are closed without an answer.
+pub const HTTP_SERVER_MAX_REFUSING: usize = 64;
+/// How long the 503 of a connection past the cap lingers (reading what the client sends)
+/// before the connection closes.
+pub const HTTP_SERVER_REFUSE_LINGER_MS: u64 = 100;
 /// Pause after a failed `accept` (no file descriptor left) before the next one.
 pub const HTTP_SERVER_ACCEPT_PAUSE_MS: u64 = 100;
 /// Request bodies held in RAM at once, in multiples of `http.max_body_kib`; past it a

@@ -19,7 +19,8 @@ use super::respond::Response;
 use super::routes::{self, Outcome};
 use crate::limits::{
     HTTP_SERVER_IDLE_SECS, HTTP_SERVER_LINGER_BYTES, HTTP_SERVER_LINGER_MS,
-    HTTP_SERVER_MAX_HEAD_BYTES, HTTP_SERVER_MAX_REQUESTS_PER_CONN, HTTP_SERVER_WRITE_TIMEOUT_SECS,
+    HTTP_SERVER_MAX_HEAD_BYTES, HTTP_SERVER_MAX_REQUESTS_PER_CONN, HTTP_SERVER_REFUSE_LINGER_MS,
+    HTTP_SERVER_WRITE_TIMEOUT_SECS,
 };
 use smol::Async;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -36,7 +37,8 @@ pub(super) async fn refuse(srv: Rc<Server>, stream: Async<TcpStream>) {
     let r = Response::error(503, "Too many connections are open: try again in a moment.")
         .with_header("Retry-After", "1");
     if c.send(&r, false, false).await {
-        c.linger().await;
+        c.linger(Duration::from_millis(HTTP_SERVER_REFUSE_LINGER_MS))
+            .await;
     }
     srv.refusing.set(srv.refusing.get().saturating_sub(1));
 }
@@ -52,7 +54,7 @@ pub(super) async fn run(srv: Rc<Server>, stream: Async<TcpStream>, ip: IpAddr) {
             Err(Some(r)) => {
                 log::debug!("http: {} from {ip}: {}", r.status, r.body);
                 c.send(&r, false, false).await;
-                c.linger().await;
+                c.linger(Duration::from_millis(HTTP_SERVER_LINGER_MS)).await;
                 return;
             }
         };
@@ -271,7 +273,8 @@ impl<'a> Conn<'a> {
         let sent = self.send(&r, keep, head.method == Method::Head).await;
         if !keep {
             if unread && sent {
-                self.linger().await;
+                self.linger(Duration::from_millis(HTTP_SERVER_LINGER_MS))
+                    .await;
             } else {
                 let _ = self.stream.get_ref().shutdown(Shutdown::Write);
             }
@@ -301,10 +304,11 @@ impl<'a> Conn<'a> {
     }
 
     /// Close after an answer given early: stop writing, then read and drop what the client
-    /// still sends (bounded), so it reads the answer rather than a reset.
-    async fn linger(&mut self) {
+    /// still sends (at most `HTTP_SERVER_LINGER_BYTES`, for at most `time`), so it reads
+    /// the answer rather than a reset.
+    async fn linger(&mut self, time: Duration) {
         let _ = self.stream.get_ref().shutdown(Shutdown::Write);
-        let until = Instant::now() + Duration::from_millis(HTTP_SERVER_LINGER_MS);
+        let until = Instant::now() + time;
         let mut dropped = 0;
         while dropped < HTTP_SERVER_LINGER_BYTES {
             self.buf.clear();
