@@ -444,3 +444,57 @@ fn a_stream_in_flight_at_sigterm_ends_with_an_error_event_and_done() {
     assert!(idle.closed(), "an idle connection is closed at shutdown");
     assert!(out.contains("gateway: stopped"), "{out}");
 }
+
+#[test]
+fn doctor_finds_the_running_gateway_and_status_shows_the_api() {
+    let llm = echo_model(Duration::ZERO);
+    // A port nothing listens on, for a config doctor can check (not 0).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config =
+        http_config(&llm, None, "", "").replace("127.0.0.1:0", &format!("127.0.0.1:{port}"));
+    let home = TempHome::onboarded("http-doctor", &config);
+    let doctor = |home: &TempHome| {
+        let out = home
+            .cmd(&["doctor"])
+            .env("YOCTOCLAW_HTTP_TOKEN", HTTP_TOKEN)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = doctor(&home);
+    assert!(
+        before.contains(&format!("OK   http       127.0.0.1:{port} is free")),
+        "{before}"
+    );
+    assert!(
+        before.contains("OK   http       YOCTOCLAW_HTTP_TOKEN is set"),
+        "{before}"
+    );
+    let (g, started) = start(&home, true, false);
+    assert_eq!(started, port);
+    let during = doctor(&home);
+    assert!(
+        during.contains(&format!(
+            "OK   http       the gateway answers on 127.0.0.1:{port} (/health: ok)"
+        )),
+        "{during}"
+    );
+    let out = home
+        .cmd(&["status"])
+        .env("YOCTOCLAW_HTTP_TOKEN", HTTP_TOKEN)
+        .output()
+        .unwrap();
+    let status = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        status.contains(&format!(
+            "http on 127.0.0.1:{port} (token YOCTOCLAW_HTTP_TOKEN set)"
+        )),
+        "{status}"
+    );
+    assert!(status.contains("tools on http:"), "{status}");
+    g.stop_cleanly();
+}
