@@ -83,14 +83,10 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
             let json = openai::completion(&ids, &answer, Tokens::default());
             return Outcome::Answer(Response::json(200, json));
         }
-        let mut s = Sse {
-            c,
-            ids: &ids,
-            alive: true,
-        };
-        s.begin(keep).await;
-        s.event(&openai::chunk(&ids, Delta::Text(&answer))).await;
-        return Outcome::Streamed(s.end(Ok(Tokens::default()), req.include_usage).await);
+        let mut s = Sse::new(c, &ids, keep);
+        s.event(&openai::chunk(&ids, Delta::Text(&answer)));
+        s.end(Ok(Tokens::default()), req.include_usage);
+        return Outcome::Streamed(s.flush().await);
     }
     log::info!("http: turn in {session}");
     let db = &srv.deps.db;
@@ -112,12 +108,8 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
             None => Response::error(503, SHUTTING_DOWN).closing(),
         });
     }
-    let mut s = Sse {
-        c,
-        ids: &ids,
-        alive: true,
-    };
-    s.begin(keep).await;
+    let mut s = Sse::new(c, &ids, keep);
+    s.flush().await;
     let pending = Rc::new(RefCell::new(Pending::default()));
     let mut sink = SseSink(pending.clone());
     let mut turn = pin!(agent.run_turn_streamed(&session, ChannelKind::Http, &req.text, &mut sink));
@@ -141,27 +133,29 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
             Step::Cut => break None,
             Step::Text => {
                 let text = pending.borrow_mut().take();
-                s.event(&openai::chunk(&ids, Delta::Text(&text))).await;
+                s.event(&openai::chunk(&ids, Delta::Text(&text)));
             }
-            Step::Ping => s.chunk(b": ping\n\n").await,
+            Step::Ping => s.chunk(b": ping\n\n"),
         }
+        s.flush().await;
     };
     let rest = pending.borrow_mut().take();
     if !rest.is_empty() {
-        s.event(&openai::chunk(&ids, Delta::Text(&rest))).await;
+        s.event(&openai::chunk(&ids, Delta::Text(&rest)));
     }
     let end = match result {
         Some(Ok(answer)) => {
             // Nothing was streamed (the "no answer" line is returned, never streamed).
             if !pending.borrow().any {
-                s.event(&openai::chunk(&ids, Delta::Text(&answer))).await;
+                s.event(&openai::chunk(&ids, Delta::Text(&answer)));
             }
             Ok(tokens())
         }
         Some(Err(e)) => Err(failed(&session, &e)),
         None => Err(Response::error(503, SHUTTING_DOWN)),
     };
-    Outcome::Streamed(s.end(end, req.include_usage).await)
+    s.end(end, req.include_usage);
+    Outcome::Streamed(s.flush().await)
 }
 
 /// The session key: `given` (trimmed) when it is a fit name, `default` when absent.
@@ -257,59 +251,69 @@ impl StreamSink for SseSink {
     }
 }
 
-/// A streamed answer on a connection: SSE events, each one HTTP chunk.
+/// A streamed answer on a connection: SSE events, each one HTTP chunk, gathered and
+/// written by [`Sse::flush`].
 struct Sse<'c, 'a> {
     c: &'c mut Conn<'a>,
     ids: &'c Ids,
+    /// Written at the next flush.
+    out: Vec<u8>,
     /// No write failed yet (after one, nothing more is written).
     alive: bool,
 }
 
-impl Sse<'_, '_> {
-    async fn begin(&mut self, keep: bool) {
+impl<'c, 'a> Sse<'c, 'a> {
+    /// The answer's head and the role's chunk, to be flushed.
+    fn new(c: &'c mut Conn<'a>, ids: &'c Ids, keep: bool) -> Sse<'c, 'a> {
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n{}\r\n",
             if keep { "" } else { "Connection: close\r\n" }
         );
-        self.alive = self.c.write_all(head.as_bytes()).await;
-        let role = openai::chunk(self.ids, Delta::Role);
-        self.event(&role).await;
+        let mut s = Sse {
+            c,
+            ids,
+            out: head.into_bytes(),
+            alive: true,
+        };
+        s.event(&openai::chunk(ids, Delta::Role));
+        s
     }
 
     /// One HTTP chunk.
-    async fn chunk(&mut self, data: &[u8]) {
-        if !self.alive || data.is_empty() {
-            return;
-        }
-        let mut out = format!("{:x}\r\n", data.len()).into_bytes();
-        out.extend_from_slice(data);
-        out.extend_from_slice(b"\r\n");
-        self.alive = self.c.write_all(&out).await;
+    fn chunk(&mut self, data: &[u8]) {
+        self.out
+            .extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+        self.out.extend_from_slice(data);
+        self.out.extend_from_slice(b"\r\n");
     }
 
     /// `data: <json>` and a blank line.
-    async fn event(&mut self, json: &str) {
-        self.chunk(format!("data: {json}\n\n").as_bytes()).await;
+    fn event(&mut self, json: &str) {
+        self.chunk(format!("data: {json}\n\n").as_bytes());
     }
 
-    /// The stop and the usage (or the error), `[DONE]`, the last chunk; whether the
-    /// connection is still good.
-    async fn end(mut self, result: Result<Tokens, Response>, include_usage: bool) -> bool {
+    /// The stop and the usage (or the error's JSON, as the answer's body would have
+    /// been), `[DONE]`, the last chunk.
+    fn end(&mut self, result: Result<Tokens, Response>, include_usage: bool) {
         match result {
             Ok(tokens) => {
-                self.event(&openai::chunk(self.ids, Delta::Stop)).await;
+                self.event(&openai::chunk(self.ids, Delta::Stop));
                 if include_usage {
-                    self.event(&openai::chunk(self.ids, Delta::Usage(tokens)))
-                        .await;
+                    self.event(&openai::chunk(self.ids, Delta::Usage(tokens)));
                 }
             }
-            // The error's JSON, as the answer's body would have been.
-            Err(r) => self.event(&r.body).await,
+            Err(r) => self.event(&r.body),
         }
-        self.event("[DONE]").await;
-        if self.alive {
-            self.alive = self.c.write_all(b"0\r\n\r\n").await;
+        self.event("[DONE]");
+        self.out.extend_from_slice(b"0\r\n\r\n");
+    }
+
+    /// Write what was gathered; whether the connection is still good.
+    async fn flush(&mut self) -> bool {
+        if self.alive && !self.out.is_empty() {
+            self.alive = self.c.write_all(&self.out).await;
         }
+        self.out.clear();
         self.alive
     }
 }

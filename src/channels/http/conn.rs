@@ -31,50 +31,39 @@ use std::time::{Duration, Instant};
 /// Bytes asked of the socket per read.
 const READ_BYTES: usize = 4096;
 
-/// Answer a connection past the cap 503 and close it (after the linger).
-pub(super) async fn refuse(srv: Rc<Server>, stream: Async<TcpStream>) {
-    let mut c = Conn::new(&srv, stream, IpAddr::from([0, 0, 0, 0]));
-    let r = Response::error(503, "Too many connections are open: try again in a moment.")
-        .with_header("Retry-After", "1");
-    if c.send(&r, false, false).await {
-        c.linger(Duration::from_millis(HTTP_SERVER_REFUSE_LINGER_MS))
-            .await;
-    }
-    srv.refusing.set(srv.refusing.get().saturating_sub(1));
-}
-
-/// Serve a connection until it ends.
-pub(super) async fn run(srv: Rc<Server>, stream: Async<TcpStream>, ip: IpAddr) {
-    let _count = Counted(&srv);
+/// Serve a connection until it ends; `refused` (past `http.max_connections`): answer it
+/// 503 and close it (after a short linger).
+pub(super) async fn run(srv: Rc<Server>, stream: Async<TcpStream>, ip: IpAddr, refused: bool) {
+    let _count = Counted(&srv, refused);
     let mut c = Conn::new(&srv, stream, ip);
-    for n in 1..=HTTP_SERVER_MAX_REQUESTS_PER_CONN {
-        let head = match c.read_head(n == 1).await {
-            Ok(h) => h,
-            Err(None) => return,
-            Err(Some(r)) => {
-                log::debug!("http: {} from {ip}: {}", r.status, r.body);
-                c.send(&r, false, false).await;
-                c.linger(Duration::from_millis(HTTP_SERVER_LINGER_MS)).await;
-                return;
-            }
-        };
-        if !c
-            .request(head, n == HTTP_SERVER_MAX_REQUESTS_PER_CONN)
-            .await
-        {
-            return;
-        }
+    let last = if refused {
+        let r = Response::error(503, "Too many connections are open: try again in a moment.")
+            .with_header("Retry-After", "1");
+        Some((r, HTTP_SERVER_REFUSE_LINGER_MS))
+    } else {
+        c.serve().await
+    };
+    // An answer before the request could be read: written, then a linger and close.
+    if let Some((r, linger_ms)) = last
+        && c.send(&r, false, false).await
+    {
+        c.linger(Duration::from_millis(linger_ms)).await;
     }
 }
 
-/// Counts the connection while it lives.
-struct Counted<'a>(&'a Server);
+/// Counts the connection while it lives (among those refused when `.1`).
+struct Counted<'a>(&'a Server, bool);
 
 impl Drop for Counted<'_> {
     fn drop(&mut self) {
-        let n = self.0.conns.get().saturating_sub(1);
-        self.0.conns.set(n);
-        if n == 0 {
+        let count = if self.1 {
+            &self.0.refusing
+        } else {
+            &self.0.conns
+        };
+        let n = count.get().saturating_sub(1);
+        count.set(n);
+        if self.0.conns.get() + self.0.refusing.get() == 0 {
             // The connections' cancelled timers must not wake the idle gateway later.
             crate::runtime::forget_dropped_timers();
         }
@@ -140,6 +129,27 @@ impl<'a> Conn<'a> {
             buf: Vec::new(),
             accepted: Instant::now(),
         }
+    }
+
+    /// Serve requests until the connection ends; the last answer, when a head is refused.
+    async fn serve(&mut self) -> Option<(Response, u64)> {
+        for n in 1..=HTTP_SERVER_MAX_REQUESTS_PER_CONN {
+            let head = match self.read_head(n == 1).await {
+                Ok(h) => h,
+                Err(None) => return None,
+                Err(Some(r)) => {
+                    log::debug!("http: {} to {}: {}", r.status, self.ip, r.body);
+                    return Some((r, HTTP_SERVER_LINGER_MS));
+                }
+            };
+            if !self
+                .request(head, n == HTTP_SERVER_MAX_REQUESTS_PER_CONN)
+                .await
+            {
+                return None;
+            }
+        }
+        None
     }
 
     /// Read the next request's head. `Err(None)`: the connection ends quietly (closed,
@@ -226,44 +236,54 @@ impl<'a> Conn<'a> {
 
     /// Serve one request whose head was read; `true` to read the next one.
     async fn request(&mut self, head: Head, last: bool) -> bool {
-        let srv = self.srv;
         let has_body = head.body != BodyKind::None;
-        let now = srv.now_ms();
-        let limited = srv.limiter.borrow_mut().check(self.ip, now);
-        if let Err(secs) = limited {
-            log::debug!("http: rate limit: refused a request from {}", self.ip);
-            let r = Response::error(
+        // (the outcome, whether a body is left unread)
+        let (outcome, unread) = match self.checked(&head) {
+            Err(r) => (Outcome::Answer(r), has_body),
+            Ok(route) => {
+                let body = if route.takes_body() {
+                    self.read_body(&head).await.map(Some)
+                } else {
+                    Ok(None)
+                };
+                match body {
+                    Err(r) => (Outcome::Answer(r), true),
+                    Ok(body) => {
+                        let unread = has_body && body.is_none();
+                        let keep = head.keep_alive && !last && !unread;
+                        (routes::handle(self, &head, route, body, keep).await, unread)
+                    }
+                }
+            }
+        };
+        match outcome {
+            Outcome::Answer(r) => {
+                if r.status >= 400 {
+                    log::debug!("http: {} to {}: {}", r.status, self.ip, r.body);
+                }
+                self.answer(&head, r, unread, last).await
+            }
+            Outcome::Streamed(ok) => ok && head.keep_alive && !last && !self.srv.stopping(),
+        }
+    }
+
+    /// The request's route, once its address is within the rate limit and it may have
+    /// the route; else the refusal.
+    fn checked(&self, head: &Head) -> Result<routes::Route, Response> {
+        let srv = self.srv;
+        if let Err(secs) = srv.limiter.borrow_mut().check(self.ip, srv.now_ms()) {
+            return Err(Response::error(
                 429,
                 &format!(
                     "Too many requests from this address (http.rate_per_minute is {}): try again in {secs} s.",
                     srv.deps.cfg.rate_per_minute
                 ),
             )
-            .with_header("Retry-After", secs.to_string());
-            return self.answer(&head, r, has_body, last).await;
+            .with_header("Retry-After", secs.to_string()));
         }
-        let route = routes::route(&head);
-        if let Err(r) = routes::authorize(srv, &head, route) {
-            log::debug!("http: refused a request from {}: {}", self.ip, r.status);
-            return self.answer(&head, r, has_body, last).await;
-        }
-        let body = if route.takes_body() {
-            match self.read_body(&head).await {
-                Ok(b) => Some(b),
-                Err(r) => {
-                    log::debug!("http: {} from {}: {}", r.status, self.ip, r.body);
-                    return self.answer(&head, r, true, last).await;
-                }
-            }
-        } else {
-            None
-        };
-        let unread = has_body && body.is_none();
-        let keep = head.keep_alive && !last && !unread;
-        match routes::handle(self, &head, route, body, keep).await {
-            Outcome::Answer(r) => self.answer(&head, r, unread, last).await,
-            Outcome::Streamed(ok) => ok && keep && !srv.stopping(),
-        }
+        let route = routes::route(head);
+        routes::authorize(srv, head, route)?;
+        Ok(route)
     }
 
     /// Write `r`; `true` when the connection goes on. `unread`: the request's body (or

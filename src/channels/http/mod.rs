@@ -176,11 +176,12 @@ impl Server {
             }
             log::debug!("http: refused a connection from {ip}: http.max_connections reached");
             self.refusing.set(self.refusing.get() + 1);
-            ex.spawn(conn::refuse(self.clone(), stream)).detach();
+            ex.spawn(conn::run(self.clone(), stream, ip, true)).detach();
             return;
         }
         self.conns.set(self.conns.get() + 1);
-        ex.spawn(conn::run(self.clone(), stream, ip)).detach();
+        ex.spawn(conn::run(self.clone(), stream, ip, false))
+            .detach();
     }
 
     /// Milliseconds since the server started (the rate limiter's clock).

@@ -13,7 +13,6 @@
 
 use crate::limits::{HTTP_MAX_RUNNING_TURNS, HTTP_MAX_WAITING_TURNS};
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 
 /// Too many requests wait already.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,7 +27,7 @@ struct Waiter {
 /// Who runs and who waits.
 pub struct Gate {
     running: RefCell<Vec<String>>,
-    waiting: RefCell<VecDeque<Waiter>>,
+    waiting: RefCell<Vec<Waiter>>,
     next_id: Cell<u64>,
     capacity: usize,
     max_waiting: usize,
@@ -44,7 +43,7 @@ impl Gate {
     pub fn new(capacity: usize, max_waiting: usize) -> Gate {
         Gate {
             running: RefCell::new(Vec::new()),
-            waiting: RefCell::new(VecDeque::new()),
+            waiting: RefCell::new(Vec::new()),
             next_id: Cell::new(0),
             capacity: capacity.max(1),
             max_waiting,
@@ -81,7 +80,7 @@ impl Gate {
             let id = self.next_id.get();
             self.next_id.set(id + 1);
             let (go, rx) = async_channel::bounded(1);
-            waiting.push_back(Waiter {
+            waiting.push(Waiter {
                 id,
                 session: session.to_string(),
                 go,
@@ -126,11 +125,10 @@ impl Gate {
                 i += 1;
                 continue;
             }
-            if let Some(w) = waiting.remove(i) {
-                running.push(w.session.clone());
-                // The receiver lives while the waiter is queued (its guard removes it).
-                let _ = w.go.try_send(());
-            }
+            let w = waiting.remove(i);
+            running.push(w.session.clone());
+            // The receiver lives while the waiter is queued (its guard removes it).
+            let _ = w.go.try_send(());
         }
     }
 }
@@ -148,7 +146,7 @@ impl Drop for Slot<'_> {
 }
 
 /// A request waiting in the queue; dropped before its turn came, it leaves the queue, and
-/// if its turn came meanwhile, passes it on.
+/// if its turn came meanwhile (a waiter leaves the queue only so), passes it on.
 struct Queued<'a> {
     gate: &'a Gate,
     id: u64,
@@ -164,14 +162,14 @@ impl Drop for Queued<'_> {
             return;
         }
         let mut waiting = self.gate.waiting.borrow_mut();
-        if let Some(i) = waiting.iter().position(|w| w.id == self.id) {
-            waiting.remove(i);
-            return;
-        }
-        drop(waiting);
-        // Granted but never taken.
-        if self.rx.try_recv().is_ok() {
-            self.gate.release(self.session);
+        match waiting.iter().position(|w| w.id == self.id) {
+            Some(i) => {
+                waiting.remove(i);
+            }
+            None => {
+                drop(waiting);
+                self.gate.release(self.session);
+            }
         }
     }
 }
