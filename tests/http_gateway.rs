@@ -421,8 +421,12 @@ fn a_stream_in_flight_at_sigterm_ends_with_an_error_event_and_done() {
     let mut c = Client::new(port);
     let body = ask("SLOW please", r#","stream":true"#);
     c.send(format!("POST /v1/chat/completions HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer {HTTP_TOKEN}\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
-    until("the model asked", || {
-        !llm.requests_to("/chat/completions").is_empty()
+    // And a whole answer in another session.
+    let mut w = Client::new(port);
+    let body = ask("SLOW too", r#","user":"other""#);
+    w.send(format!("POST /v1/chat/completions HTTP/1.1\r\nHost: b\r\nAuthorization: Bearer {HTTP_TOKEN}\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    until("the model asked twice", || {
+        llm.requests_to("/chat/completions").len() == 2
     });
     let idle = Client::new(port);
     let started = Instant::now();
@@ -439,6 +443,13 @@ fn a_stream_in_flight_at_sigterm_ends_with_an_error_event_and_done() {
         r.body
     );
     assert!(r.body.ends_with("data: [DONE]\n\n"), "{}", r.body);
+    let r = w.read_reply().expect("the whole answer's end");
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(
+        r.error_message(),
+        "yoctoclaw is restarting: ask again in a minute."
+    );
+    assert_eq!(r.header("connection"), Some("close"));
     assert!(started.elapsed() < Duration::from_secs(10));
     let mut idle = idle;
     assert!(idle.closed(), "an idle connection is closed at shutdown");

@@ -78,41 +78,52 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
         model: req.model.clone(),
     };
     let agent = &srv.deps.agent;
-    if let Some(answer) = commands::handle(agent, &session, &req.text) {
-        if !req.stream {
-            let json = openai::completion(&ids, &answer, Tokens::default());
-            return Outcome::Answer(Response::json(200, json));
+    let mut sse = req.stream.then(|| Sse::new(c, &ids, keep));
+    let pending = Rc::new(RefCell::new(Pending::default()));
+    let result = match commands::handle(agent, &session, &req.text) {
+        Some(answer) => Ok((answer, Tokens::default())),
+        None => turn(srv, &session, &req.text, &mut sse, &pending).await,
+    };
+    let Some(mut s) = sse else {
+        return Outcome::Answer(match result {
+            Ok((text, tokens)) => Response::json(200, openai::completion(&ids, &text, tokens)),
+            Err(r) => r,
+        });
+    };
+    let end = result.map(|(answer, tokens)| {
+        // Nothing was streamed (a command's answer, or the "no answer" line, which is
+        // returned, never streamed).
+        if !pending.borrow().any {
+            s.event(&openai::chunk(&ids, Delta::Text(&answer)));
         }
-        let mut s = Sse::new(c, &ids, keep);
-        s.event(&openai::chunk(&ids, Delta::Text(&answer)));
-        s.end(Ok(Tokens::default()), req.include_usage);
-        return Outcome::Streamed(s.flush().await);
-    }
+        tokens
+    });
+    s.end(end, req.include_usage);
+    Outcome::Streamed(s.flush().await)
+}
+
+/// Run the turn, its text written to `sse` as it comes (when streamed); its answer and
+/// tokens, or the error's answer.
+async fn turn(
+    srv: &super::Server,
+    session: &str,
+    text: &str,
+    sse: &mut Option<Sse<'_, '_>>,
+    pending: &Rc<RefCell<Pending>>,
+) -> Result<(String, Tokens), Response> {
     log::info!("http: turn in {session}");
     let db = &srv.deps.db;
     let mark = db.usage_mark().unwrap_or(i64::MAX);
-    let tokens = || {
-        let (prompt, completion) = db.usage_since(&session, mark).unwrap_or_default();
-        Tokens { prompt, completion }
-    };
-    if !req.stream {
-        let turn = agent.run_turn(&session, ChannelKind::Http, &req.text);
-        let done = smol::future::or(async { Some(turn.await) }, async {
-            srv.cut_off().await;
-            None
-        })
-        .await;
-        return Outcome::Answer(match done {
-            Some(Ok(text)) => Response::json(200, openai::completion(&ids, &text, tokens())),
-            Some(Err(e)) => failed(&session, &e),
-            None => Response::error(503, SHUTTING_DOWN).closing(),
-        });
+    if let Some(s) = sse {
+        s.flush().await;
     }
-    let mut s = Sse::new(c, &ids, keep);
-    s.flush().await;
-    let pending = Rc::new(RefCell::new(Pending::default()));
     let mut sink = SseSink(pending.clone());
-    let mut turn = pin!(agent.run_turn_streamed(&session, ChannelKind::Http, &req.text, &mut sink));
+    let mut turn = pin!(srv.deps.agent.run_turn_streamed(
+        session,
+        ChannelKind::Http,
+        text,
+        &mut sink
+    ));
     let mut cut_off = pin!(srv.cut_off());
     let result = loop {
         let step = std::future::poll_fn(|cx| match turn.as_mut().poll(cx) {
@@ -128,34 +139,42 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
             cut_off.as_mut().await;
             Step::Cut
         };
-        match smol::future::or(step, smol::future::or(ping, cut)).await {
+        let step = smol::future::or(step, smol::future::or(ping, cut)).await;
+        let Some(s) = sse.as_mut() else {
+            // A whole answer: the text as it comes is not needed (nothing is sent, so
+            // a failed attempt can always be asked again).
+            match step {
+                Step::Done(r) => break Some(r),
+                Step::Cut => break None,
+                _ => pending.borrow_mut().text.clear(),
+            }
+            continue;
+        };
+        match step {
             Step::Done(r) => break Some(r),
             Step::Cut => break None,
             Step::Text => {
                 let text = pending.borrow_mut().take();
-                s.event(&openai::chunk(&ids, Delta::Text(&text)));
+                s.event(&openai::chunk(s.ids, Delta::Text(&text)));
             }
             Step::Ping => s.chunk(b": ping\n\n"),
         }
         s.flush().await;
     };
-    let rest = pending.borrow_mut().take();
-    if !rest.is_empty() {
-        s.event(&openai::chunk(&ids, Delta::Text(&rest)));
-    }
-    let end = match result {
-        Some(Ok(answer)) => {
-            // Nothing was streamed (the "no answer" line is returned, never streamed).
-            if !pending.borrow().any {
-                s.event(&openai::chunk(&ids, Delta::Text(&answer)));
-            }
-            Ok(tokens())
+    if let Some(s) = sse {
+        let rest = pending.borrow_mut().take();
+        if !rest.is_empty() {
+            s.event(&openai::chunk(s.ids, Delta::Text(&rest)));
         }
-        Some(Err(e)) => Err(failed(&session, &e)),
-        None => Err(Response::error(503, SHUTTING_DOWN)),
-    };
-    s.end(end, req.include_usage);
-    Outcome::Streamed(s.flush().await)
+    }
+    match result {
+        Some(Ok(answer)) => {
+            let (prompt, completion) = db.usage_since(session, mark).unwrap_or_default();
+            Ok((answer, Tokens { prompt, completion }))
+        }
+        Some(Err(e)) => Err(failed(session, &e)),
+        None => Err(Response::error(503, SHUTTING_DOWN).closing()),
+    }
 }
 
 /// The session key: `given` (trimmed) when it is a fit name, `default` when absent.

@@ -137,10 +137,7 @@ impl<'a> Conn<'a> {
             let head = match self.read_head(n == 1).await {
                 Ok(h) => h,
                 Err(None) => return None,
-                Err(Some(r)) => {
-                    log::debug!("http: {} to {}: {}", r.status, self.ip, r.body);
-                    return Some((r, HTTP_SERVER_LINGER_MS));
-                }
+                Err(Some(r)) => return Some((r, HTTP_SERVER_LINGER_MS)),
             };
             if !self
                 .request(head, n == HTTP_SERVER_MAX_REQUESTS_PER_CONN)
@@ -279,7 +276,7 @@ impl<'a> Conn<'a> {
                     srv.deps.cfg.rate_per_minute
                 ),
             )
-            .with_header("Retry-After", secs.to_string()));
+            .with_header("Retry-After", &secs.to_string()));
         }
         let route = routes::route(head);
         routes::authorize(srv, head, route)?;

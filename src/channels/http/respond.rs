@@ -14,8 +14,8 @@ use std::fmt::Write as _;
 pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
-    /// More headers (`Retry-After`, `WWW-Authenticate`, `Allow`).
-    pub headers: Vec<(&'static str, String)>,
+    /// One more header (`Retry-After`, `WWW-Authenticate`, `Allow`).
+    pub header: Option<(&'static str, String)>,
     pub body: String,
     /// Close the connection after this answer.
     pub close: bool,
@@ -26,7 +26,7 @@ impl Response {
         Response {
             status,
             content_type: "application/json",
-            headers: Vec::new(),
+            header: None,
             body,
             close: false,
         }
@@ -43,8 +43,9 @@ impl Response {
         Response::json(status, error_json(message, kind, code))
     }
 
-    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Response {
-        self.headers.push((name, value.into()));
+    /// With one more header (one at most).
+    pub fn with_header(mut self, name: &'static str, value: &str) -> Response {
+        self.header = Some((name, value.to_string()));
         self
     }
 
@@ -66,7 +67,7 @@ impl Response {
             self.content_type,
             self.body.len()
         );
-        for (k, v) in &self.headers {
+        if let Some((k, v)) = &self.header {
             let _ = write!(h, "{k}: {v}\r\n");
         }
         h.push_str(if keep_alive {

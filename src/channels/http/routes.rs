@@ -115,8 +115,14 @@ pub async fn handle(
             None => Response::error(404, "No metrics are served by this build."),
         },
         Route::Models => Response::json(200, openai::models()),
+        // A trait object: its state machine is compiled on its own, not into the
+        // connection's.
         Route::Completions => match body {
-            Some(body) => return complete::completions(c, h, body, keep).await,
+            Some(body) => {
+                let turn: std::pin::Pin<Box<dyn Future<Output = Outcome> + '_>> =
+                    Box::pin(complete::completions(c, h, body, keep));
+                return turn.await;
+            }
             None => Response::error(400, "The request has no body."),
         },
         Route::NotFound => Response::error(
