@@ -363,12 +363,15 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
         }
     );
     let mut channels = vec!["terminal".to_string()];
-    if cfg.telegram.enabled {
-        let token = if env.get(&cfg.telegram.token_env).is_some() {
+    let set = |var: &str| {
+        if env.get(var).is_some() {
             "set"
         } else {
             "NOT SET"
-        };
+        }
+    };
+    if cfg.telegram.enabled {
+        let token = set(&cfg.telegram.token_env);
         channels.push(format!(
             "telegram (token {} {token}, {} user(s) allowed)",
             cfg.telegram.token_env,
@@ -384,11 +387,7 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
         ));
     }
     if cfg.http.enabled {
-        let token = if env.get(&cfg.http.token_env).is_some() {
-            "set"
-        } else {
-            "NOT SET"
-        };
+        let token = set(&cfg.http.token_env);
         channels.push(format!(
             "http on {} (token {} {token})",
             cfg.http.listen, cfg.http.token_env
