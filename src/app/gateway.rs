@@ -1,6 +1,7 @@
 //! `yoctoclaw gateway`: the daemon. Start-up checks, the Telegram channel's threads,
-//! the scheduler (cron, heartbeat, daily memory retention), a periodic status record,
-//! the executor, signal handling and a bounded shutdown, in [`run`].
+//! the scheduler (cron, heartbeat, daily memory retention), the HTTP server when
+//! `http.enabled` (`channels::http`), a periodic status record, the executor, signal
+//! handling and a bounded shutdown, in [`run`].
 //!
 //! Why it exists: this is the program's main loop, written once and read top to bottom
 //! (the project's rule: the daemon's main loop is one documented function).
@@ -10,7 +11,7 @@
 //! agent's turns, the scheduler's timers, SQLite). `yc-tg-poll` runs the long poll,
 //! `yc-tg-send` sends replies, streamed previews, heartbeat and cron deliveries and
 //! chat actions, the `Workers` pool runs provider calls. They talk over bounded
-//! async-channels only.
+//! async-channels only. The HTTP server's sockets are non-blocking, on the executor.
 //!
 //! # Bounds
 //! - Shutdown: the scheduler stops at once (a heartbeat or cron turn in flight is
@@ -22,6 +23,10 @@
 //! - Start-up: `getMe` is retried with backoff on network errors (a board that boots
 //!   before its network); a refused token (401/404) is fatal at once. The scheduler and
 //!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
+//! - The HTTP server: bound before the executor runs (an address it cannot have is a
+//!   start-up error); at the signal it stops accepting, its running turns get
+//!   `TURN_GRACE_MS`, and it is waited for at most `SHUTDOWN_LIMIT_MS`, beside Telegram's
+//!   shutdown.
 //! - MCP servers: those with `start: boot` start once the executor runs, the others on
 //!   their first call; after the shutdown above their servers are stopped (the manager's
 //!   own bounded shutdown) before the store closes, and their last state recorded.
@@ -91,7 +96,8 @@ type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
 /// 2. If Telegram is enabled: check the token's shape and start the sender thread.
 /// 3. Start the scheduler (cron jobs, heartbeat, daily retention; its Telegram
 ///    deliveries go through the sender) and the status record timer, both stopped
-///    as soon as a signal arrives.
+///    as soon as a signal arrives; with `http.enabled`, bind the HTTP server, which
+///    serves beside the rest until the signal, then drains.
 /// 4. Telegram: ask `getMe` who we are (retrying network errors; a refused token is a
 ///    clear fatal error naming its variable), recover what the last run left
 ///    unanswered, start the poller thread (from the persisted offset), then handle
