@@ -348,10 +348,9 @@ fn slow_connections_are_dropped_by_the_header_timeout() {
             unanswered += 1;
         }
     }
-    assert_eq!(
-        dropped, 16,
-        "http.max_connections were served and timed out"
-    );
+    // The first http.max_connections were served and timed out (a slot freed that way
+    // may take one more of the late ones on a slow machine).
+    assert!(dropped >= 16, "{dropped} dropped by the header timeout");
     assert_eq!(dropped + refused + unanswered, 200);
     assert!(
         refused >= 64,
