@@ -104,6 +104,19 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "max_file_mb": 20,
     "inbox_max_mb": 200
   },
+  "http": {
+    "//": "the gateway's HTTP server: GET /health (open), the OpenAI-compatible POST /v1/chat/completions and GET /v1/models (Authorization: Bearer <the token in token_env>). listen 0.0.0.0:18790 opens it to the LAN (plain HTTP: put a TLS proxy or tunnel in front beyond it). rate_per_minute: requests per client address",
+    "enabled": false,
+    "listen": "127.0.0.1:18790",
+    "token_env": "YOCTOCLAW_HTTP_TOKEN",
+    "max_connections": 16,
+    "max_body_kib": 1024,
+    "rate_per_minute": 120,
+    "metrics_public": false,
+    "header_timeout_secs": 10,
+    "body_timeout_secs": 30,
+    "deny_tools": []
+  },
   "mcp": {
     "//": "MCP servers whose tools the model is offered, keyed by name (at most 8): stdio {\"command\": \"npx\", \"args\": [...], \"env\": {...}} or HTTP {\"url\": \"https://...\", \"headers\": {...}}; a secret is written ${NAME} and kept in secrets.env. idle_stop_mins: a server unused that long is stopped (0: never)",
     "idle_stop_mins": 10,

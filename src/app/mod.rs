@@ -109,6 +109,7 @@ pub unsafe fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<L
     let mut secret_names = vec![
         cfg.provider.api_key_env.clone(),
         cfg.telegram.token_env.clone(),
+        cfg.http.token_env.clone(),
     ];
     secret_names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
     let ws = &cfg.tools.web_search;
