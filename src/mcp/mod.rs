@@ -220,6 +220,10 @@ pub struct Mcp {
     stop_now: async_channel::Sender<()>,
     /// The tool cap was logged for this generation.
     cap_logged: Cell<u64>,
+    /// Held shared by every teardown under way; [`Mcp::shutdown`] takes it exclusively
+    /// once the servers are stopped, so it also waits for a crashed server's teardown
+    /// (which runs outside the start lock) to have reaped its process.
+    tearing: smol::lock::RwLock<()>,
 }
 
 impl Mcp {
@@ -293,6 +297,7 @@ impl Mcp {
             generation: Cell::new(1),
             shut: Cell::new(false),
             cap_logged: Cell::new(0),
+            tearing: smol::lock::RwLock::new(()),
         })
     }
 
@@ -453,6 +458,8 @@ impl Mcp {
                 for t in tasks {
                     t.await;
                 }
+                // A teardown started before `shut` (a crash's) has finished too.
+                drop(self.tearing.write().await);
             })
             .await
     }
@@ -866,6 +873,7 @@ impl Mcp {
 
     /// End the session and stop the process (or close the HTTP session).
     async fn teardown(&self, srv: &Server) {
+        let _busy = self.tearing.read().await;
         // Both taken before any wait: a start made meanwhile (a call, after a crash) sets
         // its own, which are not this teardown's to stop.
         let session = srv.session.borrow_mut().take();
