@@ -854,16 +854,7 @@ impl Mcp {
         if let Some(s) = &session {
             s.kill("the server was stopped");
             s.close_stdin().await;
-            if let Some((t, workers)) = s.http_transport() {
-                let _ = workers
-                    .run(move || {
-                        let taken = t.lock().unwrap_or_else(|p| p.into_inner()).take();
-                        if let Some(mut tr) = taken {
-                            tr.close();
-                        }
-                    })
-                    .await;
-            }
+            s.close_http().await;
         }
         let process = srv.process.borrow_mut().take();
         if let Some(p) = process {

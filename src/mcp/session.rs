@@ -59,6 +59,62 @@ pub enum Event {
     ListChanged,
 }
 
+/// What a session asks of its HTTP transport, on a worker (one kind of job, so one
+/// worker hand-off in the binary rather than one per closure).
+enum HttpJob {
+    /// The messages that were pending (legacy), then `line` sent (`id`: the request's, as
+    /// JSON text, when it expects a response).
+    Send {
+        line: String,
+        id: Option<String>,
+        deadline: Instant,
+    },
+    /// The protocol version `initialize` negotiated.
+    Version(String),
+    /// Drop the session before initializing again (a legacy stream's thread is joined).
+    Forget,
+    /// End the session; later jobs find no transport.
+    Close,
+}
+
+/// What a job gives back: the pending messages and the sent message's answer (`Send`).
+type JobResult = (
+    Result<Vec<String>, HttpError>,
+    Result<Vec<String>, HttpError>,
+);
+
+/// Run `job` on the transport (the worker's side).
+fn run_job(transport: &Mutex<Option<HttpTransport>>, job: HttpJob) -> JobResult {
+    let none = || (Ok(Vec::new()), Ok(Vec::new()));
+    if let HttpJob::Close = job {
+        // Taken out first: the `DELETE` runs without the lock held.
+        let taken = lock(transport).take();
+        if let Some(mut t) = taken {
+            t.close();
+        }
+        return none();
+    }
+    let mut g = lock(transport);
+    let Some(t) = g.as_mut() else {
+        return (Ok(Vec::new()), Err(HttpError::Closed));
+    };
+    match job {
+        HttpJob::Send { line, id, deadline } => {
+            let pending = t.take_pending();
+            (pending, t.send(&line, id.as_deref(), deadline))
+        }
+        HttpJob::Version(v) => {
+            t.set_protocol_version(&v);
+            none()
+        }
+        HttpJob::Forget => {
+            t.forget_session();
+            none()
+        }
+        HttpJob::Close => none(),
+    }
+}
+
 /// Why an HTTP exchange did not complete.
 enum Exchange {
     /// The server ended the session (initialize again and retry once).
@@ -154,12 +210,20 @@ impl Session {
         }
     }
 
-    /// The HTTP transport, for closing it at shutdown.
-    pub fn http_transport(&self) -> Option<(Arc<Mutex<Option<HttpTransport>>>, Workers)> {
-        match &self.link {
-            Link::Http { transport, workers } => Some((transport.clone(), workers.clone())),
-            Link::Stdio(_) => None,
-        }
+    /// End an HTTP session (`DELETE`; a legacy stream's thread stopped), on a worker.
+    pub async fn close_http(&self) {
+        self.http_job(HttpJob::Close).await;
+    }
+
+    /// Run `job` on the HTTP transport on a worker (it may block: a legacy stream's
+    /// thread is joined by `Forget` and `Close`); `None` for a stdio session or when the
+    /// workers are gone.
+    async fn http_job(&self, job: HttpJob) -> Option<JobResult> {
+        let Link::Http { transport, workers } = &self.link else {
+            return None;
+        };
+        let t = transport.clone();
+        workers.run(move || run_job(&t, job)).await.ok()
     }
 
     fn dead_error(&self) -> McpError {
@@ -286,26 +350,17 @@ impl Session {
         request_id: Option<u64>,
         timeout: Duration,
     ) -> Result<(), Exchange> {
-        let Link::Http { transport, workers } = &self.link else {
+        if !self.is_http() {
             return Ok(());
+        }
+        let job = HttpJob::Send {
+            line,
+            id: request_id.map(|i| i.to_string()),
+            deadline: Instant::now() + timeout,
         };
-        let t = transport.clone();
-        let deadline = Instant::now() + timeout;
-        let id_text = request_id.map(|i| i.to_string());
-        let (pending, sent) = workers
-            .run(move || {
-                let mut g = lock(&t);
-                let Some(tr) = g.as_mut() else {
-                    return (Ok(Vec::new()), Err(HttpError::Closed));
-                };
-                let pending = tr.take_pending();
-                let sent = tr.send(&line, id_text.as_deref(), deadline);
-                (pending, sent)
-            })
-            .await
-            .map_err(|_| {
-                Exchange::Failed(McpError::Transport("yoctoclaw is shutting down".into()))
-            })?;
+        let (pending, sent) = self.http_job(job).await.ok_or_else(|| {
+            Exchange::Failed(McpError::Transport("yoctoclaw is shutting down".into()))
+        })?;
         let mut messages = pending.unwrap_or_default();
         let sent = sent.map_err(|e| match e {
             HttpError::Timeout => Exchange::Failed(McpError::Timeout(timeout.as_secs())),
@@ -332,21 +387,6 @@ impl Session {
             }
         }
         sent.map(|_| ())
-    }
-
-    /// Run `f` on the HTTP transport on a worker (it may block: a legacy stream's thread
-    /// is joined by `forget_session`).
-    async fn with_transport(&self, f: impl FnOnce(&mut HttpTransport) + Send + 'static) {
-        if let Link::Http { transport, workers } = &self.link {
-            let t = transport.clone();
-            let _ = workers
-                .run(move || {
-                    if let Some(tr) = lock(&t).as_mut() {
-                        f(tr);
-                    }
-                })
-                .await;
-        }
     }
 
     /// A request; its `result`, or why not. On timeout the request is cancelled.
@@ -474,9 +514,7 @@ impl Session {
             return Err(McpError::Start(why));
         }
         *self.protocol.borrow_mut() = version.to_string();
-        let v = version.to_string();
-        self.with_transport(move |t| t.set_protocol_version(&v))
-            .await;
+        self.http_job(HttpJob::Version(version.to_string())).await;
         self.send_only(rpc::notification("notifications/initialized", None))
             .await
     }
@@ -530,7 +568,7 @@ impl Session {
 
     /// Run one HTTP request again after the server expired the session: initialize anew.
     pub async fn reinitialize_http(&self) -> Result<(), McpError> {
-        self.with_transport(|t| t.forget_session()).await;
+        self.http_job(HttpJob::Forget).await;
         self.initialize().await
     }
 }
