@@ -40,7 +40,7 @@ use crate::runtime::Workers;
 use miniserde::json::Value;
 use smol::Async;
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::process::ChildStdin;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -131,6 +131,9 @@ impl From<RpcError> for McpError {
     }
 }
 
+/// Where a request's answer goes.
+type Waiter = async_channel::Sender<Result<Value, RpcError>>;
+
 /// How the session reaches its server.
 pub enum Link {
     /// The child's stdin (the reader task owns stdout); `None` once closed.
@@ -146,7 +149,9 @@ pub struct Session {
     pub name: String,
     link: Link,
     timeout: Duration,
-    pending: RefCell<HashMap<u64, async_channel::Sender<Result<Value, RpcError>>>>,
+    /// Each request waiting for its answer: its id and its channel (a list: as many as
+    /// callers wait at once, a few).
+    pending: RefCell<Vec<(u64, Waiter)>>,
     next_id: Cell<u64>,
     cancelled: RefCell<VecDeque<u64>>,
     /// Why the session is over, once it is.
@@ -169,7 +174,7 @@ impl Session {
             name: name.to_string(),
             link,
             timeout,
-            pending: RefCell::new(HashMap::new()),
+            pending: RefCell::new(Vec::new()),
             next_id: Cell::new(1),
             cancelled: RefCell::new(VecDeque::new()),
             dead: RefCell::new(None),
@@ -196,6 +201,13 @@ impl Session {
         }
         // Dropping the senders wakes every waiter with an error.
         self.pending.borrow_mut().clear();
+    }
+
+    /// Request `id`'s channel, no longer waiting.
+    fn unwait(&self, id: u64) -> Option<Waiter> {
+        let mut p = self.pending.borrow_mut();
+        let i = p.iter().position(|(i, _)| *i == id)?;
+        Some(p.swap_remove(i).1)
     }
 
     /// Requests waiting for an answer.
@@ -241,7 +253,7 @@ impl Session {
         for m in rpc::parse(text)? {
             match m {
                 Incoming::Response { id, result } => {
-                    let waiter = self.pending.borrow_mut().remove(&id);
+                    let waiter = self.unwait(id);
                     match waiter {
                         Some(tx) => {
                             let _ = tx.try_send(result);
@@ -402,7 +414,7 @@ impl Session {
         let id = self.next_id.get();
         self.next_id.set(id + 1);
         let (tx, rx) = async_channel::bounded(1);
-        self.pending.borrow_mut().insert(id, tx);
+        self.pending.borrow_mut().push((id, tx));
         let line = rpc::request(id, method, params);
         let exchange = async {
             match &self.link {
@@ -444,7 +456,7 @@ impl Session {
             Some(r) => r,
             None => Err(McpError::Timeout(timeout.as_secs())),
         };
-        self.pending.borrow_mut().remove(&id);
+        self.unwait(id);
         if matches!(out, Err(McpError::Timeout(_))) && self.dead.borrow().is_none() {
             self.cancel(id, method).await;
         }
