@@ -79,6 +79,7 @@ use std::io::Read;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use ureq::http::Method;
 
 /// Largest error body read (a JSON-RPC error with a `4xx`/`5xx`); the rest is not read.
 pub const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
@@ -414,7 +415,7 @@ impl HttpTransport {
             Mode::Legacy(mut legacy) => stop(&mut legacy),
             Mode::Streamable if self.session.is_some() => {
                 let deadline = Instant::now() + self.timeout;
-                match self.call("DELETE", &self.url, None, true, deadline) {
+                match self.call(Method::DELETE, &self.url, None, true, deadline) {
                     Ok(resp) => {
                         let s = resp.status().as_u16();
                         if s == 405 {
@@ -481,7 +482,7 @@ impl HttpTransport {
     /// negotiates it, nor to a legacy server, which predates it).
     fn call(
         &self,
-        method: &str,
+        method: Method,
         url: &str,
         body: Option<&str>,
         version: bool,
@@ -522,7 +523,13 @@ impl HttpTransport {
         deadline: Instant,
     ) -> Result<Vec<String>, HttpError> {
         let initialize = request_id.is_some() && is_initialize(message);
-        let resp = self.call("POST", &self.url, Some(message), !initialize, deadline)?;
+        let resp = self.call(
+            Method::POST,
+            &self.url,
+            Some(message),
+            !initialize,
+            deadline,
+        )?;
         let status = resp.status().as_u16();
         if let (true, Mode::Unknown, 400 | 404 | 405, Some(id)) =
             (initialize, &self.mode, status, request_id)
@@ -581,7 +588,7 @@ impl HttpTransport {
             }
             "text/event-stream" => {
                 let mut reader = resp.into_body().into_reader();
-                read_events(&mut reader, |ev| answer.event(ev))?;
+                read_events(&mut reader, &mut |ev| answer.event(ev))?;
                 if !answer.done {
                     return Err(HttpError::BadResponse(
                         "the event stream ended before the response",
@@ -641,7 +648,7 @@ impl HttpTransport {
     fn open_stream(&self, deadline: Instant) -> Result<Legacy, HttpError> {
         let agent = phttp::agent_per_request();
         let mut req = ureq::http::Request::builder()
-            .method("GET")
+            .method(Method::GET)
             .uri(self.url.as_str());
         for (k, v) in &self.headers {
             req = req.header(k.as_str(), v.as_str());
@@ -684,7 +691,13 @@ impl HttpTransport {
         if legacy.events.is_none() {
             return Err(HttpError::StreamClosed);
         }
-        let resp = self.call("POST", &legacy.endpoint, Some(message), false, deadline)?;
+        let resp = self.call(
+            Method::POST,
+            &legacy.endpoint,
+            Some(message),
+            false,
+            deadline,
+        )?;
         let status = resp.status().as_u16();
         drop(resp);
         match status {
@@ -776,7 +789,7 @@ fn read_stream(agent: &ureq::Agent, req: ureq::http::Request<()>, queue: &Queue)
                 HttpError::BadResponse("the GET answer is not an event stream")
             } else {
                 let mut reader = resp.into_body().into_reader();
-                let handed = read_events(&mut reader, |ev| {
+                let handed = read_events(&mut reader, &mut |ev| {
                     if queue.put(StreamItem::Event(ev)) {
                         Ok(false)
                     } else {
@@ -795,10 +808,11 @@ fn read_stream(agent: &ureq::Agent, req: ureq::http::Request<()>, queue: &Queue)
 }
 
 /// Read an event stream in bounded pieces, handing each event to `on_event` until it
-/// says it has what it needs (`Ok(true)`), it fails, or the stream ends.
+/// says it has what it needs (`Ok(true)`), it fails, or the stream ends. (`dyn`: one
+/// copy of the loop serves both callers.)
 fn read_events(
-    reader: &mut impl Read,
-    mut on_event: impl FnMut(SseEvent) -> Result<bool, HttpError>,
+    reader: &mut dyn Read,
+    on_event: &mut dyn FnMut(SseEvent) -> Result<bool, HttpError>,
 ) -> Result<(), HttpError> {
     // Room for the field name: the message bound itself is `Answer`'s.
     let mut parser = SseParser::with_limit(MCP_MAX_MESSAGE_BYTES + 64);
