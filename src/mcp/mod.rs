@@ -46,7 +46,9 @@ use session::{Event, Link, Session, with_timeout};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -440,11 +442,11 @@ impl Mcp {
                     .map(|s| {
                         let me = self.me.clone();
                         let s = s.clone();
-                        self.ex.spawn(async move {
+                        self.ex.spawn(boxed(async move {
                             if let Some(m) = me.upgrade() {
                                 m.stop(&s, "yoctoclaw is stopping").await;
                             }
-                        })
+                        }))
                     })
                     .collect();
                 for t in tasks {
@@ -593,7 +595,9 @@ impl Mcp {
                 self.spawn_reader(srv, run, &session, pipes.stdout);
                 let n = name.clone();
                 self.ex
-                    .spawn(async move { stdio::log_stderr(&n, pipes.stderr).await })
+                    .spawn(boxed(
+                        async move { stdio::log_stderr(&n, pipes.stderr).await },
+                    ))
                     .detach();
                 session
             }
@@ -639,7 +643,7 @@ impl Mcp {
         let srv = Rc::downgrade(srv);
         let session = Rc::downgrade(session);
         self.ex
-            .spawn(async move {
+            .spawn(boxed(async move {
                 let mut reader = stdio::LineReader::new(stdout);
                 let why = loop {
                     let line = match reader.next_line().await {
@@ -672,7 +676,7 @@ impl Mcp {
                 if let (Some(m), Some(srv)) = (me.upgrade(), srv.upgrade()) {
                     m.on_dead(&srv, run, why).await;
                 }
-            })
+            }))
             .detach();
     }
 
@@ -707,7 +711,7 @@ impl Mcp {
                 let me = self.me.clone();
                 let srv = srv.clone();
                 self.ex
-                    .spawn(async move {
+                    .spawn(boxed(async move {
                         loop {
                             srv.relist_again.set(false);
                             let Some(m) = me.upgrade() else { return };
@@ -724,7 +728,7 @@ impl Mcp {
                             }
                         }
                         srv.relisting.set(false);
-                    })
+                    }))
                     .detach();
             }
         }
@@ -768,7 +772,7 @@ impl Mcp {
         let srv = srv.clone();
         let stopping = self.stopping.clone();
         self.ex
-            .spawn(async move {
+            .spawn(boxed(async move {
                 let _guard = srv.start_lock.lock().await;
                 // The backoff, cut short by a shutdown (which then finds `shut` below).
                 smol::future::or(
@@ -787,7 +791,7 @@ impl Mcp {
                 }
                 // A failure schedules the next restart itself.
                 let _ = m.start_locked(&srv).await;
-            })
+            }))
             .detach();
     }
 
@@ -801,7 +805,7 @@ impl Mcp {
         let me = self.me.clone();
         let srv = Rc::downgrade(srv);
         self.ex
-            .spawn(async move {
+            .spawn(boxed(async move {
                 loop {
                     let Some(s) = srv.upgrade() else { return };
                     let due = s.last_used.get() + idle;
@@ -831,7 +835,7 @@ impl Mcp {
                     m.stop(&s, "idle").await;
                     return;
                 }
-            })
+            }))
             .detach();
     }
 
@@ -908,6 +912,12 @@ impl Drop for Mcp {
             s.process.borrow_mut().take();
         }
     }
+}
+
+/// `f` boxed: every task of the manager's executor has one type, so the executor's task
+/// code is in the binary once, not once per task (docs/footprint/mcp-size.md).
+fn boxed(f: impl Future<Output = ()> + 'static) -> Pin<Box<dyn Future<Output = ()>>> {
+    Box::pin(f)
 }
 
 fn unset(var: &str) -> McpError {
