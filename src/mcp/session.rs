@@ -4,7 +4,7 @@
 //! sends by itself (`ping` answered, other requests refused, `tools/list_changed` handed to
 //! the manager, progress and log notifications logged at debug level and dropped).
 //!
-//! Requests are multiplexed by id: each waits on its own one-slot channel in `pending`,
+//! Requests are multiplexed by id: each waits on its own slot in `pending` (a `Waiter`),
 //! filled by whoever reads the server's answer: the stdio reader task (`mod.rs`), or the
 //! HTTP request itself (the answers come back with the `POST`). A message that breaks the
 //! protocol ([`Fault`]) kills the session; the manager restarts the server.
@@ -42,6 +42,7 @@ use smol::Async;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::process::ChildStdin;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -131,8 +132,15 @@ impl From<RpcError> for McpError {
     }
 }
 
-/// Where a request's answer goes.
-type Waiter = async_channel::Sender<Result<Value, RpcError>>;
+/// A request waiting for its answer: whoever reads the answer puts it in `slot` and drops
+/// the waiter, and dropping `wake` wakes the request (dropped with the slot empty: the
+/// session ended). A channel of `()` (already in the binary) rather than one of answers.
+struct Waiter {
+    id: u64,
+    slot: Rc<RefCell<Option<Result<Value, RpcError>>>>,
+    /// Never sent on: dropped to wake the request.
+    _wake: async_channel::Sender<()>,
+}
 
 /// How the session reaches its server.
 pub enum Link {
@@ -149,9 +157,9 @@ pub struct Session {
     pub name: String,
     link: Link,
     timeout: Duration,
-    /// Each request waiting for its answer: its id and its channel (a list: as many as
-    /// callers wait at once, a few).
-    pending: RefCell<Vec<(u64, Waiter)>>,
+    /// The requests waiting for their answers (a list: as many as callers wait at once,
+    /// a few).
+    pending: RefCell<Vec<Waiter>>,
     next_id: Cell<u64>,
     cancelled: RefCell<VecDeque<u64>>,
     /// Why the session is over, once it is.
@@ -199,15 +207,15 @@ impl Session {
         if self.dead.borrow().is_none() {
             *self.dead.borrow_mut() = Some(why.to_string());
         }
-        // Dropping the senders wakes every waiter with an error.
+        // Dropping the waiters wakes every request, its slot empty.
         self.pending.borrow_mut().clear();
     }
 
-    /// Request `id`'s channel, no longer waiting.
+    /// Request `id`'s waiter, no longer waiting.
     fn unwait(&self, id: u64) -> Option<Waiter> {
         let mut p = self.pending.borrow_mut();
-        let i = p.iter().position(|(i, _)| *i == id)?;
-        Some(p.swap_remove(i).1)
+        let i = p.iter().position(|w| w.id == id)?;
+        Some(p.swap_remove(i))
     }
 
     /// Requests waiting for an answer.
@@ -255,8 +263,9 @@ impl Session {
                 Incoming::Response { id, result } => {
                     let waiter = self.unwait(id);
                     match waiter {
-                        Some(tx) => {
-                            let _ = tx.try_send(result);
+                        Some(w) => {
+                            // Dropping the waiter wakes the request.
+                            *w.slot.borrow_mut() = Some(result);
                         }
                         None if self.cancelled.borrow().contains(&id) => {
                             log::debug!(
@@ -413,16 +422,23 @@ impl Session {
         }
         let id = self.next_id.get();
         self.next_id.set(id + 1);
-        let (tx, rx) = async_channel::bounded(1);
-        self.pending.borrow_mut().push((id, tx));
+        let (wake, woken) = async_channel::bounded::<()>(1);
+        let slot = Rc::new(RefCell::new(None));
+        self.pending.borrow_mut().push(Waiter {
+            id,
+            slot: slot.clone(),
+            _wake: wake,
+        });
         let line = rpc::request(id, method, params);
         let exchange = async {
             match &self.link {
                 Link::Stdio(_) => {
                     self.write_stdio(&line, timeout).await?;
-                    match rx.recv().await {
-                        Ok(r) => r.map_err(McpError::from),
-                        Err(_) => Err(self.dead_error()),
+                    // Ends when the waiter is dropped (answered, or the session ended).
+                    let _ = woken.recv().await;
+                    match slot.take() {
+                        Some(r) => r.map_err(McpError::from),
+                        None => Err(self.dead_error()),
                     }
                 }
                 Link::Http { .. } => {
@@ -442,10 +458,10 @@ impl Session {
                             return Err(McpError::Protocol("it ended the session again".into()));
                         }
                     }
-                    match rx.try_recv() {
-                        Ok(r) => r.map_err(McpError::from),
-                        Err(_) if self.dead.borrow().is_some() => Err(self.dead_error()),
-                        Err(_) => Err(McpError::Protocol(
+                    match slot.take() {
+                        Some(r) => r.map_err(McpError::from),
+                        None if self.dead.borrow().is_some() => Err(self.dead_error()),
+                        None => Err(McpError::Protocol(
                             "it answered the request with no response".into(),
                         )),
                     }
