@@ -215,16 +215,16 @@ pub async fn discover(mcp: &Mcp, cfg: &Config) {
 }
 
 /// Run `f` to its end with `mcp`'s background work (servers' output, pings, restarts,
-/// idle stops) driven beside it.
+/// idle stops) driven beside it. One `block_on` with or without a manager: each `f` is
+/// compiled into the binary once.
 pub fn block_on<T>(mcp: Option<&Rc<Mcp>>, f: impl Future<Output = T>) -> T {
-    match mcp {
-        Some(m) => smol::block_on(smol::future::or(f, async {
-            // `run` never ends; should it, `f` alone goes on.
+    smol::block_on(smol::future::or(f, async {
+        // `run` never ends; should it (or with no manager), `f` alone goes on.
+        if let Some(m) = mcp {
             m.run().await;
-            smol::future::pending().await
-        })),
-        None => smol::block_on(f),
-    }
+        }
+        smol::future::pending().await
+    }))
 }
 
 /// Stop `mcp`'s servers (at the end of a command; the gateway awaits `shutdown` itself).

@@ -41,6 +41,16 @@ impl Env {
         }
     }
 
+    /// An environment with no variable at all, the process's ignored (`migrate` reads a
+    /// peer's values alone). [`Env::isolated`] with none, without building a map.
+    pub fn empty() -> Env {
+        Env {
+            file: BTreeMap::new(),
+            taken: BTreeMap::new(),
+            isolated: Some(BTreeMap::new()),
+        }
+    }
+
     /// An environment that ignores the process's variables (tests).
     pub fn isolated(vars: &[(&str, &str)]) -> Env {
         Env {

@@ -73,11 +73,13 @@ use crate::provider::sse::{SseEvent, SseParser};
 use crate::provider::tls::TlsFailure;
 use crate::security::netguard::{self, HttpUrl, UrlError};
 use miniserde::json::Value;
+use std::collections::VecDeque;
 use std::fmt;
 use std::io::Read;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use ureq::http::Method;
 
 /// Largest error body read (a JSON-RPC error with a `4xx`/`5xx`); the rest is not read.
 pub const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
@@ -233,7 +235,7 @@ struct Legacy {
     /// The `endpoint` event's URL, checked to be on the server's origin.
     endpoint: String,
     /// Events from the reader thread; `None` once the stream ended.
-    events: Option<Receiver<StreamItem>>,
+    events: Option<Arc<Queue>>,
     /// The stream's own agent: shutting it down ends the thread's blocked read.
     agent: ureq::Agent,
     thread: Option<JoinHandle<()>>,
@@ -244,6 +246,75 @@ enum StreamItem {
     Event(SseEvent),
     /// The stream ended (the thread exits after sending this).
     End(HttpError),
+}
+
+/// The queue between a legacy stream's thread and the transport: at most
+/// `MCP_SSE_QUEUE_LEN` items; the thread waits while it is full, the transport (until its
+/// deadline) while it is empty. Either side closes it when it lets go: the thread's next
+/// `put` then fails, and the transport takes what is left, then `StreamClosed`. (std's
+/// `sync_channel` does the same with about 5 KB more code for this one item type:
+/// docs/footprint/mcp-size.md.)
+#[derive(Default)]
+struct Queue {
+    /// The items, and whether the queue is closed.
+    state: Mutex<(VecDeque<StreamItem>, bool)>,
+    changed: Condvar,
+}
+
+impl Queue {
+    fn state(&self) -> std::sync::MutexGuard<'_, (VecDeque<StreamItem>, bool)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn close(&self) {
+        self.state().1 = true;
+        self.changed.notify_all();
+    }
+
+    /// The thread: hand `item` over, waiting while the queue is full; `false` once it is
+    /// closed.
+    fn put(&self, item: StreamItem) -> bool {
+        let mut g = self.state();
+        while g.0.len() >= MCP_SSE_QUEUE_LEN && !g.1 {
+            g = self.changed.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        if g.1 {
+            return false;
+        }
+        g.0.push_back(item);
+        self.changed.notify_all();
+        true
+    }
+
+    /// The next item, waiting until `deadline` (`Timeout` when none came; the deadline
+    /// now: what is already there, without waiting).
+    fn take(&self, deadline: Instant) -> Result<StreamItem, HttpError> {
+        let mut g = self.state();
+        loop {
+            if let Some(item) = g.0.pop_front() {
+                self.changed.notify_all();
+                return Ok(item);
+            }
+            if g.1 {
+                return Err(HttpError::StreamClosed);
+            }
+            let left = remaining(deadline)?;
+            g = self
+                .changed
+                .wait_timeout(g, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+/// Closes the queue when the thread ends, however it ends.
+struct CloseOnDrop(Arc<Queue>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// One HTTP MCP server's connection state. `Send`: it moves into worker jobs.
@@ -344,7 +415,7 @@ impl HttpTransport {
             Mode::Legacy(mut legacy) => stop(&mut legacy),
             Mode::Streamable if self.session.is_some() => {
                 let deadline = Instant::now() + self.timeout;
-                match self.call("DELETE", &self.url, None, true, deadline) {
+                match self.call(Method::DELETE, &self.url, None, true, deadline) {
                     Ok(resp) => {
                         let s = resp.status().as_u16();
                         if s == 405 {
@@ -380,10 +451,10 @@ impl HttpTransport {
         };
         let mut answer = Answer::new(None);
         loop {
-            let Some(rx) = &legacy.events else {
+            let Some(q) = &legacy.events else {
                 return Err(HttpError::StreamClosed);
             };
-            match rx.try_recv() {
+            match q.take(Instant::now()) {
                 Ok(StreamItem::Event(ev)) => {
                     answer.event(ev)?;
                 }
@@ -396,8 +467,9 @@ impl HttpTransport {
                         Ok(answer.messages)
                     };
                 }
-                Err(TryRecvError::Empty) => return Ok(answer.messages),
-                Err(TryRecvError::Disconnected) => {
+                // Nothing more is waiting.
+                Err(HttpError::Timeout) => return Ok(answer.messages),
+                Err(_) => {
                     legacy.events = None;
                     return Err(HttpError::StreamClosed);
                 }
@@ -410,7 +482,7 @@ impl HttpTransport {
     /// negotiates it, nor to a legacy server, which predates it).
     fn call(
         &self,
-        method: &str,
+        method: Method,
         url: &str,
         body: Option<&str>,
         version: bool,
@@ -451,7 +523,13 @@ impl HttpTransport {
         deadline: Instant,
     ) -> Result<Vec<String>, HttpError> {
         let initialize = request_id.is_some() && is_initialize(message);
-        let resp = self.call("POST", &self.url, Some(message), !initialize, deadline)?;
+        let resp = self.call(
+            Method::POST,
+            &self.url,
+            Some(message),
+            !initialize,
+            deadline,
+        )?;
         let status = resp.status().as_u16();
         if let (true, Mode::Unknown, 400 | 404 | 405, Some(id)) =
             (initialize, &self.mode, status, request_id)
@@ -510,7 +588,7 @@ impl HttpTransport {
             }
             "text/event-stream" => {
                 let mut reader = resp.into_body().into_reader();
-                read_events(&mut reader, |ev| answer.event(ev))?;
+                read_events(&mut reader, &mut |ev| answer.event(ev))?;
                 if !answer.done {
                     return Err(HttpError::BadResponse(
                         "the event stream ended before the response",
@@ -537,7 +615,7 @@ impl HttpTransport {
         deadline: Instant,
     ) -> Result<Vec<String>, HttpError> {
         let mut legacy = self.open_stream(deadline)?;
-        let first = match legacy.events.as_ref().map(|rx| recv_until(rx, deadline)) {
+        let first = match legacy.events.as_ref().map(|q| q.take(deadline)) {
             Some(Ok(StreamItem::Event(ev))) => Ok(ev),
             Some(Ok(StreamItem::End(
                 HttpError::Status(_) | HttpError::Redirect(_) | HttpError::BadResponse(_),
@@ -570,7 +648,7 @@ impl HttpTransport {
     fn open_stream(&self, deadline: Instant) -> Result<Legacy, HttpError> {
         let agent = phttp::agent_per_request();
         let mut req = ureq::http::Request::builder()
-            .method("GET")
+            .method(Method::GET)
             .uri(self.url.as_str());
         for (k, v) in &self.headers {
             req = req.header(k.as_str(), v.as_str());
@@ -586,15 +664,16 @@ impl HttpTransport {
             .configure_request(req)
             .timeout_recv_response(Some(remaining(deadline)?))
             .build();
-        let (tx, rx) = sync_channel(MCP_SSE_QUEUE_LEN);
+        let queue = Arc::new(Queue::default());
+        let thread_queue = CloseOnDrop(queue.clone());
         let thread_agent = agent.clone();
         let thread = crate::runtime::spawn_thread("yc-mcp-sse", move || {
-            read_stream(&thread_agent, req, &tx);
+            read_stream(&thread_agent, req, &thread_queue.0);
         })
         .map_err(|_| HttpError::Network("cannot start a thread".into()))?;
         Ok(Legacy {
             endpoint: String::new(),
-            events: Some(rx),
+            events: Some(queue),
             agent,
             thread: Some(thread),
         })
@@ -612,7 +691,13 @@ impl HttpTransport {
         if legacy.events.is_none() {
             return Err(HttpError::StreamClosed);
         }
-        let resp = self.call("POST", &legacy.endpoint, Some(message), false, deadline)?;
+        let resp = self.call(
+            Method::POST,
+            &legacy.endpoint,
+            Some(message),
+            false,
+            deadline,
+        )?;
         let status = resp.status().as_u16();
         drop(resp);
         match status {
@@ -629,10 +714,10 @@ impl HttpTransport {
         };
         let mut answer = Answer::new(Some(id));
         while !answer.done {
-            let Some(rx) = &legacy.events else {
+            let Some(q) = &legacy.events else {
                 return Err(HttpError::StreamClosed);
             };
-            match recv_until(rx, deadline) {
+            match q.take(deadline) {
                 Ok(StreamItem::Event(ev)) => {
                     answer.event(ev)?;
                 }
@@ -672,20 +757,13 @@ fn remaining(deadline: Instant) -> Result<Duration, HttpError> {
     }
 }
 
-/// The next item of a legacy stream, waiting until `deadline`.
-fn recv_until(rx: &Receiver<StreamItem>, deadline: Instant) -> Result<StreamItem, HttpError> {
-    match rx.recv_timeout(remaining(deadline)?) {
-        Ok(item) => Ok(item),
-        Err(RecvTimeoutError::Timeout) => Err(HttpError::Timeout),
-        Err(RecvTimeoutError::Disconnected) => Err(HttpError::StreamClosed),
-    }
-}
-
-/// End a legacy stream: drop the queue (a thread waiting to hand over an event wakes
-/// with an error), shut its connection (a thread blocked in a read wakes), wait for the
+/// End a legacy stream: close the queue (a thread waiting to hand over an event wakes
+/// and gives up), shut its connection (a thread blocked in a read wakes), wait for the
 /// thread to end.
 fn stop(legacy: &mut Legacy) {
-    legacy.events = None;
+    if let Some(q) = legacy.events.take() {
+        q.close();
+    }
     legacy.agent.clone().shutdown();
     if let Some(t) = legacy.thread.take()
         && t.join().is_err()
@@ -695,8 +773,8 @@ fn stop(legacy: &mut Legacy) {
 }
 
 /// The legacy stream's thread: `GET`, then every event into the queue until the stream
-/// ends, the queue is dropped, or the connection is shut down.
-fn read_stream(agent: &ureq::Agent, req: ureq::http::Request<()>, tx: &SyncSender<StreamItem>) {
+/// ends, the queue is closed, or the connection is shut down.
+fn read_stream(agent: &ureq::Agent, req: ureq::http::Request<()>, queue: &Queue) {
     let end = match agent.run(req) {
         Err(e) => net(e),
         Ok(resp) => {
@@ -711,10 +789,12 @@ fn read_stream(agent: &ureq::Agent, req: ureq::http::Request<()>, tx: &SyncSende
                 HttpError::BadResponse("the GET answer is not an event stream")
             } else {
                 let mut reader = resp.into_body().into_reader();
-                let handed = read_events(&mut reader, |ev| {
-                    tx.send(StreamItem::Event(ev))
-                        .map(|()| false)
-                        .map_err(|_| HttpError::Closed)
+                let handed = read_events(&mut reader, &mut |ev| {
+                    if queue.put(StreamItem::Event(ev)) {
+                        Ok(false)
+                    } else {
+                        Err(HttpError::Closed)
+                    }
                 });
                 match handed {
                     Ok(()) => HttpError::StreamClosed,
@@ -724,14 +804,15 @@ fn read_stream(agent: &ureq::Agent, req: ureq::http::Request<()>, tx: &SyncSende
         }
     };
     // Fails when the transport already let go of the queue: nobody to tell.
-    let _ = tx.send(StreamItem::End(end));
+    queue.put(StreamItem::End(end));
 }
 
 /// Read an event stream in bounded pieces, handing each event to `on_event` until it
-/// says it has what it needs (`Ok(true)`), it fails, or the stream ends.
+/// says it has what it needs (`Ok(true)`), it fails, or the stream ends. (`dyn`: one
+/// copy of the loop serves both callers.)
 fn read_events(
-    reader: &mut impl Read,
-    mut on_event: impl FnMut(SseEvent) -> Result<bool, HttpError>,
+    reader: &mut dyn Read,
+    on_event: &mut dyn FnMut(SseEvent) -> Result<bool, HttpError>,
 ) -> Result<(), HttpError> {
     // Room for the field name: the message bound itself is `Answer`'s.
     let mut parser = SseParser::with_limit(MCP_MAX_MESSAGE_BYTES + 64);

@@ -47,7 +47,9 @@ use session::{Event, Link, Session, with_timeout};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::rc::{Rc, Weak};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -448,11 +450,11 @@ impl Mcp {
                     .map(|s| {
                         let me = self.me.clone();
                         let s = s.clone();
-                        self.ex.spawn(async move {
+                        self.ex.spawn(boxed(async move {
                             if let Some(m) = me.upgrade() {
                                 m.stop(&s, "yoctoclaw is stopping").await;
                             }
-                        })
+                        }))
                     })
                     .collect();
                 for t in tasks {
@@ -616,7 +618,9 @@ impl Mcp {
                 self.spawn_reader(srv, run, &session, pipes.stdout);
                 let n = name.clone();
                 self.ex
-                    .spawn(async move { stdio::log_stderr(&n, pipes.stderr).await })
+                    .spawn(boxed(
+                        async move { stdio::log_stderr(&n, pipes.stderr).await },
+                    ))
                     .detach();
                 session
             }
@@ -662,7 +666,7 @@ impl Mcp {
         let srv = Rc::downgrade(srv);
         let session = Rc::downgrade(session);
         self.ex
-            .spawn(async move {
+            .spawn(boxed(async move {
                 let mut reader = stdio::LineReader::new(stdout);
                 let why = loop {
                     let line = match reader.next_line().await {
@@ -695,7 +699,7 @@ impl Mcp {
                 if let (Some(m), Some(srv)) = (me.upgrade(), srv.upgrade()) {
                     m.on_dead(&srv, run, why).await;
                 }
-            })
+            }))
             .detach();
     }
 
@@ -730,7 +734,7 @@ impl Mcp {
                 let me = self.me.clone();
                 let srv = srv.clone();
                 self.ex
-                    .spawn(async move {
+                    .spawn(boxed(async move {
                         loop {
                             srv.relist_again.set(false);
                             let Some(m) = me.upgrade() else { return };
@@ -747,7 +751,7 @@ impl Mcp {
                             }
                         }
                         srv.relisting.set(false);
-                    })
+                    }))
                     .detach();
             }
         }
@@ -791,7 +795,7 @@ impl Mcp {
         let srv = srv.clone();
         let stopping = self.stopping.clone();
         self.ex
-            .spawn(async move {
+            .spawn(boxed(async move {
                 let _guard = srv.start_lock.lock().await;
                 // The backoff, cut short by a shutdown (which then finds `shut` below).
                 smol::future::or(
@@ -810,7 +814,7 @@ impl Mcp {
                 }
                 // A failure schedules the next restart itself.
                 let _ = m.start_locked(&srv).await;
-            })
+            }))
             .detach();
     }
 
@@ -824,7 +828,7 @@ impl Mcp {
         let me = self.me.clone();
         let srv = Rc::downgrade(srv);
         self.ex
-            .spawn(async move {
+            .spawn(boxed(async move {
                 loop {
                     let Some(s) = srv.upgrade() else { return };
                     let due = s.last_used.get() + idle;
@@ -854,7 +858,7 @@ impl Mcp {
                     m.stop(&s, "idle").await;
                     return;
                 }
-            })
+            }))
             .detach();
     }
 
@@ -881,16 +885,7 @@ impl Mcp {
         if let Some(s) = &session {
             s.kill("the server was stopped");
             s.close_stdin().await;
-            if let Some((t, workers)) = s.http_transport() {
-                let _ = workers
-                    .run(move || {
-                        let taken = t.lock().unwrap_or_else(|p| p.into_inner()).take();
-                        if let Some(mut tr) = taken {
-                            tr.close();
-                        }
-                    })
-                    .await;
-            }
+            s.close_http().await;
         }
         if let Some(p) = process {
             let how = stdio::stop(p, self.timing.stop_grace).await;
@@ -943,6 +938,12 @@ impl Drop for Mcp {
             s.process.borrow_mut().take();
         }
     }
+}
+
+/// `f` boxed: every task of the manager's executor has one type, so the executor's task
+/// code is in the binary once, not once per task (docs/footprint/mcp-size.md).
+fn boxed(f: impl Future<Output = ()> + 'static) -> Pin<Box<dyn Future<Output = ()>>> {
+    Box::pin(f)
 }
 
 fn unset(var: &str) -> McpError {

@@ -19,13 +19,12 @@
 //! covers every tool of the server.
 //!
 //! # Bounds
-//! Names of at most `MAX_TOOL_NAME` bytes; work linear in the tools' count (a set of the
-//! names handed out).
+//! Names of at most `MAX_TOOL_NAME` bytes; work `n log n` in the tools' count (sorted
+//! lists of the names handed out and of the tools seen: kept sorted by insertion, which
+//! moves at most `n` entries each time; the callers pass at most `MCP_MAX_TOOLS`).
 //!
 //! # Threads
 //! Any thread: pure functions.
-
-use std::collections::HashSet;
 
 /// Longest tool name providers take.
 pub const MAX_TOOL_NAME: usize = 64;
@@ -76,22 +75,36 @@ fn hashed(server: &str, tool: &str, n: u32) -> String {
     name
 }
 
+/// Put `x` into the sorted `v`; `false` when it was there already.
+fn insert_new<T: Ord>(v: &mut Vec<T>, x: T) -> bool {
+    match v.binary_search(&x) {
+        Ok(_) => false,
+        Err(i) => {
+            v.insert(i, x);
+            true
+        }
+    }
+}
+
 /// The name the model is offered for each `(server, tool)` of `tools`, in order; `None`
 /// for one left out (a repeated declaration, an unresolvable collision). No two names
 /// are equal, none is in `reserved`, each fits [`valid`].
 pub fn exposed(tools: &[(&str, &str)], reserved: &[&str]) -> Vec<Option<String>> {
-    let mut taken: HashSet<String> = reserved.iter().map(|r| r.to_string()).collect();
-    let mut seen: HashSet<(&str, &str)> = HashSet::with_capacity(tools.len());
-    let mut out: Vec<Option<String>> = vec![None; tools.len()];
-    let mut repeated = vec![false; tools.len()];
-    for (i, &(server, tool)) in tools.iter().enumerate() {
-        repeated[i] = !seen.insert((server, tool));
+    let mut taken: Vec<String> = Vec::with_capacity(reserved.len() + tools.len());
+    for r in reserved {
+        insert_new(&mut taken, r.to_string());
     }
+    let mut seen: Vec<(&str, &str)> = Vec::with_capacity(tools.len());
+    let repeated: Vec<bool> = tools.iter().map(|&t| !insert_new(&mut seen, t)).collect();
+    let mut out: Vec<Option<String>> = vec![None; tools.len()];
     // The names that need no change first.
     for (i, &(server, tool)) in tools.iter().enumerate() {
         let plain = format!("{server}__{tool}");
-        if !repeated[i] && !tool.is_empty() && valid(&plain) && !taken.contains(&plain) {
-            taken.insert(plain.clone());
+        if !repeated[i]
+            && !tool.is_empty()
+            && valid(&plain)
+            && insert_new(&mut taken, plain.clone())
+        {
             out[i] = Some(plain);
         }
     }
@@ -99,12 +112,10 @@ pub fn exposed(tools: &[(&str, &str)], reserved: &[&str]) -> Vec<Option<String>>
         if repeated[i] || out[i].is_some() {
             continue;
         }
+        // The first try not taken yet, taken now.
         out[i] = (0..HASH_TRIES)
             .map(|n| hashed(server, tool, n))
-            .find(|name| !taken.contains(name));
-        if let Some(name) = &out[i] {
-            taken.insert(name.clone());
-        }
+            .find(|name| insert_new(&mut taken, name.clone()));
     }
     out
 }
@@ -112,6 +123,7 @@ pub fn exposed(tools: &[(&str, &str)], reserved: &[&str]) -> Vec<Option<String>>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     const BUILTIN: &[&str] = &["read_file", "exec"];
 

@@ -4,7 +4,7 @@
 //! sends by itself (`ping` answered, other requests refused, `tools/list_changed` handed to
 //! the manager, progress and log notifications logged at debug level and dropped).
 //!
-//! Requests are multiplexed by id: each waits on its own one-slot channel in `pending`,
+//! Requests are multiplexed by id: each waits on its own slot in `pending` (a `Waiter`),
 //! filled by whoever reads the server's answer: the stdio reader task (`mod.rs`), or the
 //! HTTP request itself (the answers come back with the `POST`). A message that breaks the
 //! protocol ([`Fault`]) kills the session; the manager restarts the server.
@@ -40,8 +40,9 @@ use crate::runtime::Workers;
 use miniserde::json::Value;
 use smol::Async;
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::process::ChildStdin;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -57,6 +58,62 @@ pub const MAX_LOGGED_NOTE_BYTES: usize = 200;
 pub enum Event {
     /// `notifications/tools/list_changed`.
     ListChanged,
+}
+
+/// What a session asks of its HTTP transport, on a worker (one kind of job, so one
+/// worker hand-off in the binary rather than one per closure).
+enum HttpJob {
+    /// The messages that were pending (legacy), then `line` sent (`id`: the request's, as
+    /// JSON text, when it expects a response).
+    Send {
+        line: String,
+        id: Option<String>,
+        deadline: Instant,
+    },
+    /// The protocol version `initialize` negotiated.
+    Version(String),
+    /// Drop the session before initializing again (a legacy stream's thread is joined).
+    Forget,
+    /// End the session; later jobs find no transport.
+    Close,
+}
+
+/// What a job gives back: the pending messages and the sent message's answer (`Send`).
+type JobResult = (
+    Result<Vec<String>, HttpError>,
+    Result<Vec<String>, HttpError>,
+);
+
+/// Run `job` on the transport (the worker's side).
+fn run_job(transport: &Mutex<Option<HttpTransport>>, job: HttpJob) -> JobResult {
+    let none = || (Ok(Vec::new()), Ok(Vec::new()));
+    if let HttpJob::Close = job {
+        // Taken out first: the `DELETE` runs without the lock held.
+        let taken = lock(transport).take();
+        if let Some(mut t) = taken {
+            t.close();
+        }
+        return none();
+    }
+    let mut g = lock(transport);
+    let Some(t) = g.as_mut() else {
+        return (Ok(Vec::new()), Err(HttpError::Closed));
+    };
+    match job {
+        HttpJob::Send { line, id, deadline } => {
+            let pending = t.take_pending();
+            (pending, t.send(&line, id.as_deref(), deadline))
+        }
+        HttpJob::Version(v) => {
+            t.set_protocol_version(&v);
+            none()
+        }
+        HttpJob::Forget => {
+            t.forget_session();
+            none()
+        }
+        HttpJob::Close => none(),
+    }
 }
 
 /// Why an HTTP exchange did not complete.
@@ -75,6 +132,16 @@ impl From<RpcError> for McpError {
     }
 }
 
+/// A request waiting for its answer: whoever reads the answer puts it in `slot` and drops
+/// the waiter, and dropping `wake` wakes the request (dropped with the slot empty: the
+/// session ended). A channel of `()` (already in the binary) rather than one of answers.
+struct Waiter {
+    id: u64,
+    slot: Rc<RefCell<Option<Result<Value, RpcError>>>>,
+    /// Never sent on: dropped to wake the request.
+    _wake: async_channel::Sender<()>,
+}
+
 /// How the session reaches its server.
 pub enum Link {
     /// The child's stdin (the reader task owns stdout); `None` once closed.
@@ -90,7 +157,9 @@ pub struct Session {
     pub name: String,
     link: Link,
     timeout: Duration,
-    pending: RefCell<HashMap<u64, async_channel::Sender<Result<Value, RpcError>>>>,
+    /// The requests waiting for their answers (a list: as many as callers wait at once,
+    /// a few).
+    pending: RefCell<Vec<Waiter>>,
     next_id: Cell<u64>,
     cancelled: RefCell<VecDeque<u64>>,
     /// Why the session is over, once it is.
@@ -113,7 +182,7 @@ impl Session {
             name: name.to_string(),
             link,
             timeout,
-            pending: RefCell::new(HashMap::new()),
+            pending: RefCell::new(Vec::new()),
             next_id: Cell::new(1),
             cancelled: RefCell::new(VecDeque::new()),
             dead: RefCell::new(None),
@@ -138,8 +207,15 @@ impl Session {
         if self.dead.borrow().is_none() {
             *self.dead.borrow_mut() = Some(why.to_string());
         }
-        // Dropping the senders wakes every waiter with an error.
+        // Dropping the waiters wakes every request, its slot empty.
         self.pending.borrow_mut().clear();
+    }
+
+    /// Request `id`'s waiter, no longer waiting.
+    fn unwait(&self, id: u64) -> Option<Waiter> {
+        let mut p = self.pending.borrow_mut();
+        let i = p.iter().position(|w| w.id == id)?;
+        Some(p.swap_remove(i))
     }
 
     /// Requests waiting for an answer.
@@ -154,12 +230,20 @@ impl Session {
         }
     }
 
-    /// The HTTP transport, for closing it at shutdown.
-    pub fn http_transport(&self) -> Option<(Arc<Mutex<Option<HttpTransport>>>, Workers)> {
-        match &self.link {
-            Link::Http { transport, workers } => Some((transport.clone(), workers.clone())),
-            Link::Stdio(_) => None,
-        }
+    /// End an HTTP session (`DELETE`; a legacy stream's thread stopped), on a worker.
+    pub async fn close_http(&self) {
+        self.http_job(HttpJob::Close).await;
+    }
+
+    /// Run `job` on the HTTP transport on a worker (it may block: a legacy stream's
+    /// thread is joined by `Forget` and `Close`); `None` for a stdio session or when the
+    /// workers are gone.
+    async fn http_job(&self, job: HttpJob) -> Option<JobResult> {
+        let Link::Http { transport, workers } = &self.link else {
+            return None;
+        };
+        let t = transport.clone();
+        workers.run(move || run_job(&t, job)).await.ok()
     }
 
     fn dead_error(&self) -> McpError {
@@ -177,10 +261,11 @@ impl Session {
         for m in rpc::parse(text)? {
             match m {
                 Incoming::Response { id, result } => {
-                    let waiter = self.pending.borrow_mut().remove(&id);
+                    let waiter = self.unwait(id);
                     match waiter {
-                        Some(tx) => {
-                            let _ = tx.try_send(result);
+                        Some(w) => {
+                            // Dropping the waiter wakes the request.
+                            *w.slot.borrow_mut() = Some(result);
                         }
                         None if self.cancelled.borrow().contains(&id) => {
                             log::debug!(
@@ -286,26 +371,17 @@ impl Session {
         request_id: Option<u64>,
         timeout: Duration,
     ) -> Result<(), Exchange> {
-        let Link::Http { transport, workers } = &self.link else {
+        if !self.is_http() {
             return Ok(());
+        }
+        let job = HttpJob::Send {
+            line,
+            id: request_id.map(|i| i.to_string()),
+            deadline: Instant::now() + timeout,
         };
-        let t = transport.clone();
-        let deadline = Instant::now() + timeout;
-        let id_text = request_id.map(|i| i.to_string());
-        let (pending, sent) = workers
-            .run(move || {
-                let mut g = lock(&t);
-                let Some(tr) = g.as_mut() else {
-                    return (Ok(Vec::new()), Err(HttpError::Closed));
-                };
-                let pending = tr.take_pending();
-                let sent = tr.send(&line, id_text.as_deref(), deadline);
-                (pending, sent)
-            })
-            .await
-            .map_err(|_| {
-                Exchange::Failed(McpError::Transport("yoctoclaw is shutting down".into()))
-            })?;
+        let (pending, sent) = self.http_job(job).await.ok_or_else(|| {
+            Exchange::Failed(McpError::Transport("yoctoclaw is shutting down".into()))
+        })?;
         let mut messages = pending.unwrap_or_default();
         let sent = sent.map_err(|e| match e {
             HttpError::Timeout => Exchange::Failed(McpError::Timeout(timeout.as_secs())),
@@ -334,21 +410,6 @@ impl Session {
         sent.map(|_| ())
     }
 
-    /// Run `f` on the HTTP transport on a worker (it may block: a legacy stream's thread
-    /// is joined by `forget_session`).
-    async fn with_transport(&self, f: impl FnOnce(&mut HttpTransport) + Send + 'static) {
-        if let Link::Http { transport, workers } = &self.link {
-            let t = transport.clone();
-            let _ = workers
-                .run(move || {
-                    if let Some(tr) = lock(&t).as_mut() {
-                        f(tr);
-                    }
-                })
-                .await;
-        }
-    }
-
     /// A request; its `result`, or why not. On timeout the request is cancelled.
     pub async fn request(
         &self,
@@ -361,16 +422,23 @@ impl Session {
         }
         let id = self.next_id.get();
         self.next_id.set(id + 1);
-        let (tx, rx) = async_channel::bounded(1);
-        self.pending.borrow_mut().insert(id, tx);
+        let (wake, woken) = async_channel::bounded::<()>(1);
+        let slot = Rc::new(RefCell::new(None));
+        self.pending.borrow_mut().push(Waiter {
+            id,
+            slot: slot.clone(),
+            _wake: wake,
+        });
         let line = rpc::request(id, method, params);
         let exchange = async {
             match &self.link {
                 Link::Stdio(_) => {
                     self.write_stdio(&line, timeout).await?;
-                    match rx.recv().await {
-                        Ok(r) => r.map_err(McpError::from),
-                        Err(_) => Err(self.dead_error()),
+                    // Ends when the waiter is dropped (answered, or the session ended).
+                    let _ = woken.recv().await;
+                    match slot.take() {
+                        Some(r) => r.map_err(McpError::from),
+                        None => Err(self.dead_error()),
                     }
                 }
                 Link::Http { .. } => {
@@ -390,10 +458,10 @@ impl Session {
                             return Err(McpError::Protocol("it ended the session again".into()));
                         }
                     }
-                    match rx.try_recv() {
-                        Ok(r) => r.map_err(McpError::from),
-                        Err(_) if self.dead.borrow().is_some() => Err(self.dead_error()),
-                        Err(_) => Err(McpError::Protocol(
+                    match slot.take() {
+                        Some(r) => r.map_err(McpError::from),
+                        None if self.dead.borrow().is_some() => Err(self.dead_error()),
+                        None => Err(McpError::Protocol(
                             "it answered the request with no response".into(),
                         )),
                     }
@@ -404,7 +472,7 @@ impl Session {
             Some(r) => r,
             None => Err(McpError::Timeout(timeout.as_secs())),
         };
-        self.pending.borrow_mut().remove(&id);
+        self.unwait(id);
         if matches!(out, Err(McpError::Timeout(_))) && self.dead.borrow().is_none() {
             self.cancel(id, method).await;
         }
@@ -474,9 +542,7 @@ impl Session {
             return Err(McpError::Start(why));
         }
         *self.protocol.borrow_mut() = version.to_string();
-        let v = version.to_string();
-        self.with_transport(move |t| t.set_protocol_version(&v))
-            .await;
+        self.http_job(HttpJob::Version(version.to_string())).await;
         self.send_only(rpc::notification("notifications/initialized", None))
             .await
     }
@@ -530,7 +596,7 @@ impl Session {
 
     /// Run one HTTP request again after the server expired the session: initialize anew.
     pub async fn reinitialize_http(&self) -> Result<(), McpError> {
-        self.with_transport(|t| t.forget_session()).await;
+        self.http_job(HttpJob::Forget).await;
         self.initialize().await
     }
 }

@@ -235,7 +235,7 @@ fn config(plan: &Plan, home: &Home, r: &mut Report) -> Result<String, MigrateErr
     let mut servers = Vec::with_capacity(plan.mcp.len());
     for m in &plan.mcp {
         let text = config_text_with(plan, tz, std::slice::from_ref(m));
-        match crate::config::parse(Some(&text), &path, &Env::isolated(&[])) {
+        match crate::config::parse(Some(&text), &path, &Env::empty()) {
             Ok(_) => servers.push(m.clone()),
             Err(e) => r.line(St::Skip, "mcp", &[&m.name, ": ", &e.to_string()]),
         }

@@ -407,7 +407,7 @@ impl Plan {
         let (section, name) = key.split_once('.').unwrap_or(("", key));
         let text = ["{\"", section, "\": {\"", name, "\": ", value, "}}"].concat();
         // The peer's value alone, not this process's YOCTOCLAW_* variables.
-        let env = crate::config::Env::isolated(&[]);
+        let env = crate::config::Env::empty();
         let path = Path::new("config.json");
         let default = crate::config::parse(None, path, &env)
             .ok()
