@@ -268,7 +268,10 @@ impl Agent {
                     self.fit_scale.set(self.fit_scale.get().min(70));
                     compact::compact_now(self, session).await;
                 }
-                other => return other,
+                other => {
+                    crate::metrics::turn(channel, other.is_ok());
+                    return other;
+                }
             }
         }
     }
@@ -491,6 +494,8 @@ impl Agent {
             Ok(()) => self.tools.call(&call.name, &call.arguments, ctx).await,
             Err(e) => Err(e),
         };
+        let known = self.tools.is_tool(&call.name).then_some(call.name.as_str());
+        crate::metrics::tool_call(known, crate::tools::outcome(&result));
         let out = match result {
             Ok(s) => s,
             Err(e) => {

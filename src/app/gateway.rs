@@ -99,6 +99,7 @@ type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
 /// 5. Stop polling, give running turns a moment, tell unanswered chats they are
 ///    answered after the restart, flush what can be sent, and return.
 pub fn run(l: &Loaded) -> Result<(), AppError> {
+    crate::metrics::start();
     let db = open_db(l)?;
     let providers = providers(l)?;
     let workers = Workers::start(WORKER_THREADS);
@@ -294,6 +295,23 @@ pub fn write_status_record(db: &Db, live_sessions: usize) {
         crate::time::clock::now(),
     ) {
         log::warn!("gateway: cannot write the status record: {e}");
+    }
+}
+
+/// What `/metrics` shows that only the gateway knows, read now: Telegram's sessions with
+/// a turn running (`bot`, once it serves) and the messages waiting in its inbox, the
+/// process's memory. `metrics::render` takes it.
+pub fn metrics_gauges(db: &Db, bot: Option<&Bot>) -> crate::metrics::Gauges {
+    let rss = crate::status::self_rss_kib();
+    let waiting = db.inbox_len().unwrap_or_else(|e| {
+        log::debug!("metrics: cannot count the messages waiting: {e}");
+        0
+    });
+    crate::metrics::Gauges {
+        open_sessions: bot.map_or(0, |b| b.live_sessions()) as u64,
+        queue_depth: waiting as u64,
+        rss_bytes: rss.map(|r| r.rss_kib * 1024),
+        peak_rss_bytes: rss.map(|r| r.hwm_kib * 1024),
     }
 }
 
