@@ -16,9 +16,9 @@
 #     test that is not listed fails against BIN (support::hook), so the list cannot fall
 #     behind; a listed name that no longer exists fails this script.
 #   - tests that cannot run under qemu-user, and why.
-# Suites left out whole: architecture (reads the sources), idle_wakeups (in-process),
-# install_sh (install.sh runs the installed binary itself, which needs the host's
-# machine or binfmt_misc).
+# Suites left out whole: architecture (reads the sources), idle_wakeups and metrics
+# (in-process), install_sh (install.sh runs the installed binary itself, which needs the
+# host's machine or binfmt_misc).
 #
 # Environment: E2E_SUITES (space-separated test targets instead of the default list),
 # E2E_THREADS (parallel tests per suite; default: cargo's), E2E_LOG_DIR (each suite's whole

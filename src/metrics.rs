@@ -334,7 +334,12 @@ impl Registry {
             sample(out, name, &[("provider", p)], &requests(c));
         }
         let name = "yoctoclaw_provider_errors_total";
-        family(out, name, "counter", "Requests to each provider that failed.");
+        family(
+            out,
+            name,
+            "counter",
+            "Requests to each provider that failed.",
+        );
         for (p, c) in &rows {
             sample(out, name, &[("provider", p)], &c[P_ERRORS]);
         }
@@ -526,7 +531,10 @@ mod tests {
         assert!(t.lines().any(|l| l == line), "{t}");
         // Every line is a comment or a sample: no raw newline got out of a label.
         for l in t.lines() {
-            assert!(l.starts_with("# ") || l.starts_with("yoctoclaw_") || l.starts_with("process_"), "{l}");
+            assert!(
+                l.starts_with("# ") || l.starts_with("yoctoclaw_") || l.starts_with("process_"),
+                "{l}"
+            );
         }
     }
 
@@ -554,7 +562,10 @@ mod tests {
         let labels = "{provider=\"openai:m\"}";
         let v = |name: &str| value(&t, &format!("{name}{labels}")).unwrap();
         assert_eq!(v("yoctoclaw_provider_request_duration_seconds_count"), "6");
-        assert_eq!(v("yoctoclaw_provider_request_duration_seconds_sum"), "405.601");
+        assert_eq!(
+            v("yoctoclaw_provider_request_duration_seconds_sum"),
+            "405.601"
+        );
         assert_eq!(v("yoctoclaw_provider_requests_total"), "6");
         assert_eq!(v("yoctoclaw_provider_errors_total"), "1");
         // Every bound, in order, then +Inf.
@@ -597,9 +608,18 @@ mod tests {
         r.tool_call(None, ToolOutcome::Denied);
         let out = text(&r, &Gauges::default());
         let head = "yoctoclaw_tool_calls_total{tool=\"other\",outcome=";
-        assert_eq!(value(&out, &format!("{head}\"error\"}}")).as_deref(), Some("3"));
-        assert_eq!(value(&out, &format!("{head}\"unknown\"}}")).as_deref(), Some("1"));
-        assert_eq!(value(&out, &format!("{head}\"denied\"}}")).as_deref(), Some("1"));
+        assert_eq!(
+            value(&out, &format!("{head}\"error\"}}")).as_deref(),
+            Some("3")
+        );
+        assert_eq!(
+            value(&out, &format!("{head}\"unknown\"}}")).as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            value(&out, &format!("{head}\"denied\"}}")).as_deref(),
+            Some("1")
+        );
         assert!(!out.contains("made_up"));
         let tools: std::collections::BTreeSet<&str> = out
             .lines()
@@ -628,8 +648,11 @@ mod tests {
             th.join().unwrap();
         }
         let rows = t.rows();
-        let named: std::collections::BTreeSet<&str> =
-            rows.iter().map(|(n, _)| *n).filter(|n| *n != "other").collect();
+        let named: std::collections::BTreeSet<&str> = rows
+            .iter()
+            .map(|(n, _)| *n)
+            .filter(|n| *n != "other")
+            .collect();
         assert_eq!(named.len(), 8, "{rows:?}");
         assert_eq!(rows.iter().map(|(_, c)| c[0]).sum::<u64>(), 8000);
     }
@@ -679,16 +702,31 @@ mod tests {
         }
         assert!(t.ends_with('\n'));
         let v = |h: &str| value(&t, h).unwrap_or_else(|| panic!("no {h} in\n{t}"));
-        assert_eq!(v("yoctoclaw_messages_received_total{channel=\"telegram\"}"), "1");
-        assert_eq!(v("yoctoclaw_messages_received_total{channel=\"http\"}"), "0");
-        assert_eq!(v("yoctoclaw_messages_sent_total{channel=\"telegram\"}"), "1");
-        assert_eq!(v("yoctoclaw_turns_total{channel=\"cron\",outcome=\"error\"}"), "1");
+        assert_eq!(
+            v("yoctoclaw_messages_received_total{channel=\"telegram\"}"),
+            "1"
+        );
+        assert_eq!(
+            v("yoctoclaw_messages_received_total{channel=\"http\"}"),
+            "0"
+        );
+        assert_eq!(
+            v("yoctoclaw_messages_sent_total{channel=\"telegram\"}"),
+            "1"
+        );
+        assert_eq!(
+            v("yoctoclaw_turns_total{channel=\"cron\",outcome=\"error\"}"),
+            "1"
+        );
         assert_eq!(v("yoctoclaw_cron_runs_total{outcome=\"ok\"}"), "1");
         assert_eq!(
             v("yoctoclaw_provider_tokens_total{provider=\"anthropic:claude\",type=\"input\"}"),
             "120"
         );
-        assert_eq!(v("yoctoclaw_provider_requests_total{provider=\"anthropic:claude\"}"), "0");
+        assert_eq!(
+            v("yoctoclaw_provider_requests_total{provider=\"anthropic:claude\"}"),
+            "0"
+        );
         assert_eq!(v("yoctoclaw_uptime_seconds"), "1.5");
         assert_eq!(v("process_resident_memory_bytes"), "4096");
         assert_eq!(v("yoctoclaw_open_sessions"), "2");
