@@ -21,7 +21,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
-use support::fake_http::{Response, chat_model, json_str, openai_text};
+use support::fake_http::{Response, chat_model, json_str, openai_text, openai_tool_calls};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{PATIENCE, TOKEN};
 use support::{TempHome, config_for, skipped};
@@ -122,26 +122,6 @@ fn parse(text: &str) -> Parsed {
     p
 }
 
-/// A model answer with `calls` (name, arguments JSON) and the usage it reports.
-fn tool_calls(calls: &[(&str, &str)], prompt: u64, completion: u64) -> String {
-    let list: Vec<String> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| {
-            format!(
-                r#"{{"id":"call_{i}","type":"function","function":{{"name":{},"arguments":{}}}}}"#,
-                json_str(name),
-                json_str(args)
-            )
-        })
-        .collect();
-    format!(
-        r#"{{"id":"chatcmpl-t","object":"chat.completion","created":1700000000,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{}]}},"finish_reason":"tool_calls"}}],"usage":{{"prompt_tokens":{prompt},"completion_tokens":{completion},"total_tokens":{}}}}}"#,
-        list.join(","),
-        prompt + completion
-    )
-}
-
 /// The process's metrics now, with the gauges the gateway would give.
 fn render_now(db: &Db) -> String {
     let mut out = String::new();
@@ -162,14 +142,13 @@ fn a_telegram_turn_with_tools_is_counted_and_the_official_parser_reads_it() {
         Response::json(500, r#"{"error":{"message":"overloaded"}}"#),
         Response::json(
             200,
-            &tool_calls(
+            &openai_tool_calls(
                 &[
                     ("list_dir", r#"{"path":"."}"#),
                     ("web_fetch", r#"{"url":"https://example.com/"}"#),
                     ("no_such_tool", "{}"),
                 ],
-                100,
-                20,
+                Some((100, 20)),
             ),
         ),
         Response::json(200, &openai_text("All done: the workspace is listed.")),
@@ -245,100 +224,74 @@ fn a_telegram_turn_with_tools_is_counted_and_the_official_parser_reads_it() {
     let text = render_now(&db);
     let p = parse(&text);
 
-    let provider = r#"provider="openai:fake-model""#;
-    let want: &[(String, f64)] = &[
+    let counts: &[(&str, f64)] = &[
         (
-            r#"yoctoclaw_messages_received_total{channel="telegram"}"#.into(),
+            r#"yoctoclaw_messages_received_total{channel="telegram"}"#,
+            1.0,
+        ),
+        (r#"yoctoclaw_messages_sent_total{channel="telegram"}"#, 1.0),
+        (
+            r#"yoctoclaw_messages_received_total{channel="serial"}"#,
+            0.0,
+        ),
+        (r#"yoctoclaw_messages_sent_total{channel="http"}"#, 0.0),
+        (
+            r#"yoctoclaw_turns_total{channel="telegram",outcome="ok"}"#,
             1.0,
         ),
         (
-            r#"yoctoclaw_messages_sent_total{channel="telegram"}"#.into(),
+            r#"yoctoclaw_turns_total{channel="telegram",outcome="error"}"#,
+            0.0,
+        ),
+        (r#"yoctoclaw_turns_total{channel="cron",outcome="ok"}"#, 0.0),
+        (
+            r#"yoctoclaw_tool_calls_total{tool="list_dir",outcome="ok"}"#,
             1.0,
         ),
         (
-            r#"yoctoclaw_messages_received_total{channel="serial"}"#.into(),
+            r#"yoctoclaw_tool_calls_total{tool="list_dir",outcome="error"}"#,
             0.0,
         ),
         (
-            r#"yoctoclaw_messages_sent_total{channel="http"}"#.into(),
-            0.0,
-        ),
-        (
-            r#"yoctoclaw_turns_total{channel="telegram",outcome="ok"}"#.into(),
+            r#"yoctoclaw_tool_calls_total{tool="web_fetch",outcome="denied"}"#,
             1.0,
         ),
         (
-            r#"yoctoclaw_turns_total{channel="telegram",outcome="error"}"#.into(),
-            0.0,
-        ),
-        (
-            r#"yoctoclaw_turns_total{channel="cron",outcome="ok"}"#.into(),
-            0.0,
-        ),
-        (
-            r#"yoctoclaw_tool_calls_total{tool="list_dir",outcome="ok"}"#.into(),
+            r#"yoctoclaw_tool_calls_total{tool="other",outcome="unknown"}"#,
             1.0,
         ),
-        (
-            r#"yoctoclaw_tool_calls_total{tool="list_dir",outcome="error"}"#.into(),
-            0.0,
-        ),
-        (
-            r#"yoctoclaw_tool_calls_total{tool="web_fetch",outcome="denied"}"#.into(),
-            1.0,
-        ),
-        (
-            r#"yoctoclaw_tool_calls_total{tool="other",outcome="unknown"}"#.into(),
-            1.0,
-        ),
-        (r#"yoctoclaw_cron_runs_total{outcome="ok"}"#.into(), 0.0),
-        (r#"yoctoclaw_cron_runs_total{outcome="error"}"#.into(), 0.0),
+        (r#"yoctoclaw_cron_runs_total{outcome="ok"}"#, 0.0),
+        (r#"yoctoclaw_cron_runs_total{outcome="error"}"#, 0.0),
+        ("yoctoclaw_open_sessions", 0.0),
+        ("yoctoclaw_queue_depth", 0.0),
         // The 500, the tool round, the answer.
+        ("yoctoclaw_provider_requests_total{P}", 3.0),
+        ("yoctoclaw_provider_errors_total{P}", 1.0),
+        ("yoctoclaw_provider_request_duration_seconds_count{P}", 3.0),
         (
-            format!("yoctoclaw_provider_requests_total{{{provider}}}"),
+            r#"yoctoclaw_provider_request_duration_seconds_bucket{P,le="+Inf"}"#,
             3.0,
         ),
+        // The fake model answers at once: well under the largest bound.
         (
-            format!("yoctoclaw_provider_errors_total{{{provider}}}"),
-            1.0,
-        ),
-        (
-            format!("yoctoclaw_provider_request_duration_seconds_count{{{provider}}}"),
-            3.0,
-        ),
-        (
-            format!(
-                r#"yoctoclaw_provider_request_duration_seconds_bucket{{{provider},le="+Inf"}}"#
-            ),
+            r#"yoctoclaw_provider_request_duration_seconds_bucket{P,le="300"}"#,
             3.0,
         ),
         // The two answers' usage: 100 + 10 in, 20 + 5 out (the 500 used none).
-        (
-            format!(r#"yoctoclaw_provider_tokens_total{{{provider},type="input"}}"#),
-            110.0,
-        ),
-        (
-            format!(r#"yoctoclaw_provider_tokens_total{{{provider},type="output"}}"#),
-            25.0,
-        ),
-        ("yoctoclaw_open_sessions".into(), 0.0),
-        ("yoctoclaw_queue_depth".into(), 0.0),
-        (
-            format!(
-                r#"yoctoclaw_build_info{{version="{}",target="{}"}}"#,
-                env!("CARGO_PKG_VERSION"),
-                build_target(&text)
-            ),
-            1.0,
-        ),
+        (r#"yoctoclaw_provider_tokens_total{P,type="input"}"#, 110.0),
+        (r#"yoctoclaw_provider_tokens_total{P,type="output"}"#, 25.0),
     ];
-    for (name, v) in want {
-        assert_eq!(p.value(name), *v, "{name}\n{text}");
+    let provider = r#"provider="openai:fake-model""#;
+    for (name, v) in counts {
+        let name = name.replace("{P", &format!("{{{provider}"));
+        assert_eq!(p.value(&name), *v, "{name}\n{text}");
     }
-    // The fake model answers at once: every request took well under the largest bound.
-    let fast =
-        format!(r#"yoctoclaw_provider_request_duration_seconds_bucket{{{provider},le="300"}}"#);
-    assert_eq!(p.value(&fast), 3.0);
+    let build = format!(
+        r#"yoctoclaw_build_info{{version="{}",target="{}"}}"#,
+        env!("CARGO_PKG_VERSION"),
+        build_target(&text)
+    );
+    assert_eq!(p.value(&build), 1.0);
     let sum = format!("yoctoclaw_provider_request_duration_seconds_sum{{{provider}}}");
     assert!(p.value(&sum) > 0.0 && p.value(&sum) < 60.0, "{text}");
     assert!(p.value("yoctoclaw_uptime_seconds") > 0.0);
