@@ -19,9 +19,10 @@
 //! - `yoctoclaw_turns_total{channel,outcome}`: turns the agent ran, `ok` or `error`
 //!   (a turn refused by a used-up budget never ran).
 //! - `yoctoclaw_tool_calls_total{tool,outcome}`: `ok`, `error` (bad arguments, the tool
-//!   failed; a command that timed out is an error), `denied` (a deny list, autonomy, the
-//!   user said no), `unknown` (no such tool: counted under `tool="other"`, so a name a
-//!   model made up is never a label).
+//!   failed: an MCP call that timed out among them; `exec` reports a command's exit code
+//!   or timeout in its result, an `ok` call), `denied` (a deny list, autonomy, the user
+//!   said no), `unknown` (no such tool: counted under `tool="other"`, so a name a model
+//!   made up is never a label).
 //! - `yoctoclaw_provider_requests_total{provider}`, `yoctoclaw_provider_errors_total`,
 //!   the histogram `yoctoclaw_provider_request_duration_seconds` (each HTTP exchange
 //!   with the model, a retry is one more, a failure included, timed on the worker) and
@@ -38,8 +39,8 @@
 //! at 0, so a rate works from the first scrape.
 //!
 //! # Bounds
-//! Statics of fixed size (about 12 KiB of zeroed memory; pages never touched are never
-//! resident): the channels and outcomes are fixed lists; tool names take at most
+//! Statics of fixed size (about 10 KiB, all zeroed: no file space, and pages never
+//! touched are never resident): the channels and outcomes are fixed lists; tool names take at most
 //! `METRICS_MAX_TOOLS` slots and provider labels `METRICS_MAX_PROVIDERS`, and what comes
 //! after is counted under `other`. A slot, once taken, is kept for the process's life.
 //!
@@ -52,8 +53,8 @@
 use crate::chat::ChannelKind;
 use crate::limits::{METRICS_MAX_PROVIDERS, METRICS_MAX_TOOLS};
 use std::fmt::{self, Write};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The channels counted, as labelled: the first `MESSAGE_CHANNELS` take messages from
@@ -92,9 +93,11 @@ const P_TOKENS_OUT: usize = P_BUCKETS + 3;
 const P_FIELDS: usize = P_BUCKETS + 4;
 
 /// `K` counters for each of at most `N` names, then for `other`: the bounded label set of
-/// a family whose label values are only known at run time.
+/// a family whose label values are only known at run time. The names are behind a lock
+/// (taken to find a name's slot: once per provider, once per tool call; and to render),
+/// the counters are not. All of it starts zeroed, so a static table costs no file space.
 pub struct Table<const N: usize, const K: usize> {
-    names: [OnceLock<Box<str>>; N],
+    names: Mutex<[Option<Box<str>>; N]>,
     counts: [[AtomicU64; K]; N],
     other: [AtomicU64; K],
 }
@@ -108,19 +111,24 @@ impl<const N: usize, const K: usize> Default for Table<N, K> {
 impl<const N: usize, const K: usize> Table<N, K> {
     pub const fn new() -> Self {
         Table {
-            names: [const { OnceLock::new() }; N],
+            names: Mutex::new([const { None }; N]),
             counts: [const { [const { AtomicU64::new(0) }; K] }; N],
             other: [const { AtomicU64::new(0) }; K],
         }
     }
 
     /// The slot of `name`, taking the first free one the first time; `N` (`other`) once
-    /// all are taken. Slots fill in order and a name is only ever put in the first free
-    /// one, so two threads counting the same new name share its slot.
+    /// all are taken.
     pub fn slot(&self, name: &str) -> usize {
-        for (i, s) in self.names.iter().enumerate() {
-            if **s.get_or_init(|| name.into()) == *name {
-                return i;
+        let mut names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        for (i, s) in names.iter_mut().enumerate() {
+            match s {
+                Some(n) if **n == *name => return i,
+                Some(_) => {}
+                None => {
+                    *s = Some(name.into());
+                    return i;
+                }
             }
         }
         N
@@ -143,18 +151,19 @@ impl<const N: usize, const K: usize> Table<N, K> {
     }
 
     /// The named slots in order, then `other` when anything was counted there.
-    fn rows(&self) -> Vec<(&str, [u64; K])> {
+    fn rows(&self) -> Vec<(String, [u64; K])> {
         let read = |c: &[AtomicU64; K]| std::array::from_fn(|k| c[k].load(Relaxed));
-        let mut rows: Vec<(&str, [u64; K])> = self
-            .names
+        let names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rows: Vec<(String, [u64; K])> = names
             .iter()
-            .map_while(|n| n.get())
+            .map_while(|n| n.as_deref())
             .zip(&self.counts)
-            .map(|(n, c)| (&**n, read(c)))
+            .map(|(n, c)| (n.to_string(), read(c)))
             .collect();
+        drop(names);
         let other = read(&self.other);
         if other.iter().any(|&v| v > 0) {
-            rows.push(("other", other));
+            rows.push(("other".into(), other));
         }
         rows
     }
@@ -314,7 +323,7 @@ impl Registry {
         family(out, name, "counter", "Tool calls, by tool and outcome.");
         for (tool, counts) in self.tools.rows() {
             for (o, v) in TOOL_OUTCOMES.iter().zip(counts) {
-                sample(out, name, &[("tool", tool), ("outcome", o)], &v);
+                sample(out, name, &[("tool", &tool), ("outcome", o)], &v);
             }
         }
         let name = "yoctoclaw_cron_runs_total";
@@ -594,11 +603,12 @@ mod tests {
         t.add(t.slot("b"), 0, 2);
         assert_eq!(t.get(2, 0), 6);
         let rows = t.rows();
-        assert_eq!(rows, vec![("a", [0]), ("b", [2]), ("other", [6])]);
+        let want = [("a", [0]), ("b", [2]), ("other", [6])];
+        assert_eq!(rows, want.map(|(n, c)| (n.to_string(), c)));
         // `other` shows only once something is counted there.
         let quiet: Table<2, 1> = Table::new();
         quiet.slot("a");
-        assert_eq!(quiet.rows(), vec![("a", [0])]);
+        assert_eq!(quiet.rows(), vec![("a".to_string(), [0])]);
 
         let r = Registry::new();
         for i in 0..METRICS_MAX_TOOLS + 3 {
@@ -650,7 +660,7 @@ mod tests {
         let rows = t.rows();
         let named: std::collections::BTreeSet<&str> = rows
             .iter()
-            .map(|(n, _)| *n)
+            .map(|(n, _)| n.as_str())
             .filter(|n| *n != "other")
             .collect();
         assert_eq!(named.len(), 8, "{rows:?}");
@@ -741,6 +751,13 @@ mod tests {
         // Unknown RSS: the families are left out, not shown as 0.
         let t = text(&r, &Gauges::default());
         assert!(!t.contains("resident_memory"), "{t}");
+    }
+
+    #[test]
+    fn the_counters_fit_their_stated_size() {
+        // The module doc says about 10 KiB (all of it zeroed: a static costs no file space).
+        let size = std::mem::size_of::<Registry>();
+        assert!((8 * 1024..=11 * 1024).contains(&size), "{size} B");
     }
 
     #[test]
