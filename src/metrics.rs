@@ -150,23 +150,20 @@ impl<const N: usize, const K: usize> Table<N, K> {
         self.counters(slot).get(k).map_or(0, |c| c.load(Relaxed))
     }
 
-    /// The named slots in order, then `other` when anything was counted there.
-    fn rows(&self) -> Vec<(String, [u64; K])> {
-        let read = |c: &[AtomicU64; K]| std::array::from_fn(|k| c[k].load(Relaxed));
+    /// The labels to show and their slots: the named slots in order, then `other` when
+    /// anything was counted there.
+    fn labels(&self) -> Vec<(String, usize)> {
+        let other = (0..K).any(|k| self.get(N, k) > 0);
         let names = self.names.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut rows: Vec<(String, [u64; K])> = names
-            .iter()
-            .map_while(|n| n.as_deref())
-            .zip(&self.counts)
-            .map(|(n, c)| (n.to_string(), read(c)))
-            .collect();
-        drop(names);
-        let other = read(&self.other);
-        if other.iter().any(|&v| v > 0) {
-            rows.push(("other".into(), other));
-        }
-        rows
+        labels_of(&names[..], other.then_some(N))
     }
+}
+
+/// [`Table::labels`], the same code for every table.
+fn labels_of(names: &[Option<Box<str>>], other: Option<usize>) -> Vec<(String, usize)> {
+    let named = names.iter().map_while(|n| n.as_deref()).map(str::to_string);
+    let other = other.map(|slot| ("other".to_string(), slot));
+    named.zip(0..).chain(other).collect()
 }
 
 /// Every counter of a process (one static, [`counters`]; tests make their own).
@@ -321,8 +318,9 @@ impl Registry {
         }
         let name = "yoctoclaw_tool_calls_total";
         family(out, name, "counter", "Tool calls, by tool and outcome.");
-        for (tool, counts) in self.tools.rows() {
-            for (o, v) in TOOL_OUTCOMES.iter().zip(counts) {
+        for (tool, slot) in self.tools.labels() {
+            for (k, o) in TOOL_OUTCOMES.iter().enumerate() {
+                let v = self.tools.get(slot, k);
                 sample(out, name, &[("tool", &tool), ("outcome", o)], &v);
             }
         }
@@ -335,7 +333,12 @@ impl Registry {
     }
 
     fn render_providers(&self, out: &mut String) {
-        let rows = self.providers.rows();
+        let p = &self.providers;
+        let rows: Vec<(String, [u64; P_FIELDS])> = p
+            .labels()
+            .into_iter()
+            .map(|(name, slot)| (name, std::array::from_fn(|k| p.get(slot, k))))
+            .collect();
         let requests = |c: &[u64; P_FIELDS]| c[..P_BUCKETS].iter().sum::<u64>();
         let name = "yoctoclaw_provider_requests_total";
         family(out, name, "counter", "Requests to each provider.");
@@ -602,13 +605,17 @@ mod tests {
         t.add(t.slot("d"), 0, 1);
         t.add(t.slot("b"), 0, 2);
         assert_eq!(t.get(2, 0), 6);
-        let rows = t.rows();
-        let want = [("a", [0]), ("b", [2]), ("other", [6])];
+        let rows: Vec<(String, u64)> = t
+            .labels()
+            .into_iter()
+            .map(|(n, slot)| (n, t.get(slot, 0)))
+            .collect();
+        let want = [("a", 0), ("b", 2), ("other", 6)];
         assert_eq!(rows, want.map(|(n, c)| (n.to_string(), c)));
         // `other` shows only once something is counted there.
         let quiet: Table<2, 1> = Table::new();
         quiet.slot("a");
-        assert_eq!(quiet.rows(), vec![("a".to_string(), [0])]);
+        assert_eq!(quiet.labels(), vec![("a".to_string(), 0)]);
 
         let r = Registry::new();
         for i in 0..METRICS_MAX_TOOLS + 3 {
@@ -657,14 +664,15 @@ mod tests {
         for th in threads {
             th.join().unwrap();
         }
-        let rows = t.rows();
+        let rows = t.labels();
         let named: std::collections::BTreeSet<&str> = rows
             .iter()
             .map(|(n, _)| n.as_str())
             .filter(|n| *n != "other")
             .collect();
         assert_eq!(named.len(), 8, "{rows:?}");
-        assert_eq!(rows.iter().map(|(_, c)| c[0]).sum::<u64>(), 8000);
+        let total: u64 = rows.iter().map(|&(_, slot)| t.get(slot, 0)).sum();
+        assert_eq!(total, 8000);
     }
 
     #[test]
