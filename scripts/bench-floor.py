@@ -22,7 +22,7 @@ Options:
   --slowdown X     the largest slowdown that passes (default 2.0)
   --at KIB         no search: one run without a limit, then one trial at KIB; exit 1
                    unless it passes (the CI guard)
-  --json FILE      every trial and figure as JSON (docs/footprint/floor.json is one)
+  --json FILE      every trial and figure as JSON (docs/footprint/floor.json joins four)
   --label TEXT     a name for this binary in the report and the JSON
 
 What is in the memory group: the gateway's process tree only, from its first instruction

@@ -17,8 +17,14 @@ pub const MAX_BOOTSTRAP_FILE_BYTES: usize = 16 * 1024;
 pub const MAX_PROVIDER_RESPONSE_BYTES: u64 = 4 * 1024 * 1024;
 /// Largest request body we send a provider (system prompt + history + tools).
 pub const MAX_PROVIDER_REQUEST_BYTES: usize = 2 * 1024 * 1024;
-/// ureq input/output buffer per layer (ureq's default is 128 KiB per layer).
-pub const HTTP_BUFFER_BYTES: usize = 16 * 1024;
+/// ureq's input buffer per connection and layer (ureq's default is 128 KiB): a response's
+/// header block must fit in it (`HTTP_MAX_HEADER_BYTES`); bodies are read in pieces of it.
+pub const HTTP_INPUT_BUFFER_BYTES: usize = 16 * 1024;
+/// ureq's output buffer per connection and layer (ureq's default is 128 KiB): the request
+/// head and the body go out in pieces of it. Each pooled connection keeps it (4 to 6 in a
+/// gateway); 4 KiB instead of 16 is 12 KiB less per connection and layer, for a few more
+/// writes per request (a 17 KB model request: 5 instead of 2).
+pub const HTTP_OUTPUT_BUFFER_BYTES: usize = 4 * 1024;
 /// Largest response header block accepted.
 pub const HTTP_MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Idle pooled connections kept by one HTTP agent.
@@ -162,3 +168,16 @@ pub const MCP_MAX_SCHEMA_DEPTH: usize = 32;
 pub const MCP_MAX_OFFER_BYTES: usize = 64 * 1024;
 /// Characters of a call's arguments shown when an MCP call is asked about.
 pub const MCP_APPROVAL_ARGS_CHARS: usize = 300;
+
+// Images of tool results (MCP `image` parts) shown to a model that can see.
+
+/// Largest image of an MCP tool result shown to the model (decoded bytes); a larger one
+/// is only its placeholder line, with the reason. Any screenshot a model makes use of
+/// fits (Anthropic scales an image down past 1.15 megapixels anyway).
+pub const MCP_MAX_IMAGE_BYTES: usize = 2 * 1024 * 1024;
+/// Most images of one MCP tool result shown to the model (as photos of one message).
+pub const MCP_MAX_IMAGES_PER_RESULT: usize = 4;
+/// Most tool-result images shown in one request (one round of tool calls): with
+/// `MCP_MAX_IMAGE_BYTES` each, at most 16 MiB in the spool and about 21 MiB of base64
+/// in the body, under Anthropic's 32 MB request limit.
+pub const MAX_TOOL_IMAGES_PER_ROUND: usize = 8;

@@ -28,7 +28,7 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "tool_mode": "native",
     "// context_window": "the model's context size in tokens (llama.cpp --ctx-size, Ollama num_ctx); 0: 8192 for a local server, unknown for a cloud one",
     "context_window": 0,
-    "// vision": "photos go to the model as images (one that refuses them gets their path); false: always the path",
+    "// vision": "photos and MCP tools' images go to the model as images (one that refuses them gets their path or description); false: always that",
     "vision": true
   },
   "fallbacks": [],

@@ -50,6 +50,7 @@ impl std::error::Error for WorkersGone {}
 #[derive(Clone)]
 pub struct Workers {
     tx: async_channel::Sender<Job>,
+    threads: usize,
 }
 
 impl Workers {
@@ -76,7 +77,15 @@ impl Workers {
                 log::error!("cannot start worker thread {i}: {e}");
             }
         }
-        Workers { tx }
+        Workers {
+            tx,
+            threads: n.max(1),
+        }
+    }
+
+    /// How many threads the pool has (jobs that can run at once).
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Run a blocking closure on a worker thread and await its result.

@@ -330,20 +330,36 @@ fn none_left(rig: &Rig) {
 /// A start of `bad` fails with an error containing `needle`; then it is restarted under
 /// the backoff until `Failed`; `good` is unaffected throughout.
 fn fails_to_start(tag: &str, mode: &str, extra: &str, needle: &str) {
+    fails_to_start_with(tag, mode, extra, needle, fast());
+}
+
+/// [`fails_to_start`] with the manager's `timing`; `good` is called all the while `bad`
+/// is being restarted.
+fn fails_to_start_with(tag: &str, mode: &str, extra: &str, needle: &str, timing: Timing) {
     if !python(tag) {
         return;
     }
     let rig = Rig::new(tag, &[]);
-    let mcp = rig.pair(mode, extra);
+    let servers = format!(
+        r#"{{"bad": {}, "good": {}}}"#,
+        rig.hostile(mode, extra),
+        rig.hostile("fine", "")
+    );
+    let mcp = rig.mcp(&servers, None, timing);
     drive(&mcp, async {
         let e = mcp.start("bad").await.unwrap_err();
         assert!(matches!(e, McpError::Start(_)), "{e:?}");
         assert!(e.to_string().contains(needle), "{e}");
-        good_answers(&mcp).await;
-        until("bad to be Failed", || {
-            status(&mcp, "bad").state == ServerState::Failed
-        })
-        .await;
+        let end = Instant::now() + WAIT;
+        while status(&mcp, "bad").state != ServerState::Failed {
+            assert!(
+                Instant::now() < end,
+                "bad never Failed: {:?}",
+                status(&mcp, "bad")
+            );
+            good_answers(&mcp).await;
+            smol::Timer::after(Duration::from_millis(20)).await;
+        }
         let s = status(&mcp, "bad");
         assert_eq!(s.restarts, 5, "{s:?}");
         assert!(
@@ -407,13 +423,21 @@ fn a_server_that_sends_garbage() {
     fails_to_start("mcp-garbage", "garbage", "", "not JSON");
 }
 
+/// A server that never answers `initialize`: each start takes its whole `timeout_secs`,
+/// so no two restarts fall within a window shorter than that (as five never fell within
+/// 30 s of a 3 s or longer timeout); five failed restarts in a row make it `Failed` all
+/// the same.
 #[test]
 fn a_server_that_hangs() {
-    fails_to_start(
+    fails_to_start_with(
         "mcp-hang",
         "hang",
         r#", "timeout_secs": 1"#,
         "did not answer initialize within 1 s",
+        Timing {
+            restart_window: Duration::from_millis(500),
+            ..fast()
+        },
     );
 }
 
@@ -447,9 +471,107 @@ fn breaks_mid_call(tag: &str, mode: &str, needle: &str) {
     none_left(&rig);
 }
 
+/// The tool a `crash_after` run declares after its pid.
+fn pid_tool(mcp: &Mcp) -> String {
+    let names: Vec<String> = mcp.tools("bad").into_iter().map(|t| t.name).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    names.into_iter().find(|n| n.starts_with("pid")).unwrap()
+}
+
+/// A server that answers two calls and dies in the middle of the third: that call gets
+/// one clear error, the other server's call made at the same moment goes through; it is
+/// restarted, and the new process's tool list (another `pidN` tool) replaces the old one.
 #[test]
 fn a_server_that_dies_mid_call() {
-    breaks_mid_call("mcp-die", "die", "exited or closed its output");
+    if !python("die") {
+        return;
+    }
+    let rig = Rig::new("mcp-die", &[]);
+    let mcp = rig.pair("crash_after:2", "");
+    drive(&mcp, async {
+        mcp.start("good").await.expect("start good");
+        mcp.start("bad").await.expect("start");
+        let before = pid_tool(&mcp);
+        for _ in 0..2 {
+            assert_eq!(
+                text_of(&mcp.call_tool("bad", "t", "{}").await.unwrap()),
+                "ok"
+            );
+        }
+        let g = mcp.generation();
+        let (e, ()) = smol::future::zip(mcp.call_tool("bad", "t", "{}"), good_answers(&mcp)).await;
+        let e = e.unwrap_err();
+        assert_eq!(
+            e,
+            McpError::Protocol("it exited or closed its output".into()),
+            "{e}"
+        );
+        until("bad restarted", || {
+            let s = status(&mcp, "bad");
+            s.state == ServerState::Running && s.restarts == 1
+        })
+        .await;
+        let after = pid_tool(&mcp);
+        assert_ne!(before, after, "the tools were listed again");
+        assert!(mcp.generation() > g);
+        let pids: Vec<String> = started_pids(&rig.recorded())
+            .iter()
+            .map(|p| format!("pid{p}"))
+            .collect();
+        assert!(pids.contains(&before) && pids.contains(&after), "{pids:?}");
+        assert_eq!(
+            text_of(&mcp.call_tool("bad", &after, "{}").await.unwrap()),
+            "ok"
+        );
+        assert_eq!(status(&mcp, "good").restarts, 0);
+        mcp.shutdown().await;
+    });
+    none_left(&rig);
+}
+
+/// A server that gets through `initialize` and its tool list and then crashes (at each
+/// call here) starts well every time, so only the window counts its restarts: five
+/// within 30 s make it `Failed` at the sixth crash; with a window shorter than one of its
+/// runs it is restarted for as long as it is called.
+#[test]
+fn a_server_that_crashes_after_good_starts_is_failed_by_the_window_only() {
+    if !python("crash loop") {
+        return;
+    }
+    for (window, crashes) in [(Duration::from_secs(30), 6), (Duration::from_millis(1), 8)] {
+        let rig = Rig::new("mcp-crash-loop", &[]);
+        let timing = Timing {
+            restart_window: window,
+            ..fast()
+        };
+        let servers = format!(r#"{{"bad": {}}}"#, rig.hostile("crash_after:0", ""));
+        let mcp = rig.mcp(&servers, None, timing);
+        drive(&mcp, async {
+            mcp.start("bad").await.expect("start");
+            for i in 0..crashes {
+                let e = mcp.call_tool("bad", "t", "{}").await.unwrap_err();
+                assert!(matches!(e, McpError::Protocol(_)), "crash {i}: {e:?}");
+            }
+            if crashes == 6 {
+                let e = mcp.call_tool("bad", "t", "{}").await.unwrap_err();
+                assert_eq!(e, McpError::Failed("bad".into()));
+                let s = status(&mcp, "bad");
+                assert_eq!((s.state, s.restarts), (ServerState::Failed, 5), "{s:?}");
+            } else {
+                until("the last restart", || {
+                    let s = status(&mcp, "bad");
+                    assert_ne!(s.state, ServerState::Failed, "{s:?}");
+                    s.state == ServerState::Running && s.restarts == 8
+                })
+                .await;
+            }
+            mcp.shutdown().await;
+        });
+        // The first run and one per restart (none after the sixth crash of the first).
+        let runs = if crashes == 6 { 6 } else { crashes + 1 };
+        assert_eq!(started_pids(&rig.recorded()).len(), runs);
+        none_left(&rig);
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! MCP servers' tools end to end, the cases tests/mcp_gateway.rs leaves out: deny lists
 //! naming servers and the group `mcp`, a server's own allow/deny lists, structured and
-//! image results, arguments that are not an object, secrets in arguments and results,
+//! image results (as text; the image itself is tests/mcp_images.rs's), arguments that are not an object, secrets in arguments and results,
 //! the result cap, `provider.tool_mode` text and none, a small context window, a call
 //! that times out, a server that crashes mid-call or changes its tools, one that cannot
 //! start, the shutdown while a restart waits out its backoff, and the SDK's HTTP servers
@@ -116,7 +116,12 @@ fn model() -> FakeServer {
         if !req.path.ends_with("/v1/chat/completions") {
             return Response::json(404, r#"{"error":{"message":"no route"}}"#);
         }
-        let msgs = messages(&req.body);
+        let mut msgs = messages(&req.body);
+        // The images of tool results (a user message after the tool messages) are seen,
+        // not answered: the results before them are.
+        if msgs.last().is_some_and(is_images) {
+            msgs.pop();
+        }
         let Some(last) = msgs.last() else {
             return Response::json(400, r#"{"error":{"message":"no messages"}}"#);
         };
@@ -152,6 +157,17 @@ fn model() -> FakeServer {
     })
 }
 
+/// The user message that carries the images of a round's tool results (a vision model's:
+/// its first part names the tool call).
+fn is_images(m: &Value) -> bool {
+    str_at(m, "role") == Some("user")
+        && get(m, "content")
+            .and_then(as_array)
+            .and_then(|p| p.first())
+            .and_then(|p| str_at(p, "text"))
+            .is_some_and(|t| t.starts_with("The images returned by tool call"))
+}
+
 /// The bodies of the model's requests, as JSON.
 fn requests(llm: &FakeServer) -> Vec<Value> {
     llm.requests_to("/chat/completions")
@@ -171,7 +187,7 @@ fn results(llm: &FakeServer) -> Vec<String> {
         .unwrap_or_default();
     let turn = msgs
         .iter()
-        .rposition(|m| str_at(m, "role") == Some("user"))
+        .rposition(|m| str_at(m, "role") == Some("user") && !is_images(m))
         .unwrap_or(0);
     msgs[turn..]
         .iter()
@@ -415,7 +431,9 @@ fn a_tool_is_offered_with_its_schema_cleaned_called_and_its_result_reaches_model
     assert!(r[0].contains("Oslo") && r[0].contains("21.5"), "{r:?}");
     assert!(answer.contains("21.5"), "{answer}");
 
-    // An image: never its base64 in the text; a line saying what it was.
+    // An image: never its base64 in the text; a line saying what it was. The model
+    // (vision by default) got the image itself after the tool message
+    // (tests/mcp_images.rs checks its place and bounds).
     rig.ask(&mut g, "call demo__picture {}", 4);
     let r = results(&rig.llm);
     assert!(r[0].contains("image/png"), "{r:?}");
@@ -423,6 +441,9 @@ fn a_tool_is_offered_with_its_schema_cleaned_called_and_its_result_reaches_model
         !r[0].contains("iVBORw0KGgo"),
         "the image's bytes reached the text: {r:?}"
     );
+    let last = requests(&rig.llm).pop().unwrap();
+    let msgs = get(&last, "messages").and_then(as_array).unwrap();
+    assert!(is_images(msgs.last().unwrap()), "{}", to_string(&last));
 
     // The manager's own worker beside the gateway's two, each name once.
     let mut threads: Vec<String> = std::fs::read_dir(format!("/proc/{}/task", g.pid()))

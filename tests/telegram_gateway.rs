@@ -6,7 +6,7 @@
 mod support;
 
 use std::time::Duration;
-use support::fake_http::{FakeServer, Response, chat_bodies, openai_text};
+use support::fake_http::{FakeServer, Response, chat_bodies, chat_model, openai_text};
 use support::fake_telegram::{BOT_ID, BOT_USERNAME, FakeTelegram, message};
 use support::gateway::{FAST_BACKOFF, Gateway, TOKEN, TOKEN_SECRET_PART, fast_backoff};
 use support::{TempHome, config_for, text};
@@ -475,6 +475,89 @@ fn more_chats_than_session_slots_wait_their_turn() {
     // One slot: one turn at a time. (With the slot limit taken out of bot.rs, the model
     // saw 3 calls at once here: nothing else holds the chats back.)
     four_chats_with_slots(1);
+}
+
+/// Four chats with four session slots and a model that fails twice before it answers:
+/// the turns beyond the two worker threads wait for one before their request is even
+/// built (`agent::chat`), every failed attempt gives its place back, and every chat is
+/// answered.
+#[test]
+fn turns_beyond_the_workers_wait_for_one_and_failed_attempts_give_it_back() {
+    let slow = |r: Response| Response::Delay(Duration::from_millis(300), Box::new(r));
+    let boom =
+        Response::json(500, r#"{"error":{"message":"boom"}}"#).with_header("Retry-After", "0");
+    let llm = chat_model(vec![
+        slow(boom.clone()),
+        slow(boom),
+        slow(Response::json(200, &openai_text("done"))),
+    ]);
+    let tg = FakeTelegram::start();
+    let cfg = config_for(
+        &llm.url(),
+        &format!(
+            r#""agent":{{"max_sessions":4}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["101","102","103","104"],"poll_timeout_secs":1}}"#,
+            tg.url()
+        ),
+    );
+    for user in 101..=104 {
+        tg.push_private(user, "u", "hello");
+    }
+    let home = TempHome::onboarded("tg-model-calls", &cfg);
+    let mut g = start(&home, "info");
+    g.wait_for("four answers", || tg.sent().len() >= 4);
+    let log = g.stop_cleanly();
+    let sent = tg.sent();
+    assert!(sent.iter().all(|s| s.text == "done"), "{sent:?}\n{log}");
+    assert_eq!(
+        llm.requests().len(),
+        6,
+        "two failed attempts, four answers\n{log}"
+    );
+    assert_eq!(
+        llm.max_in_flight(),
+        2,
+        "as many model calls at once as worker threads\n{log}"
+    );
+}
+
+/// SIGTERM while two turns are at the model and two wait for a worker: the gateway stops
+/// at once, the waiting turns never reach the model, and all four chats are told they
+/// are answered after the restart.
+#[test]
+fn sigterm_while_turns_wait_for_a_worker_stops_them_all() {
+    let llm = chat_bodies(vec![openai_text("too late")], Duration::from_secs(20));
+    let tg = FakeTelegram::start();
+    let cfg = config_for(
+        &llm.url(),
+        &format!(
+            r#""agent":{{"max_sessions":4}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["101","102","103","104"],"poll_timeout_secs":1}}"#,
+            tg.url()
+        ),
+    );
+    for user in 101..=104 {
+        tg.push_private(user, "u", "hello");
+    }
+    let home = TempHome::onboarded("tg-model-calls-stop", &cfg);
+    let mut g = start(&home, "info");
+    g.wait_for("two model calls and four chats typing", || {
+        let mut typing = tg.typing_chats();
+        typing.sort_unstable();
+        typing.dedup();
+        llm.requests().len() == 2 && typing.len() == 4
+    });
+    let out = g.stop_cleanly();
+    assert_eq!(llm.requests().len(), 2, "{out}");
+    for user in 101..=104 {
+        let sent = tg.sent_to(user);
+        assert_eq!(sent.len(), 1, "{user}: {sent:?}\n{out}");
+        assert!(
+            sent[0]
+                .text
+                .contains("restarting; I will answer your last message"),
+            "{}",
+            sent[0].text
+        );
+    }
 }
 
 #[test]

@@ -51,7 +51,10 @@
 //! joins between fork and exec, so start-up is charged too); `--deadline-secs S` fails the
 //! soak when the traffic takes longer than S seconds. Besides VmRSS and VmHWM the soak
 //! samples RssAnon (anonymous memory: heap, stacks) and PSS (/proc/PID/smaps_rollup: each
-//! page divided by the processes mapping it) during the traffic.
+//! page divided by the processes mapping it) during the traffic. Start-up is reported as
+//! the time until the first poll (10 ms resolution), with the gateway's major page faults
+//! and the bytes it read from storage by then (`start_ms`, `start_majflt`,
+//! `start_read_kib`): what a cold binary costs the card.
 //!
 //! # Bounds
 //! A turn that makes no progress for `STALL_SECS` ends the soak with an error (exit 1),
@@ -445,6 +448,11 @@ struct Report {
     pss_end_kib: u64,
     /// `--cold`: KiB of the binary's copy in the page cache just before the gateway started.
     bin_cached_kib: Option<u64>,
+    /// Start-up, from the start until the first poll: its time (10 ms resolution), the
+    /// gateway's major page faults (each a read of the storage) and the bytes it read.
+    start_ms: u64,
+    start_majflt: u64,
+    start_read_kib: u64,
     cpu_idle_s: f64,
     cpu_s: f64,
     idle_secs: u64,
@@ -608,6 +616,9 @@ fn soak(
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    r.start_ms = t.elapsed().as_millis() as u64;
+    r.start_majflt = procfs::majflt(pid);
+    r.start_read_kib = procfs::io(pid).unwrap_or_default().read_bytes / 1024;
     let cpu0 = cpu_ticks(pid);
     std::thread::sleep(Duration::from_secs(o.idle_secs));
     r.idle = sample(pid);
@@ -893,6 +904,14 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
         ),
         "",
     );
+    row(
+        "start-up to the first poll: time / major faults / read",
+        format!(
+            "{} ms / {} / {} KiB",
+            r.start_ms, r.start_majflt, r.start_read_kib
+        ),
+        "",
+    );
     if let Some(kib) = r.bin_cached_kib {
         row(
             "binary in the page cache at start (--cold)",
@@ -1103,6 +1122,10 @@ fn print_report(o: &Opts, r: &Report, model: &FakeModel, bot: &FakeBot) {
     if let Some(kib) = r.bin_cached_kib {
         line.push_str(&format!(" cold_bin_cached_kib={kib}"));
     }
+    line.push_str(&format!(
+        " start_ms={} start_majflt={} start_read_kib={}",
+        r.start_ms, r.start_majflt, r.start_read_kib
+    ));
     line.push_str(&format!(
         " write_bytes_per_msg={:.0} write_calls_per_msg={:.1}",
         r.io_traffic.0 as f64 / r.n as f64,

@@ -71,6 +71,14 @@ pub fn cpu_ticks(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// Major page faults of `pid` (pages it had to wait for the storage to read).
+pub fn majflt(pid: u32) -> u64 {
+    // After the state: ppid pgrp session tty tpgid flags minflt cminflt majflt(8).
+    stat_fields(pid)
+        .and_then(|f| f.get(8).copied())
+        .unwrap_or(0)
+}
+
 /// Live descendants of `pid` (children, grandchildren …), bounded to 1,000.
 pub fn descendants(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
@@ -230,6 +238,9 @@ pub fn smaps(pid: u32, exe: &Path) -> Option<Breakdown> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Io {
     pub write_bytes: u64,
+    /// Bytes the process caused to be read from storage (page-cache misses, read-ahead
+    /// included).
+    pub read_bytes: u64,
     pub syscw: u64,
 }
 
@@ -244,6 +255,7 @@ pub fn io(pid: u32) -> Option<Io> {
         let v: u64 = v.trim().parse().unwrap_or(0);
         match k {
             "write_bytes" => io.write_bytes = v,
+            "read_bytes" => io.read_bytes = v,
             "syscw" => io.syscw = v,
             _ => {}
         }

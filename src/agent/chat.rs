@@ -16,6 +16,10 @@
 //! # Bounds
 //! At most `PROVIDER_ATTEMPTS` attempts per provider within `RETRY_BUDGET_SECS`; text
 //! deltas wait in a channel of `STREAM_QUEUE_LEN` (the reading thread waits when full).
+//! A request body exists only while its attempt holds one of the agent's model-call
+//! slots (one per worker thread): with 8 chats waiting for 2 workers, 2 bodies of about
+//! 17 KB exist, not 8 (docs/DECISIONS.md, "A model request is built when a worker can
+//! send it").
 //!
 //! # Threads
 //! Runs on the executor; HTTP runs on `Workers`; backoff waits are `smol::Timer`s.
@@ -97,21 +101,26 @@ impl Agent {
                         .get(index)
                         .copied()
                         .unwrap_or(false));
-            let mut body = match self.fitted_body(index, p, system, history, tools, stream) {
-                Ok(b) => b,
-                Err(error) => {
-                    failures.push(Failure {
-                        provider: p.label(),
-                        error,
-                    });
-                    continue;
-                }
-            };
             let first = Instant::now();
             let mut attempt = 1u32;
             let mut cuts_before_text = 0u32;
             loop {
+                // The body is built once a model call can start (a slot of `model_calls`,
+                // one per worker thread) and dropped when it ended: turns waiting for a
+                // worker hold their history, not a request body each.
+                let slot = self.model_calls.acquire().await;
+                let body = match self.fitted_body(index, p, system, history, tools, stream) {
+                    Ok(b) => b,
+                    Err(error) => {
+                        failures.push(Failure {
+                            provider: p.label(),
+                            error,
+                        });
+                        break;
+                    }
+                };
                 let a = self.attempt(index, p, &body, stream, sink).await?;
+                drop(slot);
                 let error = match a.result {
                     Ok(mut reply) => {
                         if reply.usage.is_none() {
@@ -139,21 +148,20 @@ impl Agent {
                     Err(e) => e,
                 };
                 // A model that cannot see: remembered, and asked again at once without
-                // the photos (their placeholder lines say where they are).
+                // the images (photos, tools' images: their placeholder lines say what
+                // they were).
                 if !a.shown
                     && body.contains(crate::provider::upload::FILE_MARK)
                     && refuses_images(&error)
                 {
                     log::warn!(
-                        "provider {} refused a request with a photo ({error}): photos go to it as their path from now on (set provider.vision to false to skip the try)",
+                        "provider {} refused a request with an image ({error}): photos go to it as their path from now on, tools' images as their placeholder line (set provider.vision to false to skip the try)",
                         p.label()
                     );
                     self.blind.borrow_mut().push(index);
-                    if let Ok(b) = self.fitted_body(index, p, system, history, tools, stream) {
-                        body = b;
-                        continue;
-                    }
+                    continue;
                 }
+                drop(body);
                 // A server that refuses tools, or a request that does not fit: retrying
                 // the same request cannot help; the turn deals with it (text tool mode,
                 // compaction) and asks again once.
@@ -173,11 +181,7 @@ impl Agent {
                 // none.
                 let cut_early = !a.received && matches!(error, ProviderError::StreamCut { .. });
                 cuts_before_text = if cut_early { cuts_before_text + 1 } else { 0 };
-                if stream
-                    && !tools.is_empty()
-                    && cuts_before_text >= 2
-                    && let Ok(b) = self.fitted_body(index, p, system, history, tools, false)
-                {
+                if stream && !tools.is_empty() && cuts_before_text >= 2 {
                     log::warn!(
                         "provider {} broke off a streamed answer with tools before any text ({error}): asking again without streaming, and so with tools from now on",
                         p.label()
@@ -186,7 +190,6 @@ impl Agent {
                         *u = true;
                     }
                     stream = false;
-                    body = b;
                     continue;
                 }
                 if a.shown && !sink.retract() {
@@ -256,8 +259,8 @@ impl Agent {
                 },
                 stream,
             )?;
-            // Shared with the worker thread that sends it, not copied for it: a turn
-            // waiting for a worker holds one copy of its request.
+            // Shared with the worker thread that sends it, not copied for it; built once
+            // the turn holds a model-call slot (`chat`).
             let Some(window) = window else {
                 return Ok(body.into());
             };
@@ -442,10 +445,12 @@ impl Agent {
     }
 }
 
-/// The error of a request with photos that says the model cannot take them: a 400 or
-/// 422 (any detail: the photos are what is new in it), or another status whose detail
+/// The error of a request with images that says the model cannot take them: a 400 or
+/// 422 (any detail: the images are what is new in it), or another status whose detail
 /// names images (llama.cpp without a projector answers 500 "image input is not
-/// supported").
+/// supported") or is a chat template's complaint that the roles do not alternate (the
+/// user message that brings a round's tool images to an OpenAI-compatible server
+/// follows the tool messages; llama.cpp answers a template's exception with 500).
 fn refuses_images(e: &ProviderError) -> bool {
     match e {
         ProviderError::BadRequest { status, .. } if *status == 400 || *status == 422 => true,
@@ -453,9 +458,15 @@ fn refuses_images(e: &ProviderError) -> bool {
         | ProviderError::Status { detail, .. }
         | ProviderError::NotFound { detail, .. } => {
             let d = detail.to_ascii_lowercase();
-            ["image", "vision", "multimodal", "mmproj"]
-                .iter()
-                .any(|w| d.contains(w))
+            [
+                "image",
+                "vision",
+                "multimodal",
+                "mmproj",
+                "roles must alternate",
+            ]
+            .iter()
+            .any(|w| d.contains(w))
         }
         _ => false,
     }
@@ -503,6 +514,18 @@ mod tests {
             "{t}"
         );
         assert!(failures_text(&[]).contains("no provider"));
+        let status = |detail: &str| ProviderError::Status {
+            status: 500,
+            detail: detail.into(),
+            retry_after_secs: None,
+        };
+        assert!(refuses_images(&status(
+            "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"
+        )));
+        assert!(refuses_images(&status(
+            "Conversation roles must alternate user/assistant/user/assistant/..."
+        )));
+        assert!(!refuses_images(&status("out of memory")));
         assert_eq!(secs_text(Duration::from_secs(2)), "2 s");
         assert_eq!(secs_text(Duration::from_millis(1500)), "1.5 s");
     }

@@ -12,7 +12,9 @@
 //! At most `agent.max_tool_iterations` tool rounds per turn, then one last request without
 //! tools forces a final answer. History sent per request: `agent.history_messages`.
 //! Tool results: cut to `agent.max_tool_result_bytes`, then scrubbed
-//! (`tools::output::scrub_capped`). Provider retries, fallbacks and streaming: `chat`;
+//! (`tools::output::scrub_capped`); the images a result shows a model that can see are
+//! apart from that cap: at most `MAX_TOOL_IMAGES_PER_ROUND` per round, held (as spool
+//! files) only until the next round's tools run or the turn ends. Provider retries, fallbacks and streaming: `chat`;
 //! token budgets: `budget`; approvals and autonomy: `approval`.
 //!
 //! # Scrubbing
@@ -43,6 +45,7 @@ pub mod think;
 pub mod toolcall;
 
 use crate::chat::ChannelKind;
+use crate::chat::media::ToolImage;
 use crate::chat::{Message, Role, ToolCall, ToolSpec};
 use crate::config::{Config, ToolMode};
 use crate::limits::MAX_USER_MESSAGE_BYTES;
@@ -115,6 +118,9 @@ pub struct Agent {
     /// Primary first, then fallbacks.
     providers: Vec<Arc<Provider>>,
     workers: Workers,
+    /// One permit per worker thread: a model request's body is built once it holds one
+    /// (`chat`), so turns waiting for a worker hold no body.
+    model_calls: smol::lock::Semaphore,
     tools: Tools,
     /// Retry policy for provider calls.
     backoff: Backoff,
@@ -162,6 +168,7 @@ impl Agent {
             workspace,
             db,
             providers,
+            model_calls: smol::lock::Semaphore::new(workers.threads()),
             workers,
             tools,
             backoff: Backoff::default(),
@@ -432,17 +439,27 @@ impl Agent {
             let content = scrub(&reply.content);
             let mut said = Message::new(Role::Assistant, content.as_ref());
             let mut round_msgs = Vec::with_capacity(calls.len() + 1);
+            // The previous round's images were shown in the request just answered: their
+            // files go now. This round's results may bring up to the round's bound.
+            history.iter_mut().for_each(|m| m.images.clear());
+            let mut room = self
+                .sees()
+                .then_some(crate::limits::MAX_TOOL_IMAGES_PER_ROUND);
             if text_mode {
                 round_msgs.push(said);
                 let mut results = String::new();
+                let mut images = Vec::new();
                 for call in &calls {
-                    let r = self.run_tool(call, &ctx).await;
+                    let (r, mut shown) = self.run_tool(call, &ctx, &mut room).await;
                     results.push_str(&format!(
                         "<tool_result name=\"{}\">\n{}\n</tool_result>\n",
                         call.name, r
                     ));
+                    images.append(&mut shown);
                 }
-                round_msgs.push(Message::new(Role::User, results));
+                let mut m = Message::new(Role::User, results);
+                m.images = images;
+                round_msgs.push(m);
             } else {
                 said.tool_calls = calls
                     .iter()
@@ -453,9 +470,10 @@ impl Agent {
                     .collect();
                 round_msgs.push(said);
                 for call in &calls {
-                    let r = self.run_tool(call, &ctx).await;
+                    let (r, images) = self.run_tool(call, &ctx, &mut room).await;
                     let mut m = Message::new(Role::Tool, r);
                     m.tool_call_id = Some(call.id.clone());
+                    m.images = images;
                     round_msgs.push(m);
                 }
             }
@@ -488,22 +506,48 @@ impl Agent {
         Ok(answer)
     }
 
-    async fn run_tool(&self, call: &ToolCall, ctx: &CallContext) -> String {
+    /// Run one call: its result scrubbed and capped, and the images it shows a model
+    /// that can see (`room`: how many more this round may show, `None` when the model
+    /// cannot see; lowered by those returned).
+    async fn run_tool(
+        &self,
+        call: &ToolCall,
+        ctx: &CallContext,
+        room: &mut Option<usize>,
+    ) -> (String, Vec<ToolImage>) {
         log::info!("tool {} in {}", call.name, ctx.session);
         let result = match self.authorize(call, ctx).await {
-            Ok(()) => self.tools.call(&call.name, &call.arguments, ctx).await,
+            Ok(()) => {
+                let (name, args) = (&call.name, &call.arguments);
+                self.tools.call_seeing(name, args, ctx, *room).await
+            }
             Err(e) => Err(e),
         };
         let known = self.tools.is_tool(&call.name).then_some(call.name.as_str());
         crate::metrics::tool_call(known, crate::tools::outcome(&result));
-        let out = match result {
-            Ok(s) => s,
+        let (out, mut images) = match result {
+            Ok(o) => (o.text, o.images),
             Err(e) => {
                 log::info!("tool {} in {}: {e}", call.name, ctx.session);
-                format!("error: {e}")
+                (format!("error: {e}"), Vec::new())
             }
         };
-        crate::tools::output::scrub_capped(&out, self.cfg.agent.max_tool_result_bytes as usize)
+        if let Some(left) = room {
+            images.truncate(*left);
+            *left -= images.len();
+        } else {
+            images.clear();
+        }
+        let max = self.cfg.agent.max_tool_result_bytes as usize;
+        (crate::tools::output::scrub_capped(&out, max), images)
+    }
+
+    /// Whether a provider of this process may be shown images now: `provider.vision`
+    /// (or a fallback's) and not refused images since the start.
+    fn sees(&self) -> bool {
+        let blind = self.blind.borrow();
+        let sees = |(i, p): (usize, &Arc<Provider>)| p.cfg.vision && !blind.contains(&i);
+        self.providers.iter().enumerate().any(sees)
     }
 
     /// The system prompt for a turn answering `user_text`.

@@ -101,6 +101,8 @@ type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
 pub fn run(l: &Loaded) -> Result<(), AppError> {
     crate::metrics::start();
     let db = open_db(l)?;
+    // What a crash left in the spool (a download, a tool result's image) goes first.
+    media::clean_spool(&l.home.spool());
     let providers = providers(l)?;
     let workers = Workers::start(WORKER_THREADS);
     let signals =
@@ -315,12 +317,11 @@ pub fn metrics_gauges(db: &Db, bot: Option<&Bot>) -> crate::metrics::Gauges {
     }
 }
 
-/// What media handling needs, from the config: the spool (emptied now: what a crash
-/// left), the caps, the transcription service and its key.
+/// What media handling needs, from the config: the spool (emptied at start), the
+/// caps, the transcription service and its key.
 fn media_ctx(l: &Loaded, token: &str) -> Arc<Media> {
     let (cfg, tg, tr) = (&l.cfg, &l.cfg.telegram, &l.cfg.transcription);
-    let spool = l.home.dir.join("spool");
-    media::clean_spool(&spool);
+    let spool = l.home.spool();
     let transcriber = (!tr.base_url.is_empty()).then(|| Transcriber {
         url: format!("{}/audio/transcriptions", tr.base_url),
         model: tr.model.clone(),

@@ -6,27 +6,37 @@
 //! stopped. The tool list is rebuilt (`mcp::offer`: names, bounds, schema clean-up, the servers'
 //! allow/deny lists) only when the manager's `generation` changes, so each turn reads a
 //! shared list. A call's result becomes text by `mcp::content`; `isError` and the
-//! manager's errors become tool errors the model reads.
+//! manager's errors become tool errors the model reads. For a model that can see, the
+//! result's images (decoded and checked by `mcp::content::render_seeing`) are written
+//! to the spool folder on a worker and handed back as `ToolImage`s, each removed when
+//! the round that shows it is over (docs/DECISIONS.md, "MCP results' images reach a
+//! vision model").
 //!
 //! # Bounds
-//! One cached list (at most `MCP_MAX_TOOLS` tools, `MCP_MAX_OFFER_BYTES` of text).
+//! One cached list (at most `MCP_MAX_TOOLS` tools, `MCP_MAX_OFFER_BYTES` of text). Images:
+//! at most `MCP_MAX_IMAGES_PER_RESULT` files of at most `MCP_MAX_IMAGE_BYTES` per call.
 //!
 //! # Threads
-//! Executor thread: the manager and the cache live there.
+//! Executor thread: the manager and the cache live there; image files are written on
+//! a worker (`runtime::Workers`).
 
 use crate::chat::ToolSpec;
+use crate::chat::media::ToolImage;
 use crate::config::Config;
 use crate::config::mcp::McpStart;
 use crate::config::tool_rules::TOOL_NAMES;
-use crate::mcp::content::{Rendered, render};
+use crate::mcp::content::{Decoded, Rendered, render, render_seeing};
 use crate::mcp::{Mcp, ToolInfo, offer};
+use crate::runtime::Workers;
 use crate::store::Db;
-use crate::tools::ToolError;
 use crate::tools::mcp::{McpCall, McpTool, McpTools};
+use crate::tools::{ToolError, ToolOutput};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::future::Future;
+use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The MCP tools of one process, over its manager.
 pub struct McpSeam {
@@ -34,16 +44,65 @@ pub struct McpSeam {
     cfg: Rc<Config>,
     /// The list offered, and the manager's generation it was built for.
     cache: RefCell<Option<(u64, Rc<[McpTool]>)>>,
+    /// Where results' images are written, and the workers that write them.
+    spool: PathBuf,
+    workers: Workers,
 }
 
 impl McpSeam {
-    pub fn new(mcp: Rc<Mcp>, cfg: Rc<Config>) -> McpSeam {
+    /// The seam over `mcp`; images of results go to files in `spool`, written on
+    /// `workers`.
+    pub fn new(mcp: Rc<Mcp>, cfg: Rc<Config>, spool: PathBuf, workers: Workers) -> McpSeam {
         McpSeam {
             mcp,
             cfg,
             cache: RefCell::new(None),
+            spool,
+            workers,
         }
     }
+
+    /// `images` written to spool files on a worker, in order; how many could not be.
+    async fn spool(&self, images: Vec<Decoded>) -> (Vec<ToolImage>, usize) {
+        if images.is_empty() {
+            return (Vec::new(), 0);
+        }
+        let (dir, n) = (self.spool.clone(), images.len());
+        let written = self.workers.run(move || write_images(&dir, images)).await;
+        let written = written.unwrap_or_default();
+        let failed = n - written.len();
+        (written, failed)
+    }
+}
+
+/// Numbers the image files of this process.
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Each image in a file `<pid>-mcp-<n>.<ext>` of `dir` (a failed write leaves nothing
+/// behind and is logged). Blocks: on a worker.
+fn write_images(dir: &std::path::Path, images: Vec<Decoded>) -> Vec<ToolImage> {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        log::warn!(
+            "mcp: cannot make the spool folder for an image: {}",
+            e.kind()
+        );
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(images.len());
+    for img in images {
+        let ext = img.mime.strip_prefix("image/").unwrap_or("img");
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("{}-mcp-{n}.{ext}", std::process::id()));
+        let len = img.bytes.len() as u64;
+        // Adopted first: a failed write removes what it left (and a file of the same
+        // name a crashed process of the same pid left is replaced).
+        let file = ToolImage::adopt(path, img.mime, len);
+        match std::fs::write(file.path(), &img.bytes) {
+            Ok(()) => out.push(file),
+            Err(e) => log::warn!("mcp: cannot write an image to the spool: {}", e.kind()),
+        }
+    }
+    out
 }
 
 impl McpTools for McpSeam {
@@ -79,21 +138,38 @@ impl McpTools for McpSeam {
         list
     }
 
-    fn call<'a>(&'a self, server: &'a str, tool: &'a str, arguments: &'a str) -> McpCall<'a> {
+    fn call<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+        arguments: &'a str,
+        images: Option<usize>,
+    ) -> McpCall<'a> {
         Box::pin(async move {
-            match self.mcp.call_tool(server, tool, arguments).await {
-                Ok(result) => match render(&result) {
-                    Rendered {
-                        text,
-                        is_error: false,
-                    } => Ok(text),
-                    Rendered { text, .. } => Err(ToolError::Failed(text)),
-                },
+            let result = match self.mcp.call_tool(server, tool, arguments).await {
+                Ok(result) => result,
                 Err(e) => {
                     log::warn!("mcp: {server} {tool}: {e}");
-                    Err(ToolError::Failed(e.to_string()))
+                    return Err(ToolError::Failed(e.to_string()));
                 }
+            };
+            let (rendered, decoded) = match images {
+                Some(room) => render_seeing(&result, room),
+                None => (render(&result), Vec::new()),
+            };
+            // The message (with its base64) goes before the files are written.
+            drop(result);
+            let Rendered { mut text, is_error } = rendered;
+            if is_error {
+                return Err(ToolError::Failed(text));
             }
+            let (images, failed) = self.spool(decoded).await;
+            if failed > 0 {
+                text.push_str(&format!(
+                    "\n[{failed} image(s) of this result not shown: they could not be saved for the request]"
+                ));
+            }
+            Ok(ToolOutput { text, images })
         })
     }
 }

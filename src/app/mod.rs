@@ -223,7 +223,12 @@ pub fn agent(
         outbound,
     );
     if let Some(m) = mcp {
-        tools = tools.with_mcp(Rc::new(mcp_seam::McpSeam::new(m.clone(), l.cfg.clone())));
+        tools = tools.with_mcp(Rc::new(mcp_seam::McpSeam::new(
+            m.clone(),
+            l.cfg.clone(),
+            l.home.spool(),
+            workers.clone(),
+        )));
     }
     Rc::new(Agent::new(
         l.cfg.clone(),

@@ -4,8 +4,20 @@
 //! the photo itself to a vision model (docs/DECISIONS.md 97). History keeps only these
 //! lines, never bytes.
 //!
+//! A tool's result may carry images too (an MCP server's `image` parts): a
+//! [`ToolImage`] is one, saved in a spool file for the requests of the round that made
+//! it and removed when its last handle goes (the result's text keeps its placeholder).
+//!
+//! # Bounds
+//! At most `MAX_IMAGES_PER_MESSAGE` photos per message; tool images are bounded where
+//! they are made (`MCP_MAX_IMAGE_BYTES`, `MAX_TOOL_IMAGES_PER_ROUND`).
+//!
 //! # Threads
-//! Any thread; pure.
+//! Any thread; pure but for the removal of a [`ToolImage`]'s file when it is dropped
+//! (one `unlink`, on the thread that drops the last handle: the executor's).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Starts the placeholder of a saved photo.
 pub const PHOTO_PREFIX: &str = "[Photo saved at ";
@@ -13,6 +25,47 @@ pub const PHOTO_PREFIX: &str = "[Photo saved at ";
 pub const MAX_IMAGES_PER_MESSAGE: usize = 4;
 /// Largest photo sent to a vision model (what Telegram lets a bot download).
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
+
+/// An image of a tool's result, in a file of the spool folder that is removed when the
+/// last clone of it is dropped (the round that shows it is over).
+#[derive(Debug, Clone)]
+pub struct ToolImage(Arc<SpoolFile>);
+
+#[derive(Debug)]
+struct SpoolFile {
+    path: PathBuf,
+    mime: &'static str,
+    bytes: u64,
+}
+
+impl Drop for SpoolFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl ToolImage {
+    /// Take charge of the image file at `path` (`mime` from its bytes, `bytes` long):
+    /// it is removed with the last clone.
+    pub fn adopt(path: PathBuf, mime: &'static str, bytes: u64) -> ToolImage {
+        ToolImage(Arc::new(SpoolFile { path, mime, bytes }))
+    }
+    pub fn path(&self) -> &Path {
+        &self.0.path
+    }
+    pub fn mime(&self) -> &'static str {
+        self.0.mime
+    }
+    pub fn bytes(&self) -> u64 {
+        self.0.bytes
+    }
+}
+
+impl PartialEq for ToolImage {
+    fn eq(&self, other: &ToolImage) -> bool {
+        self.0.path == other.0.path
+    }
+}
 
 /// The extension and mime type of an image, from its first bytes (JPEG, PNG, GIF, WebP).
 pub fn sniff_image(head: &[u8]) -> Option<(&'static str, &'static str)> {

@@ -63,6 +63,10 @@ pub struct Message {
     pub content: String,
     pub tool_calls: Vec<ToolCall>,
     pub tool_call_id: Option<String>,
+    /// Images shown with this message to a model that can see (a tool's result), for
+    /// the requests of the round that made them; never stored (`content` holds their
+    /// placeholder lines).
+    pub images: Vec<media::ToolImage>,
 }
 
 impl Message {
@@ -72,6 +76,7 @@ impl Message {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            images: Vec::new(),
         }
     }
 }

@@ -141,6 +141,12 @@ impl Home {
     pub fn workspace(&self) -> PathBuf {
         self.dir.join("workspace")
     }
+    /// Files being downloaded or waiting to be sent (a Telegram download, a tool
+    /// result's image): each removed when done, the folder emptied when the gateway
+    /// starts.
+    pub fn spool(&self) -> PathBuf {
+        self.dir.join("spool")
+    }
 }
 
 /// Load `config.json` from the home (defaults when absent), then apply env overrides.

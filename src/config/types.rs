@@ -35,9 +35,10 @@ pub struct ProviderConfig {
     /// machine or the LAN (`http://`, private addresses), unknown (no fitting) elsewhere.
     /// 256..=2,000,000.
     pub context_window: u64,
-    /// Photos are sent to the model as image parts (`provider.vision`). Defaults to true:
-    /// a model that refuses them is remembered (`agent::chat`) and gets the photo's
-    /// path instead; false: always the path.
+    /// Photos and MCP tool results' images are sent to the model as image parts
+    /// (`provider.vision`). Defaults to true: a model that refuses them is remembered
+    /// (`agent::chat`) and gets the photo's path and the image's placeholder line
+    /// instead; false: always those.
     pub vision: bool,
 }
 

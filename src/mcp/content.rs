@@ -1,5 +1,5 @@
 //! A `tools/call` result (MCP 2025-06-18, `CallToolResult`) turned into the text the
-//! model (or `mcp call`) reads.
+//! model (or `mcp call`) reads, and the images a model that can see is shown with it.
 //!
 //! Each part of `content`, in order, one after the other on its own lines:
 //! - `text`: its text;
@@ -8,24 +8,32 @@
 //! - `resource_link`: `[resource link: NAME, URI, MIME]` (the model can name it; nothing
 //!   is fetched);
 //! - `image` and `audio`: a one-line placeholder `[image: image/png, 12 KB]` (the size
-//!   decoded from the base64 length). Images are not handed to a vision model: a tool
-//!   result is text in every provider protocol this program speaks;
+//!   decoded from the base64 length). For a model that can see ([`render_seeing`]) an
+//!   image is also decoded and handed back to be shown beside the text, when it is a
+//!   PNG, JPEG, GIF or WebP by its bytes, valid base64, at most `MCP_MAX_IMAGE_BYTES`,
+//!   and within `MCP_MAX_IMAGES_PER_RESULT` and the round's room; otherwise its
+//!   placeholder says why it is not shown (`[image: image/bmp, 3 KB, not shown: ...]`);
 //! - any other type: `[TYPE content]`.
 //!
 //! `structuredContent` is added as compact JSON when no part carried text (the spec asks
 //! servers to repeat it as text, and most do). `isError: true` marks the whole as the
-//! tool's error, which the model sees as a failed call. A result with nothing in it says
-//! so rather than being empty.
+//! tool's error, which the model sees as a failed call (with no image). A result with
+//! nothing in it says so rather than being empty.
 //!
 //! # Bounds
 //! The text is at most about the size of the message it came from (itself at most
 //! `MCP_MAX_MESSAGE_BYTES`): placeholders replace binary data, and the caller caps it
-//! (`agent.max_tool_result_bytes`).
+//! (`agent.max_tool_result_bytes`). Images handed back: at most
+//! `MCP_MAX_IMAGES_PER_RESULT` of at most `MCP_MAX_IMAGE_BYTES` each.
 //!
 //! # Threads
-//! Any thread: pure functions.
+//! Any thread: pure functions (the images' base64 is decoded on the caller's thread,
+//! the executor's: at most one message's worth, as its JSON was parsed there).
 
+use crate::chat::media::sniff_image;
 use crate::json;
+use crate::limits::{MAX_TOOL_IMAGES_PER_ROUND, MCP_MAX_IMAGE_BYTES, MCP_MAX_IMAGES_PER_RESULT};
+use crate::provider::upload::base64_decode;
 use miniserde::json::Value;
 
 /// What a tool call answered.
@@ -39,9 +47,90 @@ pub struct Rendered {
 /// What a result with no content says.
 pub const EMPTY_RESULT: &str = "(the tool returned nothing)";
 
+/// An image of a result to show the model: its type by its bytes, and the bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    pub mime: &'static str,
+    pub bytes: Vec<u8>,
+}
+
 /// `result` (the `result` member of a `tools/call` response) as text.
 pub fn render(result: &Value) -> Rendered {
-    let is_error = json::get(result, "isError").and_then(json::as_bool) == Some(true);
+    render_with(result, &mut |kind, mime, data| {
+        placeholder(kind, mime, data, None)
+    })
+}
+
+/// `result` as text, and its images for a model that can see: at most `room` of them
+/// (what the round has left of `MAX_TOOL_IMAGES_PER_ROUND`) and
+/// `MCP_MAX_IMAGES_PER_RESULT`; each image not shown says why in its placeholder. A tool
+/// error has no image.
+pub fn render_seeing(result: &Value, room: usize) -> (Rendered, Vec<Decoded>) {
+    if is_error(result) {
+        return (render(result), Vec::new());
+    }
+    let mut images = Vec::new();
+    let rendered = render_with(result, &mut |kind, mime, data| {
+        let why = if kind != "image" {
+            return placeholder(kind, mime, data, None);
+        } else if images.len() >= MCP_MAX_IMAGES_PER_RESULT {
+            format!("a result shows at most {MCP_MAX_IMAGES_PER_RESULT} images")
+        } else if images.len() >= room {
+            format!("a round of tool calls shows at most {MAX_TOOL_IMAGES_PER_ROUND} images")
+        } else {
+            match decode_image(mime, data) {
+                Ok(image) => {
+                    let line = placeholder(kind, image.mime, data, None);
+                    images.push(image);
+                    return line;
+                }
+                Err(why) => why,
+            }
+        };
+        placeholder(kind, mime, data, Some(&why))
+    });
+    (rendered, images)
+}
+
+/// An image part's data decoded when it may be shown, else why not.
+fn decode_image(mime: &str, data: &str) -> Result<Decoded, String> {
+    const TYPES: &str = "only PNG, JPEG, GIF and WebP images are shown";
+    if !matches!(
+        mime.to_ascii_lowercase().as_str(),
+        "image/png" | "image/jpeg" | "image/jpg" | "image/gif" | "image/webp"
+    ) {
+        return Err(TYPES.into());
+    }
+    if decoded_len(data) > MCP_MAX_IMAGE_BYTES {
+        return Err(format!(
+            "larger than the {} an image may be",
+            size_text(MCP_MAX_IMAGE_BYTES)
+        ));
+    }
+    let bytes = base64_decode(data).ok_or("its data is not valid base64")?;
+    // The type the bytes say (a PNG called image/jpeg is sent as the PNG it is).
+    match sniff_image(&bytes) {
+        Some((_, mime)) => Ok(Decoded { mime, bytes }),
+        None => Err(TYPES.into()),
+    }
+}
+
+fn is_error(result: &Value) -> bool {
+    json::get(result, "isError").and_then(json::as_bool) == Some(true)
+}
+
+/// `[image: MIME, SIZE]`, or with `, not shown: WHY` inside the brackets.
+fn placeholder(kind: &str, mime: &str, data: &str, why: Option<&str>) -> String {
+    let size = size_text(decoded_len(data));
+    match why {
+        None => format!("[{kind}: {mime}, {size}]"),
+        Some(why) => format!("[{kind}: {mime}, {size}, not shown: {why}]"),
+    }
+}
+
+/// The text of `result`, each image or audio part written by `media(kind, mime, data)`.
+fn render_with(result: &Value, media: &mut dyn FnMut(&str, &str, &str) -> String) -> Rendered {
+    let is_error = is_error(result);
     let mut parts: Vec<String> = Vec::new();
     let mut had_text = false;
     for c in json::get(result, "content")
@@ -49,7 +138,7 @@ pub fn render(result: &Value) -> Rendered {
         .into_iter()
         .flatten()
     {
-        let (part, text) = part_text(c);
+        let (part, text) = part_text(c, media);
         had_text |= text;
         parts.push(part);
     }
@@ -66,7 +155,7 @@ pub fn render(result: &Value) -> Rendered {
 }
 
 /// One content part as text, and whether it carried text (rather than a reference).
-fn part_text(c: &Value) -> (String, bool) {
+fn part_text(c: &Value, media: &mut dyn FnMut(&str, &str, &str) -> String) -> (String, bool) {
     let s = |k| json::str_at(c, k);
     match s("type").unwrap_or("") {
         "text" => (s("text").unwrap_or("").to_string(), true),
@@ -92,8 +181,7 @@ fn part_text(c: &Value) -> (String, bool) {
         }
         kind @ ("image" | "audio") => {
             let mime = s("mimeType").unwrap_or(kind);
-            let size = size_text(decoded_len(s("data").unwrap_or("")));
-            (format!("[{kind}: {mime}, {size}]"), false)
+            (media(kind, mime, s("data").unwrap_or("")), false)
         }
         other => {
             let kind: String = other
@@ -160,6 +248,101 @@ mod tests {
             out.text,
             "[image: image/png, 12 KB]\n[audio: audio/wav, 4 bytes]"
         );
+    }
+
+    /// The base64 of `bytes`.
+    fn b64(bytes: &[u8]) -> String {
+        let mut out = Vec::new();
+        crate::provider::upload::base64_into(bytes, &mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn image(data: &str, mime: &str) -> String {
+        format!(r#"{{"type":"image","data":"{data}","mimeType":"{mime}"}}"#)
+    }
+
+    /// The 1x1 PNG the SDK fixture returns (tests/fixtures/mcp/image_server.py).
+    const PNG_B64: &str =
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC";
+
+    fn seeing(parts: &[String], room: usize) -> (Rendered, Vec<Decoded>) {
+        let v = json::parse_value(&format!(r#"{{"content":[{}]}}"#, parts.join(","))).unwrap();
+        render_seeing(&v, room)
+    }
+
+    #[test]
+    fn images_for_a_model_that_sees_are_decoded_checked_and_bounded() {
+        let png = PNG_B64.to_string();
+        let png_bytes = base64_decode(&png).unwrap();
+        let jpeg = b64(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]);
+        let (out, images) = seeing(
+            &[
+                r#"{"type":"text","text":"The page:"}"#.into(),
+                image(&png, "image/png"),
+                // The type the bytes say wins over the declared one.
+                image(&jpeg, "image/png"),
+                image(&png, "image/bmp"),
+                image("not base64!", "image/png"),
+                image(&b64(b"GIF8 but not quite"), "image/gif"),
+                image(&"A".repeat(MCP_MAX_IMAGE_BYTES / 3 * 4 + 4), "image/png"),
+                r#"{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}"#.into(),
+            ],
+            MAX_TOOL_IMAGES_PER_ROUND,
+        );
+        assert_eq!(
+            out.text,
+            [
+                "The page:",
+                "[image: image/png, 66 bytes]",
+                "[image: image/jpeg, 6 bytes]",
+                "[image: image/bmp, 66 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
+                "[image: image/png, 8 bytes, not shown: its data is not valid base64]",
+                "[image: image/gif, 18 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
+                "[image: image/png, 3 MB, not shown: larger than the 2 MB an image may be]",
+                "[audio: audio/wav, 4 bytes]",
+            ]
+            .join("\n")
+        );
+        assert_eq!(
+            images,
+            [
+                Decoded {
+                    mime: "image/png",
+                    bytes: png_bytes
+                },
+                Decoded {
+                    mime: "image/jpeg",
+                    bytes: vec![0xFF, 0xD8, 0xFF, 0xE0, 0, 0x10]
+                }
+            ]
+        );
+        // Four per result; fewer when the round has less room; none for an error.
+        let six: Vec<String> = (0..6).map(|_| image(&png, "image/png")).collect();
+        let (out, images) = seeing(&six, MAX_TOOL_IMAGES_PER_ROUND);
+        assert_eq!(images.len(), MCP_MAX_IMAGES_PER_RESULT);
+        assert_eq!(
+            out.text
+                .matches("not shown: a result shows at most 4 images")
+                .count(),
+            2,
+            "{}",
+            out.text
+        );
+        let (out, images) = seeing(&six[..3], 1);
+        assert_eq!(images.len(), 1);
+        assert_eq!(
+            out.text
+                .matches("not shown: a round of tool calls shows at most 8 images")
+                .count(),
+            2,
+            "{}",
+            out.text
+        );
+        let v =
+            json::parse_value(&format!(r#"{{"content":[{}],"isError":true}}"#, six[0])).unwrap();
+        let (out, images) = render_seeing(&v, 8);
+        assert!(out.is_error && images.is_empty());
+        assert_eq!(out.text, "[image: image/png, 66 bytes]");
     }
 
     #[test]

@@ -42,9 +42,9 @@
 //!   message: `MCP_MAX_MESSAGES_PER_SEND`, and `MCP_MAX_ANSWER_BYTES` in all. A body
 //!   over its bound is refused once the bound is read, never buffered whole; an event
 //!   stream is read in `STREAM_READ_CHUNK_BYTES` pieces.
-//! - HTTP buffers `HTTP_BUFFER_BYTES` per layer, headers `HTTP_MAX_HEADER_BYTES`, an
-//!   error body read up to [`MAX_ERROR_BODY_BYTES`], a session id up to
-//!   [`MAX_SESSION_ID_BYTES`].
+//! - HTTP buffers `HTTP_INPUT_BUFFER_BYTES` each way per layer, headers
+//!   `HTTP_MAX_HEADER_BYTES`, an error body read up to [`MAX_ERROR_BODY_BYTES`], a session
+//!   id up to [`MAX_SESSION_ID_BYTES`].
 //! - Time: every request and every read of its answer is bounded by the caller's
 //!   deadline (connecting also by `HTTP_CONNECT_TIMEOUT_SECS`); `close` by the
 //!   configured timeout.

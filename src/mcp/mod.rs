@@ -6,8 +6,9 @@
 //! a child process whose pipes are on smol's reactor) or HTTP (`http`, on the workers),
 //! JSON-RPC framing in `rpc`. A server that crashes, closes its output or breaks the
 //! protocol is restarted with exponential backoff (`Timing::backoff_base`, doubling), at
-//! most `Timing::max_restarts` times within `Timing::restart_window`, then left `Failed`
-//! until yoctoclaw restarts; its tools are listed again after each start. A server unused
+//! most `Timing::max_restarts` times within `Timing::restart_window` or in a row without
+//! a working session, then left `Failed` until yoctoclaw restarts; its tools are listed
+//! again after each start. A server unused
 //! for its `idle_stop_mins` is stopped (one timer per running server; none when nothing
 //! runs); its last tool list is kept in SQLite (`state` rows `mcp.tools.NAME`), so
 //! [`Mcp::tools`] answers for a stopped server and its first call starts it again.
@@ -64,7 +65,8 @@ pub enum ServerState {
     Stopped,
     Starting,
     Running,
-    /// Restarted too often (5 times in 30 s): left stopped until the next config reload
+    /// Restarted too often (5 times in 30 s, or 5 times in a row without getting
+    /// through `initialize` and `tools/list`): left stopped until the next config reload
     /// or restart.
     Failed,
 }
@@ -143,7 +145,8 @@ impl std::error::Error for McpError {}
 pub struct Timing {
     /// The first restart's delay; each further one in a row doubles it.
     pub backoff_base: Duration,
-    /// Most restarts within `restart_window`; one more and the server is `Failed`.
+    /// Most restarts within `restart_window`, and in a row without a working session;
+    /// one more and the server is `Failed`.
     pub max_restarts: usize,
     pub restart_window: Duration,
     /// How long a stopping stdio server is given to exit after its stdin closes, and again
@@ -486,7 +489,8 @@ impl Mcp {
     }
 
     /// Start `srv` (its start lock held): counted as a restart after a failure; `Failed`
-    /// once restarts exceed the bound.
+    /// once `max_restarts` restarts happened within `restart_window`, or that many in a
+    /// row did not reach a working session.
     async fn start_locked(&self, srv: &Rc<Server>) -> Result<Rc<Session>, McpError> {
         let name = srv.cfg.name.clone();
         if self.shut.get() {
@@ -504,14 +508,26 @@ impl Mcp {
             {
                 recent.pop_front();
             }
-            if recent.len() >= self.timing.max_restarts {
+            // `failures - 1` restarts in a row have not reached a working session: a
+            // server that never starts (an `initialize` that times out takes longer than
+            // the window allows five of) is given up on without the window.
+            let in_a_row = srv.failures.get() as usize > self.timing.max_restarts;
+            if recent.len() >= self.timing.max_restarts || in_a_row {
                 srv.state.set(ServerState::Failed);
-                log::warn!(
-                    "mcp {name}: failed {} times within {} s; left stopped until yoctoclaw restarts (last error: {})",
-                    recent.len() + 1,
-                    self.timing.restart_window.as_secs(),
-                    srv.last_error.borrow().as_deref().unwrap_or("none")
-                );
+                let last = srv.last_error.borrow();
+                let last = last.as_deref().unwrap_or("none");
+                if in_a_row {
+                    log::warn!(
+                        "mcp {name}: did not start after {} restarts in a row; left stopped until yoctoclaw restarts (last error: {last})",
+                        self.timing.max_restarts
+                    );
+                } else {
+                    log::warn!(
+                        "mcp {name}: failed {} times within {} s; left stopped until yoctoclaw restarts (last error: {last})",
+                        recent.len() + 1,
+                        self.timing.restart_window.as_secs()
+                    );
+                }
                 return Err(McpError::Failed(name));
             }
             recent.push_back(now);
@@ -850,7 +866,10 @@ impl Mcp {
 
     /// End the session and stop the process (or close the HTTP session).
     async fn teardown(&self, srv: &Server) {
+        // Both taken before any wait: a start made meanwhile (a call, after a crash) sets
+        // its own, which are not this teardown's to stop.
         let session = srv.session.borrow_mut().take();
+        let process = srv.process.borrow_mut().take();
         if let Some(s) = &session {
             s.kill("the server was stopped");
             s.close_stdin().await;
@@ -865,7 +884,6 @@ impl Mcp {
                     .await;
             }
         }
-        let process = srv.process.borrow_mut().take();
         if let Some(p) = process {
             let how = stdio::stop(p, self.timing.stop_grace).await;
             log::debug!("mcp {}: {how}", srv.cfg.name);

@@ -13,7 +13,9 @@
 //! `grace` for it to exit, `SIGTERM` to the group, `grace` again, then `SIGKILL` to the
 //! group; the process is reaped, and whatever it left in its group is killed before that
 //! (while the unreaped leader keeps the group id from being reused). Dropping a
-//! [`ServerProcess`] that was not stopped kills the group and reaps at once.
+//! [`ServerProcess`] that was not stopped kills the group and reaps at once. The exit is
+//! an event: the process's pidfd (`pidfd_open`, Linux 5.3+) on the reactor, readable once
+//! it has exited; where the kernel (or qemu-user) has no `pidfd_open`, it is polled.
 //!
 //! # Bounds
 //! - One stdout line (a message): `MCP_MAX_MESSAGE_BYTES`; a longer line is a fault
@@ -21,7 +23,8 @@
 //!   back to `READ_CHUNK_BYTES` after a large message.
 //! - stderr: each line logged up to `MAX_STDERR_LINE_BYTES`, at most `MCP_STDERR_LOG_BYTES`
 //!   per run of the server, the rest read and dropped (one line says so).
-//! - Exit waits: polled every `EXIT_POLL_MS` only while a stop is in progress.
+//! - Exit waits: one pidfd while a stop is in progress; without one, a poll every
+//!   `EXIT_POLL_MS` for as long.
 //!
 //! # Threads
 //! `spawn` runs on a worker thread (`runtime::Workers`); everything else on the executor
@@ -29,9 +32,10 @@
 
 use super::rpc::Fault;
 use crate::limits::{MCP_MAX_MESSAGE_BYTES, MCP_STDERR_LOG_BYTES};
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 use smol::Async;
 use smol::io::{AsyncReadExt, AsyncWriteExt};
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
@@ -41,7 +45,7 @@ use std::time::{Duration, Instant};
 pub const READ_CHUNK_BYTES: usize = 8 * 1024;
 /// Longest stderr line logged (the rest of the line is dropped).
 pub const MAX_STDERR_LINE_BYTES: usize = 512;
-/// How often a stopping server is checked for its exit.
+/// How often a stopping server is checked for its exit where there is no pidfd.
 pub const EXIT_POLL_MS: u64 = 20;
 /// Variables of ours a server is given (when set and clean).
 pub const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
@@ -177,6 +181,17 @@ impl ServerProcess {
         }
     }
 
+    /// The process's exit as an event on the reactor: its pidfd, readable once it has
+    /// exited. `None` where `pidfd_open` is missing (ENOSYS: before Linux 5.3, qemu-user)
+    /// or refused; the exit is then polled.
+    fn exit_event(&self) -> Option<Async<OwnedFd>> {
+        let pid = self.pid()?;
+        let fd = rustix::process::pidfd_open(pid, PidfdFlags::empty())
+            .map_err(|e| log::debug!("no pidfd for process {pid:?} ({e}): its exit is polled"))
+            .ok()?;
+        Async::new(fd).ok()
+    }
+
     fn signal_group(&self, sig: Signal) {
         if let Some(pid) = self.pid() {
             let _ = rustix::process::kill_process_group(pid, sig);
@@ -208,17 +223,36 @@ impl Drop for ServerProcess {
     }
 }
 
-/// Wait until `p` exits or `wait` passes; whether it exited.
-async fn wait_exit(p: &ServerProcess, wait: Duration) -> bool {
+/// Wait until `p` exits or `wait` passes; whether it exited. `exit` is its pidfd
+/// ([`ServerProcess::exit_event`]); without one (or once it fails) the exit is polled
+/// every `EXIT_POLL_MS`.
+async fn wait_exit(p: &ServerProcess, mut exit: Option<&Async<OwnedFd>>, wait: Duration) -> bool {
     let until = Instant::now() + wait;
     loop {
         if p.exited() {
             return true;
         }
-        if Instant::now() >= until {
+        let now = Instant::now();
+        if now >= until {
             return false;
         }
-        smol::Timer::after(Duration::from_millis(EXIT_POLL_MS)).await;
+        match exit {
+            Some(fd) => {
+                let woke = smol::future::or(async { Some(fd.readable().await) }, async {
+                    smol::Timer::at(until).await;
+                    None
+                })
+                .await;
+                if let Some(Err(e)) = woke {
+                    log::debug!("a pidfd failed ({e}): the exit is polled");
+                    exit = None;
+                }
+            }
+            None => {
+                let tick = now + Duration::from_millis(EXIT_POLL_MS);
+                smol::Timer::at(tick.min(until)).await;
+            }
+        }
     }
 }
 
@@ -226,11 +260,12 @@ async fn wait_exit(p: &ServerProcess, wait: Duration) -> bool {
 /// SIGTERM to its group, `grace` again, SIGKILL to the group; reaped. How it ended, for
 /// the log.
 pub async fn stop(mut p: ServerProcess, grace: Duration) -> &'static str {
-    let how = if wait_exit(&p, grace).await {
+    let exit = p.exit_event();
+    let how = if wait_exit(&p, exit.as_ref(), grace).await {
         "exited"
     } else {
         p.signal_group(Signal::TERM);
-        if wait_exit(&p, grace).await {
+        if wait_exit(&p, exit.as_ref(), grace).await {
             "stopped by SIGTERM"
         } else {
             "killed by SIGKILL"
@@ -397,6 +432,58 @@ mod tests {
         long.push(b'\n');
         assert_eq!(lines(&long)[0], Err(ReadEnd::Fault(Fault::TooLarge)));
         assert_eq!(lines(b"\xff\xfe\n")[0], Err(ReadEnd::Fault(Fault::NotJson)));
+    }
+
+    /// Whether `fd` is readable now (a pidfd: its process has exited).
+    fn readable_now(fd: &Async<OwnedFd>) -> bool {
+        let mut fds = [rustix::event::PollFd::new(
+            fd.get_ref(),
+            rustix::event::PollFlags::IN,
+        )];
+        let zero = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        rustix::event::poll(&mut fds, Some(&zero)).unwrap() == 1
+    }
+
+    #[test]
+    fn the_exit_is_an_event_on_the_pidfd_and_polled_without_one() {
+        let ten_s = Duration::from_secs(10);
+        smol::block_on(async {
+            for with_pidfd in [true, false] {
+                // `cat` cannot exit before its stdin closes.
+                let s = spawn(Spec {
+                    command: "cat".into(),
+                    args: vec![],
+                    env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                    cwd: std::env::temp_dir(),
+                })
+                .unwrap();
+                let p = s.process;
+                let exit = if with_pidfd {
+                    match p.exit_event() {
+                        Some(fd) => Some(fd),
+                        None => {
+                            crate::testkit::skipped("the pidfd path", "no pidfd_open here");
+                            continue;
+                        }
+                    }
+                } else {
+                    None
+                };
+                assert!(!wait_exit(&p, exit.as_ref(), Duration::from_millis(50)).await);
+                if let Some(fd) = &exit {
+                    assert!(!readable_now(fd), "readable before the exit");
+                }
+                drop(s.stdin);
+                assert!(wait_exit(&p, exit.as_ref(), ten_s).await, "{with_pidfd}");
+                if let Some(fd) = &exit {
+                    assert!(readable_now(fd), "the exit is the pidfd's event");
+                }
+                assert_eq!(stop(p, ten_s).await, "exited");
+            }
+        });
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //! result, and a conversation that starts with the assistant gets a short user opener.
 //! When a request offers no tools (the forced final round), tool blocks are written as
 //! plain text: the API refuses tool blocks in a request that defines no tools.
+//! Images a tool's result shows a model that can see go in its `tool_result` block,
+//! whose `content` is then a list of a text block and image blocks (as text, they
+//! follow the text as image blocks of the user turn).
 //!
 //! # Bounds
 //! Error details are cut to `openai::MAX_ERROR_DETAIL_CHARS`; a streamed answer keeps
@@ -22,7 +25,7 @@
 //! Any thread: pure functions over their arguments, no I/O.
 
 use super::openai::{error_detail, error_for_status};
-use super::{ChatReply, ChatRequest, ProviderError};
+use super::{ChatReply, ChatRequest, Image, ProviderError};
 use crate::chat::{Message, Role, ToolCall, Usage};
 use crate::config::ProviderConfig;
 use crate::json;
@@ -56,11 +59,14 @@ enum Block {
         name: String,
         input: Value,
     },
+    /// A tool's result: its text, and the images it shows a model that can see.
     ToolResult {
         id: String,
         content: String,
+        images: Vec<Image>,
     },
-    /// A photo: its mime type and the file mark its base64 is streamed in place of.
+    /// A photo or a tool's image: its mime type and the file mark its base64 is
+    /// streamed in place of.
     Image {
         mime: &'static str,
         mark: String,
@@ -85,7 +91,7 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
             system.push_str(&m.content);
         }
     }
-    let mut turns = map_history(req.messages, !req.tools.is_empty());
+    let mut turns = map_history(req.messages, !req.tools.is_empty(), &|m| req.shown(cfg, m));
     let (_, images) = req.images(cfg);
     if !images.is_empty() {
         // The photos of the last user message go first in the last user turn (the one
@@ -97,11 +103,7 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
                 )
         };
         if let Some(t) = turns.iter_mut().rev().find(|t| holds_photo(t)) {
-            let blocks = images.into_iter().map(|i| Block::Image {
-                mime: i.mime,
-                mark: i.mark,
-            });
-            t.blocks.splice(0..0, blocks);
+            t.blocks.splice(0..0, images.into_iter().map(image_block));
         }
     }
     let mut w = req.body_writer(cfg);
@@ -151,8 +153,14 @@ fn clean_id(id: &str, n: usize) -> String {
     }
 }
 
-/// Our history as alternating, well-paired Messages API turns.
-fn map_history(messages: &[Message], with_tools: bool) -> Vec<Turn> {
+/// Our history as alternating, well-paired Messages API turns; `shown(m)`: the images
+/// message `m` carries that the request shows (inside a tool's `tool_result`, else after
+/// the message's text).
+fn map_history(
+    messages: &[Message],
+    with_tools: bool,
+    shown: &dyn Fn(&Message) -> Vec<Image>,
+) -> Vec<Turn> {
     // 1. Each message as blocks, blank text dropped.
     let mut raw: Vec<Turn> = Vec::with_capacity(messages.len());
     for (n, m) in messages.iter().enumerate() {
@@ -161,6 +169,7 @@ fn map_history(messages: &[Message], with_tools: bool) -> Vec<Turn> {
             Role::System => continue,
             Role::User => {
                 push_text(&mut blocks, &m.content);
+                blocks.extend(shown(m).into_iter().map(image_block));
                 true
             }
             Role::Assistant => {
@@ -191,13 +200,16 @@ fn map_history(messages: &[Message], with_tools: bool) -> Vec<Turn> {
                 } else {
                     m.content.clone()
                 };
+                let images = shown(m);
                 if with_tools {
                     blocks.push(Block::ToolResult {
                         id: clean_id(m.tool_call_id.as_deref().unwrap_or(""), n),
                         content,
+                        images,
                     });
                 } else {
                     blocks.push(Block::Text(format!("[tool result]\n{content}")));
+                    blocks.extend(images.into_iter().map(image_block));
                 }
                 true
             }
@@ -253,6 +265,13 @@ fn map_history(messages: &[Message], with_tools: bool) -> Vec<Turn> {
     turns
 }
 
+fn image_block(i: Image) -> Block {
+    Block::Image {
+        mime: i.mime,
+        mark: i.mark,
+    }
+}
+
 fn push_text(blocks: &mut Vec<Block>, text: &str) {
     if !text.trim().is_empty() {
         blocks.push(Block::Text(text.to_string()));
@@ -277,12 +296,23 @@ fn fix_results(turn: &mut Turn, known: &[String], required: &[String]) {
     let mut seen: Vec<String> = Vec::new();
     for b in std::mem::take(&mut turn.blocks) {
         match b {
-            Block::ToolResult { id, content } if known.contains(&id) && !seen.contains(&id) => {
+            Block::ToolResult {
+                id,
+                content,
+                images,
+            } if known.contains(&id) && !seen.contains(&id) => {
                 seen.push(id.clone());
-                results.push(Block::ToolResult { id, content });
+                results.push(Block::ToolResult {
+                    id,
+                    content,
+                    images,
+                });
             }
-            Block::ToolResult { content, .. } => {
-                others.push(Block::Text(format!("[tool result]\n{content}")))
+            Block::ToolResult {
+                content, images, ..
+            } => {
+                others.push(Block::Text(format!("[tool result]\n{content}")));
+                others.extend(images.into_iter().map(image_block));
             }
             other => others.push(other),
         }
@@ -293,6 +323,7 @@ fn fix_results(turn: &mut Turn, known: &[String], required: &[String]) {
             results.push(Block::ToolResult {
                 id: id.clone(),
                 content: MISSING_RESULT.into(),
+                images: Vec::new(),
             });
         }
     }
@@ -308,10 +339,7 @@ fn write_turn(w: &mut json::Writer, t: &Turn) {
     for b in &t.blocks {
         w.begin_object();
         match b {
-            Block::Text(text) => {
-                w.field_str("type", "text");
-                w.field_str("text", text);
-            }
+            Block::Text(text) => write_text(w, text),
             Block::ToolUse { id, name, input } => {
                 w.field_str("type", "tool_use");
                 w.field_str("id", id);
@@ -319,23 +347,51 @@ fn write_turn(w: &mut json::Writer, t: &Turn) {
                 w.key("input");
                 w.raw(&json::to_string(input));
             }
-            Block::ToolResult { id, content } => {
+            Block::ToolResult {
+                id,
+                content,
+                images,
+            } => {
                 w.field_str("type", "tool_result");
                 w.field_str("tool_use_id", id);
-                w.field_str("content", content);
+                if images.is_empty() {
+                    w.field_str("content", content);
+                } else {
+                    // Text and image blocks (the API's documented `content` list).
+                    w.key("content");
+                    w.begin_array();
+                    w.begin_object();
+                    write_text(w, content);
+                    w.end_object();
+                    for i in images {
+                        w.begin_object();
+                        write_image(w, i.mime, &i.mark);
+                        w.end_object();
+                    }
+                    w.end_array();
+                }
             }
-            Block::Image { mime, mark } => {
-                w.field_str("type", "image");
-                w.key("source");
-                w.raw(&format!(
-                    "{{\"type\":\"base64\",\"media_type\":\"{mime}\",\"data\":\"{mark}\"}}"
-                ));
-            }
+            Block::Image { mime, mark } => write_image(w, mime, mark),
         }
         w.end_object();
     }
     w.end_array();
     w.end_object();
+}
+
+/// A text block's members.
+fn write_text(w: &mut json::Writer, text: &str) {
+    w.field_str("type", "text");
+    w.field_str("text", text);
+}
+
+/// An image block's members, its base64 a file mark.
+fn write_image(w: &mut json::Writer, mime: &str, mark: &str) {
+    w.field_str("type", "image");
+    w.key("source");
+    w.raw(&format!(
+        "{{\"type\":\"base64\",\"media_type\":\"{mime}\",\"data\":\"{mark}\"}}"
+    ));
 }
 
 fn bad(detail: &str) -> ProviderError {
@@ -657,6 +713,69 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_results_images_go_inside_its_tool_result_block() {
+        let dir = std::env::temp_dir().join(format!("yc-ant-img-{}", std::process::id()));
+        let msgs = crate::provider::tests::tool_round_with_image(&dir);
+        let cfg = ProviderConfig::default();
+        let req = |tools, media_root| ChatRequest {
+            system: "",
+            messages: &msgs,
+            tools,
+            media_root,
+        };
+        let image = r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}"#;
+        let body = request_body(&cfg, &req(TOOLS, Some(&dir)));
+        assert_eq!(
+            crate::provider::tests::sent_messages(&body),
+            format!(
+                concat!(
+                    r#"[{{"role":"user","content":[{{"type":"text","text":"look"}}]}},"#,
+                    r#"{{"role":"assistant","content":["#,
+                    r#"{{"type":"tool_use","id":"call_1","name":"cam__shot","input":{{}}}},"#,
+                    r#"{{"type":"tool_use","id":"call_2","name":"cam__info","input":{{}}}}]}},"#,
+                    r#"{{"role":"user","content":["#,
+                    r#"{{"type":"tool_result","tool_use_id":"call_1","content":["#,
+                    r#"{{"type":"text","text":"[image: image/png, 8 bytes]"}},{image}]}},"#,
+                    r#"{{"type":"tool_result","tool_use_id":"call_2","content":"ok"}}]}}]"#
+                ),
+                image = image
+            )
+        );
+        // The forced final round (no tools): the result as text, its image after it.
+        let body = request_body(&cfg, &req(&[], Some(&dir)));
+        assert!(
+            crate::provider::tests::sent_messages(&body).ends_with(&format!(
+                concat!(
+                    r#"{{"role":"user","content":["#,
+                    r#"{{"type":"text","text":"[tool result]\n[image: image/png, 8 bytes]"}},{image},"#,
+                    r#"{{"type":"text","text":"[tool result]\nok"}}]}}]"#
+                ),
+                image = image
+            )),
+            "{body}"
+        );
+        // A model that cannot see: the text alone, as a string.
+        let blind = ProviderConfig {
+            vision: false,
+            ..cfg.clone()
+        };
+        for body in [
+            request_body(&blind, &req(TOOLS, Some(&dir))),
+            request_body(&cfg, &req(TOOLS, None)),
+        ] {
+            assert!(
+                body.contains(
+                    r#"{"type":"tool_result","tool_use_id":"call_1","content":"[image: image/png, 8 bytes]"}"#
+                ),
+                "{body}"
+            );
+            assert!(!body.contains(crate::provider::upload::FILE_MARK));
+        }
+        drop(msgs);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn urls() {
         assert_eq!(
             messages_url("https://api.anthropic.com"),
@@ -788,7 +907,7 @@ mod tests {
                 msgs.push(m);
             }
             let tools: &[ToolSpec] = if next() % 2 == 0 { TOOLS } else { &[] };
-            let turns = map_history(&msgs, !tools.is_empty());
+            let turns = map_history(&msgs, !tools.is_empty(), &|_| Vec::new());
             for (i, t) in turns.iter().enumerate() {
                 assert!(!t.blocks.is_empty());
                 assert_eq!(t.user, i % 2 == 0, "{msgs:?}");

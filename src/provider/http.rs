@@ -2,7 +2,8 @@
 //! status codes as values) and a bounded POST/GET helper with typed errors.
 //!
 //! # Bounds
-//! `HTTP_BUFFER_BYTES` per buffer (ureq's default is 128 KiB per layer), response headers
+//! `HTTP_INPUT_BUFFER_BYTES` in and `HTTP_OUTPUT_BUFFER_BYTES` out per connection and
+//! layer (ureq's default is 128 KiB each), response headers
 //! up to `HTTP_MAX_HEADER_BYTES`, bodies up to the limit the caller passes,
 //! `HTTP_MAX_IDLE_CONNECTIONS` pooled connections.
 //!
@@ -17,8 +18,8 @@
 
 use super::tls::TlsFailure;
 use crate::limits::{
-    HTTP_BUFFER_BYTES, HTTP_CONNECT_TIMEOUT_SECS, HTTP_MAX_HEADER_BYTES, HTTP_MAX_IDLE_CONNECTIONS,
-    MAX_PROVIDER_RESPONSE_BYTES,
+    HTTP_CONNECT_TIMEOUT_SECS, HTTP_INPUT_BUFFER_BYTES, HTTP_MAX_HEADER_BYTES,
+    HTTP_MAX_IDLE_CONNECTIONS, HTTP_OUTPUT_BUFFER_BYTES, MAX_PROVIDER_RESPONSE_BYTES,
 };
 use std::fmt;
 use std::time::Duration;
@@ -32,7 +33,17 @@ pub fn agent(timeout_secs: u64) -> ureq::Agent {
 /// returned as it is), for a caller that gives each request its own deadline and checks
 /// every URL it is sent to itself (MCP over HTTP).
 pub fn agent_per_request() -> ureq::Agent {
-    with_config(builder().timeout_global(None).max_redirects(0).build())
+    // Its URLs and header values come from the configuration or from the server (an
+    // endpoint URL, a session id), not bounded like `web_fetch`'s, and ureq writes a line
+    // of the request head whole or fails: the output buffer stays as large as the input
+    // one. Only a configured MCP server over HTTP has such an agent.
+    with_config(
+        builder()
+            .timeout_global(None)
+            .max_redirects(0)
+            .output_buffer_size(HTTP_INPUT_BUFFER_BYTES)
+            .build(),
+    )
 }
 
 /// Our bounds and an overall timeout.
@@ -47,8 +58,8 @@ fn builder() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(Duration::from_secs(HTTP_CONNECT_TIMEOUT_SECS)))
-        .input_buffer_size(HTTP_BUFFER_BYTES)
-        .output_buffer_size(HTTP_BUFFER_BYTES)
+        .input_buffer_size(HTTP_INPUT_BUFFER_BYTES)
+        .output_buffer_size(HTTP_OUTPUT_BUFFER_BYTES)
         .max_response_header_size(HTTP_MAX_HEADER_BYTES)
         .max_idle_connections(HTTP_MAX_IDLE_CONNECTIONS)
         // As many as requests can run at once (`WORKER_THREADS`): with fewer, the second

@@ -49,13 +49,15 @@ pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     /// Empty = no tools offered (used to force a final answer).
     pub tools: &'a [ToolSpec],
-    /// The workspace, when photos named in the last user message may be sent to a
-    /// model that can see (`provider.vision`); `None`: text only.
+    /// The workspace, when images may be sent to a model that can see
+    /// (`provider.vision`): the photos named in the last user message and the images
+    /// messages carry (`Message::images`, a tool's result); `None`: text only.
     pub media_root: Option<&'a std::path::Path>,
 }
 
 /// An image to send: its mime type and the file mark standing for its base64
 /// (`upload::FILE_MARK`).
+#[derive(Debug, Clone)]
 pub struct Image {
     pub mime: &'static str,
     pub mark: String,
@@ -89,6 +91,23 @@ impl ChatRequest<'_> {
             })
             .collect();
         (i, images)
+    }
+
+    /// The images `m` carries (a tool's result), as this request sends them: none when
+    /// it is text only or the provider cannot see.
+    pub fn shown(&self, cfg: &ProviderConfig, m: &Message) -> Vec<Image> {
+        if self.media_root.is_none() || !cfg.vision {
+            return Vec::new();
+        }
+        m.images
+            .iter()
+            .filter_map(|i| {
+                Some(Image {
+                    mime: i.mime(),
+                    mark: upload::file_mark(i.path())?,
+                })
+            })
+            .collect()
     }
 
     /// A JSON writer for this request's body, sized for it (text plus escaping and
@@ -562,6 +581,42 @@ impl Provider {
 mod tests {
     use super::*;
     use crate::chat::{Message, Role};
+
+    /// A conversation whose last round's first result carries an image (`shot.png`, the
+    /// 8 bytes of a PNG signature, in `dir`), and the result of a second call without.
+    pub(super) fn tool_round_with_image(dir: &std::path::Path) -> Vec<Message> {
+        std::fs::create_dir_all(dir).unwrap();
+        let path = dir.join("shot.png");
+        std::fs::write(&path, b"\x89PNG\r\n\x1a\n").unwrap();
+        let image = crate::chat::media::ToolImage::adopt(path, "image/png", 8);
+        let mut said = Message::new(Role::Assistant, "");
+        said.tool_calls = vec![
+            crate::chat::ToolCall {
+                id: "call_1".into(),
+                name: "cam__shot".into(),
+                arguments: "{}".into(),
+            },
+            crate::chat::ToolCall {
+                id: "call_2".into(),
+                name: "cam__info".into(),
+                arguments: "{}".into(),
+            },
+        ];
+        let mut shot = Message::new(Role::Tool, "[image: image/png, 8 bytes]");
+        shot.tool_call_id = Some("call_1".into());
+        shot.images = vec![image];
+        let mut info = Message::new(Role::Tool, "ok");
+        info.tool_call_id = Some("call_2".into());
+        vec![Message::new(Role::User, "look"), said, shot, info]
+    }
+
+    /// The messages member of a body as sent (file marks spliced), exactly.
+    pub(super) fn sent_messages(body: &str) -> String {
+        let sent = upload::spliced_text(body);
+        let start = sent.find("\"messages\":").expect("messages") + 11;
+        let end = sent.find(",\"stream\":").expect("stream after messages");
+        sent[start..end].to_string()
+    }
 
     #[test]
     fn only_workspace_images_named_in_the_last_user_message_are_sent() {

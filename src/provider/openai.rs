@@ -3,6 +3,12 @@
 //! `content` as a string, null or a list of parts; tool `arguments` as a JSON string or an
 //! object; missing ids, missing `usage`, extra fields.
 //!
+//! Images (a vision model): the photos of the last user message as its `image_url`
+//! parts; a `tool` message takes text only, so the images of a round's tool results
+//! follow its tool messages as one `user` message, a line naming each call before its
+//! images (llama.cpp's server takes that as any user image; one without a projector
+//! refuses it, and the agent asks again without images).
+//!
 //! Reasoning (`reasoning_content`, llama.cpp, vLLM; `reasoning`, Ollama, OpenRouter, LM
 //! Studio) is never shown. Only when a server put the whole answer there (the content is
 //! empty, no tool call, not cut at the length limit) the reply's text becomes the
@@ -68,30 +74,34 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
                 w.field_str("tool_call_id", m.tool_call_id.as_deref().unwrap_or(""));
                 w.field_str("content", &m.content);
             }
-            Role::User if i == with_images && !images.is_empty() => {
-                // Content parts: the text, then each photo as a data URL whose base64
-                // is streamed from the file when the body is sent (`upload::spliced`).
-                w.key("content");
-                w.begin_array();
-                w.begin_object();
-                w.field_str("type", "text");
-                w.field_str("text", &m.content);
-                w.end_object();
-                for img in &images {
-                    w.begin_object();
-                    w.field_str("type", "image_url");
-                    w.key("image_url");
-                    w.raw(&format!(
-                        "{{\"url\":\"data:{};base64,{}\"}}",
-                        img.mime, img.mark
-                    ));
-                    w.end_object();
+            Role::User => {
+                // Content parts when the message has images: the text, then each
+                // photo (of the last user message) and each image it carries (tool
+                // results given as text) as a data URL whose base64 is streamed from
+                // the file when the body is sent (`upload::spliced`).
+                let mut shown = if i == with_images {
+                    images.clone()
+                } else {
+                    Vec::new()
+                };
+                shown.extend(req.shown(cfg, m));
+                if shown.is_empty() {
+                    w.field_str("content", &m.content);
+                } else {
+                    w.key("content");
+                    w.begin_array();
+                    text_part(&mut w, &m.content);
+                    shown.iter().for_each(|img| image_part(&mut w, img));
+                    w.end_array();
                 }
-                w.end_array();
             }
             _ => w.field_str("content", &m.content),
         }
         w.end_object();
+        let run_ends = req.messages.get(i + 1).is_none_or(|n| n.role != Role::Tool);
+        if m.role == Role::Tool && run_ends {
+            tool_images(&mut w, cfg, req, i);
+        }
     }
     w.end_array();
     w.key("stream");
@@ -125,6 +135,64 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest<'_>) -> String {
     }
     w.end_object();
     w.finish()
+}
+
+/// A `{"type":"text"}` content part.
+fn text_part(w: &mut json::Writer, text: &str) {
+    w.begin_object();
+    w.field_str("type", "text");
+    w.field_str("text", text);
+    w.end_object();
+}
+
+/// An `image_url` content part with a `data:` URL (its base64 a file mark).
+fn image_part(w: &mut json::Writer, img: &super::Image) {
+    w.begin_object();
+    w.field_str("type", "image_url");
+    w.key("image_url");
+    w.raw(&format!(
+        "{{\"url\":\"data:{};base64,{}\"}}",
+        img.mime, img.mark
+    ));
+    w.end_object();
+}
+
+/// After the tool messages that end at `last`: their images as one user message (a
+/// `tool` message takes text only), each tool call's introduced by a line naming it.
+/// Nothing when none of them carries an image the request shows.
+fn tool_images(w: &mut json::Writer, cfg: &ProviderConfig, req: &ChatRequest<'_>, last: usize) {
+    let msgs = req.messages;
+    let first = msgs[..=last]
+        .iter()
+        .rposition(|m| m.role != Role::Tool)
+        .map_or(0, |i| i + 1);
+    let run: Vec<_> = msgs[first..=last]
+        .iter()
+        .map(|m| (m, req.shown(cfg, m)))
+        .filter(|(_, shown)| !shown.is_empty())
+        .collect();
+    if run.is_empty() {
+        return;
+    }
+    // The calls' names, from the assistant message the results answer.
+    let calls = first
+        .checked_sub(1)
+        .map_or(&[][..], |i| msgs[i].tool_calls.as_slice());
+    w.begin_object();
+    w.field_str("role", "user");
+    w.key("content");
+    w.begin_array();
+    for (m, shown) in run {
+        let id = m.tool_call_id.as_deref().unwrap_or("");
+        let line = match calls.iter().find(|c| c.id == id) {
+            Some(c) => format!("The images returned by tool call {id} ({}):", c.name),
+            None => format!("The images returned by tool call {id}:"),
+        };
+        text_part(w, &line);
+        shown.iter().for_each(|img| image_part(w, img));
+    }
+    w.end_array();
+    w.end_object();
 }
 
 /// Parse a successful (2xx) Chat Completions body. An empty `choices` is an error (the
@@ -609,6 +677,78 @@ mod tests {
     }
     use crate::chat::{Message, ToolSpec};
     use std::borrow::Cow;
+
+    #[test]
+    fn a_tool_results_images_follow_the_tool_messages_as_one_user_message() {
+        let dir = std::env::temp_dir().join(format!("yc-oai-img-{}", std::process::id()));
+        let msgs = crate::provider::tests::tool_round_with_image(&dir);
+        let cfg = ProviderConfig::default();
+        let req = |media_root| ChatRequest {
+            system: "",
+            messages: &msgs,
+            tools: &[],
+            media_root,
+        };
+        let body = request_body(&cfg, &req(Some(&dir)));
+        assert_eq!(
+            crate::provider::tests::sent_messages(&body),
+            concat!(
+                r#"[{"role":"user","content":"look"},"#,
+                r#"{"role":"assistant","content":"","tool_calls":["#,
+                r#"{"id":"call_1","type":"function","function":{"name":"cam__shot","arguments":"{}"}},"#,
+                r#"{"id":"call_2","type":"function","function":{"name":"cam__info","arguments":"{}"}}]},"#,
+                r#"{"role":"tool","tool_call_id":"call_1","content":"[image: image/png, 8 bytes]"},"#,
+                r#"{"role":"tool","tool_call_id":"call_2","content":"ok"},"#,
+                r#"{"role":"user","content":["#,
+                r#"{"type":"text","text":"The images returned by tool call call_1 (cam__shot):"},"#,
+                r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]"#
+            )
+        );
+        // A model that cannot see, or a request that is text only: the text alone.
+        let text_only = concat!(
+            r#"{"role":"tool","tool_call_id":"call_1","content":"[image: image/png, 8 bytes]"},"#,
+            r#"{"role":"tool","tool_call_id":"call_2","content":"ok"}]"#
+        );
+        let blind = ProviderConfig {
+            vision: false,
+            ..cfg.clone()
+        };
+        for body in [
+            request_body(&blind, &req(Some(&dir))),
+            request_body(&cfg, &req(None)),
+        ] {
+            assert!(
+                body.ends_with(&format!("{text_only},\"stream\":false}}")),
+                "{body}"
+            );
+            assert!(!body.contains(crate::provider::upload::FILE_MARK));
+        }
+        // Given as text (`provider.tool_mode: text`), the results' user message takes
+        // the images as its parts.
+        let mut results = Message::new(Role::User, "<tool_result name=\"cam__shot\">…");
+        results.images = msgs[2].images.clone();
+        let two = [msgs[0].clone(), results];
+        let body = request_body(
+            &cfg,
+            &ChatRequest {
+                messages: &two,
+                ..req(Some(&dir))
+            },
+        );
+        assert!(
+            crate::provider::tests::sent_messages(&body).ends_with(concat!(
+                r#"{"role":"user","content":[{"type":"text","text":"<tool_result name=\"cam__shot\">…"},"#,
+                r#"{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}]"#
+            )),
+            "{body}"
+        );
+        drop((msgs, two));
+        assert!(
+            !dir.join("shot.png").exists(),
+            "the file goes with the image"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parses_plain_and_tool_replies() {

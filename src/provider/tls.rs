@@ -28,7 +28,7 @@
 //!
 //! # Bounds
 //! One `ClientConfig` for the whole process (built on first use); buffers come from the
-//! agent's config (`HTTP_BUFFER_BYTES`). `tls.ca_file` is read up to `MAX_CA_FILE_BYTES`
+//! agent's config (`HTTP_INPUT_BUFFER_BYTES`, `HTTP_OUTPUT_BUFFER_BYTES`). `tls.ca_file` is read up to `MAX_CA_FILE_BYTES`
 //! and at most `MAX_CA_FILE_CERTS` certificates are taken from it.
 //!
 //! # Threads

@@ -58,6 +58,34 @@ pub fn base64_into(input: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// The bytes of a base64 text (RFC 4648, the standard alphabet; padding optional, ASCII
+/// whitespace between symbols skipped); `None` when it is not base64.
+pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let data = text.trim_end_matches(|c: char| c == '=' || c.is_ascii_whitespace());
+    let mut out = Vec::with_capacity(data.len() / 4 * 3 + 2);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for b in data.bytes() {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b' ' | b'\t' | b'\r' | b'\n' => continue,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // Symbols left over: 0, 2 or 4 bits; 6 (one symbol alone) cannot be.
+    (bits < 6).then_some(out)
+}
+
 /// A reader that gives exactly `len` bytes of `inner` and fails when it has fewer (a
 /// file that shrank while being sent: the declared `Content-Length` would be a lie).
 struct Exact<R> {
@@ -170,6 +198,17 @@ pub fn spliced(body: String) -> io::Result<Body> {
         reader: Parts(parts, 0),
         len,
     })
+}
+
+/// A body with file marks as it goes out (the files' base64 in place of the marks), for
+/// tests that check the exact bytes a provider receives.
+#[cfg(test)]
+pub fn spliced_text(body: &str) -> String {
+    let mut b = spliced(body.to_string()).expect("the marked files exist");
+    let mut out = String::new();
+    b.reader.read_to_string(&mut out).expect("the body reads");
+    assert_eq!(out.len() as u64, b.len, "the length announced");
+    out
 }
 
 /// A `multipart/form-data` body: text fields, then one file part (RFC 7578), and the
@@ -367,6 +406,38 @@ mod tests {
             assert_eq!(base64_len(i.len() as u64), o.len() as u64);
         }
         assert_eq!(b64(&[0xfb, 0xff]), "+/8=");
+    }
+
+    #[test]
+    fn base64_decodes_what_it_encodes_and_refuses_what_is_not_base64() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64_decode(o).as_deref(), Some(i.as_bytes()), "{o}");
+        }
+        let bytes: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        assert_eq!(base64_decode(&b64(&bytes)), Some(bytes));
+        // Unpadded, and wrapped in lines as MIME writes it.
+        assert_eq!(base64_decode("Zm9vYg").as_deref(), Some(&b"foob"[..]));
+        assert_eq!(
+            base64_decode("Zm9v\r\nYmFy\n").as_deref(),
+            Some(&b"foobar"[..])
+        );
+        for bad in [
+            "Zm9vY",
+            "Zm9v!mFy",
+            "Zm-_",
+            "Zm9v\u{e9}",
+            "data:image/png;base64,Zm9v",
+        ] {
+            assert_eq!(base64_decode(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -85,6 +85,7 @@ impl Db {
                 content,
                 tool_calls: calls.as_deref().map(decode_calls).unwrap_or_default(),
                 tool_call_id: call_id,
+                images: Vec::new(),
             });
         }
         out.reverse();
@@ -184,6 +185,7 @@ mod tests {
             content: text.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            images: Vec::new(),
         }
     }
 

@@ -159,6 +159,7 @@ impl Db {
                     .map(super::history::decode_calls)
                     .unwrap_or_default(),
                 tool_call_id: r.get(3)?,
+                images: Vec::new(),
             };
             if !each(m) {
                 break;

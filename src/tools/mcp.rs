@@ -6,7 +6,8 @@
 //! What `Tools` does with it: each [`McpTool`] is offered beside the built-in tools
 //! (filtered per channel by the same deny lists, which may name `SERVER__TOOL`,
 //! `SERVER__*` or the group `mcp`); a call to one is checked, its arguments scrubbed, and
-//! handed to [`McpTools::call`]; under `supervised` autonomy it is asked about first
+//! handed to [`McpTools::call`] (which hands back, for a model that can see, the images
+//! of the result beside its text); under `supervised` autonomy it is asked about first
 //! unless its server is trusted, under `read_only` refused unless trusted
 //! ([`approval_summary`] is the line the user sees).
 //!
@@ -18,7 +19,7 @@
 //! # Threads
 //! Executor thread: the list is read and calls are awaited there.
 
-use super::ToolError;
+use super::{ToolError, ToolOutput};
 use crate::chat::ToolSpec;
 use crate::limits::MCP_APPROVAL_ARGS_CHARS;
 use std::future::Future;
@@ -41,7 +42,7 @@ pub struct McpTool {
 }
 
 /// What [`McpTools::call`] returns.
-pub type McpCall<'a> = Pin<Box<dyn Future<Output = Result<String, ToolError>> + 'a>>;
+pub type McpCall<'a> = Pin<Box<dyn Future<Output = Result<ToolOutput, ToolError>> + 'a>>;
 
 /// The MCP tools of one running program.
 pub trait McpTools {
@@ -51,9 +52,16 @@ pub trait McpTools {
     fn tools(&self) -> Rc<[McpTool]>;
 
     /// `tools/call` of `tool` on `server` with `arguments` (a JSON object as text,
-    /// already scrubbed): the result as text for the model, or a tool error (the tool
-    /// said `isError`, or the server failed: one sentence).
-    fn call<'a>(&'a self, server: &'a str, tool: &'a str, arguments: &'a str) -> McpCall<'a>;
+    /// already scrubbed): the result as text for the model, with at most `images` of its
+    /// images when the model can see (`None`: it cannot; placeholders only), or a tool
+    /// error (the tool said `isError`, or the server failed: one sentence).
+    fn call<'a>(
+        &'a self,
+        server: &'a str,
+        tool: &'a str,
+        arguments: &'a str,
+        images: Option<usize>,
+    ) -> McpCall<'a>;
 }
 
 /// The line the user approves for a call: `SERVER: TOOL {arguments}`, the arguments cut

@@ -18,7 +18,8 @@
 //! MCP servers' tools (`SERVER__TOOL`) come through the [`mcp::McpTools`] seam handed
 //! over with [`Tools::with_mcp`]: offered after the built-in ones under the same deny
 //! lists, asked about under `supervised` and refused under `read_only` unless their
-//! server is trusted, their arguments scrubbed before they leave.
+//! server is trusted, their arguments scrubbed before they leave. Their results may
+//! carry images for a model that can see ([`Tools::call_seeing`], [`ToolOutput`]).
 //!
 //! # Bounds
 //! Arguments above `MAX_TOOL_ARGS_BYTES` are refused; each tool bounds its own output.
@@ -85,7 +86,7 @@ impl fmt::Display for ToolError {
 impl std::error::Error for ToolError {}
 
 /// How a call's result is counted in `/metrics`.
-pub fn outcome(result: &Result<String, ToolError>) -> crate::metrics::ToolOutcome {
+pub fn outcome<T>(result: &Result<T, ToolError>) -> crate::metrics::ToolOutcome {
     use crate::metrics::ToolOutcome;
     match result {
         Ok(_) => ToolOutcome::Ok,
@@ -112,6 +113,14 @@ impl Approval {
             opaque: None,
         }
     }
+}
+
+/// What a tool call gave: its text, and the images shown beside it to a model that can
+/// see (an MCP server's `image` parts; the text holds their placeholder lines).
+#[derive(Debug, Default)]
+pub struct ToolOutput {
+    pub text: String,
+    pub images: Vec<crate::chat::media::ToolImage>,
 }
 
 /// What a tool may know about the turn that called it.
@@ -296,20 +305,46 @@ impl Tools {
         Ok(Some(s))
     }
 
-    /// Run one tool call.
+    /// Run one tool call; its result as text (images as their placeholder lines).
     pub async fn call(
         &self,
         name: &str,
         arguments: &str,
         ctx: &CallContext,
     ) -> Result<String, ToolError> {
+        Ok(self.call_seeing(name, arguments, ctx, None).await?.text)
+    }
+
+    /// Run one tool call for a model that can see when `images` is `Some(n)`: its
+    /// result may carry up to `n` images (an MCP tool's; the others give text only).
+    pub async fn call_seeing(
+        &self,
+        name: &str,
+        arguments: &str,
+        ctx: &CallContext,
+        images: Option<usize>,
+    ) -> Result<ToolOutput, ToolError> {
         self.allowed(name, ctx.channel)?;
         let args = Args::parse(arguments)?;
         if let (Some(seam), Some(t)) = (&self.mcp, self.mcp_tool(name)) {
             // What leaves for a server is scrubbed like what enters history.
             let arguments = output::scrub_json(arguments);
-            return seam.call(&t.server, &t.tool, &arguments).await;
+            return seam.call(&t.server, &t.tool, &arguments, images).await;
         }
+        let text = self.call_builtin(name, args, ctx).await?;
+        Ok(ToolOutput {
+            text,
+            images: Vec::new(),
+        })
+    }
+
+    /// A built-in tool's call, its arguments checked.
+    async fn call_builtin(
+        &self,
+        name: &str,
+        args: Args,
+        ctx: &CallContext,
+    ) -> Result<String, ToolError> {
         let restrict = self.cfg.agent.restrict_to_workspace;
         type FileTool = fn(&std::path::Path, bool, &Args) -> Result<String, ToolError>;
         let file_tool: Option<FileTool> = match name {
@@ -674,11 +709,22 @@ mod tests {
             };
             Rc::from(vec![t("home", "turn_on", false), t("clock", "now", true)])
         }
-        fn call<'a>(&'a self, s: &'a str, t: &'a str, a: &'a str) -> mcp::McpCall<'a> {
+        fn call<'a>(
+            &'a self,
+            s: &'a str,
+            t: &'a str,
+            a: &'a str,
+            _images: Option<usize>,
+        ) -> mcp::McpCall<'a> {
             self.calls
                 .borrow_mut()
                 .push((s.to_string(), t.to_string(), a.to_string()));
-            Box::pin(async move { Ok(format!("{t} done")) })
+            Box::pin(async move {
+                Ok(ToolOutput {
+                    text: format!("{t} done"),
+                    images: Vec::new(),
+                })
+            })
         }
     }
 

@@ -29,7 +29,8 @@
 use super::{Args, ToolError, Tools};
 use crate::chat::ToolSpec;
 use crate::limits::{
-    HTTP_BUFFER_BYTES, HTTP_CONNECT_TIMEOUT_SECS, HTTP_MAX_HEADER_BYTES, MAX_FETCH_REDIRECTS,
+    HTTP_CONNECT_TIMEOUT_SECS, HTTP_INPUT_BUFFER_BYTES, HTTP_MAX_HEADER_BYTES,
+    HTTP_OUTPUT_BUFFER_BYTES, MAX_FETCH_REDIRECTS,
 };
 use crate::security::netguard::{self, HttpUrl, UrlError};
 use std::borrow::Cow;
@@ -162,8 +163,10 @@ pub fn fetch_blocking(url: &str, lim: FetchLimits, lookup: Lookup) -> Result<Fet
         .max_redirects(0)
         .proxy(None)
         .timeout_connect(Some(Duration::from_secs(HTTP_CONNECT_TIMEOUT_SECS)))
-        .input_buffer_size(HTTP_BUFFER_BYTES)
-        .output_buffer_size(HTTP_BUFFER_BYTES)
+        .input_buffer_size(HTTP_INPUT_BUFFER_BYTES)
+        // The request line holds the URL's path and query (up to `MAX_URL_BYTES`), and ureq
+        // writes a line whole or fails; the agent lives for one call.
+        .output_buffer_size(netguard::MAX_URL_BYTES + HTTP_OUTPUT_BUFFER_BYTES)
         .max_response_header_size(HTTP_MAX_HEADER_BYTES)
         .max_idle_connections(1)
         .max_idle_connections_per_host(1)
@@ -523,6 +526,16 @@ mod tests {
                 "SECRET INTERNAL PAGE",
             ),
         }
+    }
+
+    #[test]
+    fn a_url_of_the_longest_length_allowed_is_fetched() {
+        let s = serve(pages);
+        let head = format!("http://127.0.0.1:{}/long?q=", s.port);
+        let url = format!("{head}{}", "a".repeat(netguard::MAX_URL_BYTES - head.len()));
+        assert!(url_arg(&Args::parse(&format!(r#"{{"url":"{url}"}}"#)).unwrap()).is_ok());
+        let f = fetch_blocking(&url, lim(true), netguard::resolve_checked).unwrap();
+        assert!(render(&f, 4096).unwrap().contains("SECRET INTERNAL PAGE"));
     }
 
     #[test]

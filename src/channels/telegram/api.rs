@@ -451,7 +451,7 @@ impl Api {
             .limit(limit + 1)
             .reader();
         let mut out = std::fs::File::create(dest).map_err(FetchError::Disk)?;
-        let mut buf = vec![0u8; crate::limits::HTTP_BUFFER_BYTES];
+        let mut buf = vec![0u8; crate::limits::HTTP_INPUT_BUFFER_BYTES];
         let mut got = 0u64;
         loop {
             use std::io::{Read, Write};

@@ -5,7 +5,7 @@
 //! user; the spool file is removed whatever happens (docs/DECISIONS.md 97).
 //!
 //! Why it exists: the bytes never pass through RAM. `Api::download` writes the file in
-//! `HTTP_BUFFER_BYTES` pieces, `upload` streams it out again.
+//! `HTTP_INPUT_BUFFER_BYTES` pieces, `upload` streams it out again.
 //!
 //! # Bounds
 //! One file of at most `media.max_file_mb` (Telegram lets bots download 20 MB); the inbox
@@ -307,7 +307,7 @@ fn place(from: &Path, dir: &Path, name: &str) -> std::io::Result<String> {
 /// kilobytes of code for a rare fallback).
 fn copy(from: &mut fs::File, to: &mut fs::File) -> std::io::Result<()> {
     use std::io::{Read, Write};
-    let mut buf = vec![0u8; crate::limits::HTTP_BUFFER_BYTES];
+    let mut buf = vec![0u8; crate::limits::HTTP_INPUT_BUFFER_BYTES];
     loop {
         match from.read(&mut buf)? {
             0 => return Ok(()),
