@@ -106,6 +106,14 @@ pub const SCRUB_MARGIN_BYTES: usize = 1024;
 pub const MAX_APPROVAL_COMMAND_CHARS: usize = 2000;
 /// Redirects `web_fetch` follows, each re-checked; one more is an error.
 pub const MAX_FETCH_REDIRECTS: usize = 5;
+/// Results `web_search` returns at most (`tools.web_search.max_results`, the call's
+/// `max_results`).
+pub const MAX_SEARCH_RESULTS: usize = 10;
+/// Longest query `web_search` sends (Brave takes 400 characters, DuckDuckGo 499).
+pub const MAX_SEARCH_QUERY_BYTES: usize = 400;
+/// Bytes of a search backend's answer read; the rest is not read (a DuckDuckGo page is
+/// 15-60 KB, a Brave answer of 10 web results about 30 KB).
+pub const MAX_SEARCH_RESPONSE_BYTES: u64 = 512 * 1024;
 /// After an `exec` command's shell exits, its output is read for at most this long
 /// (processes it left behind are killed first).
 pub const EXEC_DRAIN_AFTER_EXIT_MS: u64 = 1_000;
@@ -181,3 +189,53 @@ pub const MCP_MAX_IMAGES_PER_RESULT: usize = 4;
 /// `MCP_MAX_IMAGE_BYTES` each, at most 16 MiB in the spool and about 21 MiB of base64
 /// in the body, under Anthropic's 32 MB request limit.
 pub const MAX_TOOL_IMAGES_PER_ROUND: usize = 8;
+
+// The gateway's HTTP server (`channels::http`); the rest of its bounds are `http.*` keys.
+
+/// Largest request head (request line and headers); past it: 431, and the connection is
+/// closed.
+pub const HTTP_SERVER_MAX_HEAD_BYTES: usize = 16 * 1024;
+/// Most header lines in one request head; more: 431.
+pub const HTTP_SERVER_MAX_HEADERS: usize = 48;
+/// Requests served on one kept-alive connection; the last answer closes it.
+pub const HTTP_SERVER_MAX_REQUESTS_PER_CONN: usize = 100;
+/// Seconds a kept-alive connection may wait for its next request's first byte.
+pub const HTTP_SERVER_IDLE_SECS: u64 = 15;
+/// Seconds one write of an answer may wait for the client to take it (a client that
+/// stops reading is dropped).
+pub const HTTP_SERVER_WRITE_TIMEOUT_SECS: u64 = 30;
+/// After an answer given before the request was read whole (an error), the client's
+/// bytes still arriving are read and dropped, up to this many...
+pub const HTTP_SERVER_LINGER_BYTES: usize = 256 * 1024;
+/// ...for at most this long, before the connection is closed: the client then reads the
+/// answer instead of a reset.
+pub const HTTP_SERVER_LINGER_MS: u64 = 1_000;
+/// Longest chunk-size line of a chunked request body (its extensions included).
+pub const HTTP_SERVER_MAX_CHUNK_LINE_BYTES: usize = 1024;
+/// Connections past `http.max_connections` answered 503 at once (each for at most
+/// `HTTP_SERVER_REFUSE_LINGER_MS`); more than that are closed without an answer.
+pub const HTTP_SERVER_MAX_REFUSING: usize = 64;
+/// How long the 503 of a connection past the cap lingers (reading what the client sends)
+/// before the connection closes.
+pub const HTTP_SERVER_REFUSE_LINGER_MS: u64 = 100;
+/// Pause after a failed `accept` (no file descriptor left) before the next one.
+pub const HTTP_SERVER_ACCEPT_PAUSE_MS: u64 = 100;
+/// Request bodies held in RAM at once, in multiples of `http.max_body_kib`; past it a
+/// request is answered 503 (busy) before its body is read.
+pub const HTTP_BODIES_IN_RAM: usize = 2;
+/// JSON values (containers and scalars) in one request body; more: 413. A value costs
+/// about 50 bytes once parsed, so a body of tiny values cannot grow tenfold in RAM.
+pub const HTTP_MAX_JSON_VALUES: usize = 10_000;
+/// Client addresses the rate limiter tracks; a new one past it replaces the one seen
+/// least recently (those idle for two minutes are dropped first).
+pub const HTTP_RATE_TABLE_ENTRIES: usize = 256;
+/// Turns of the HTTP API running at once (each session runs one at a time), besides
+/// Telegram's `agent.max_sessions`.
+pub const HTTP_MAX_RUNNING_TURNS: usize = 2;
+/// Requests of the HTTP API waiting for their session's or a free turn; more: 429.
+pub const HTTP_MAX_WAITING_TURNS: usize = 16;
+/// Longest session key (`X-Session-Id` or the request's `user`).
+pub const HTTP_MAX_SESSION_KEY_BYTES: usize = 64;
+/// Seconds between keep-alive comments on a streamed answer while nothing is written
+/// (tools running), so proxies and clients keep the connection.
+pub const HTTP_SSE_PING_SECS: u64 = 15;

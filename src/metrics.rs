@@ -12,10 +12,12 @@
 //!   `yoctoclaw_resident_memory_peak_bytes` (VmRSS, VmHWM); `yoctoclaw_open_sessions`;
 //!   `yoctoclaw_queue_depth`. The last four come from the caller ([`Gauges`]).
 //! - `yoctoclaw_messages_received_total{channel}`: messages from people the assistant
-//!   took (Telegram: from an allowed user; serial: a non-empty line);
+//!   took (Telegram: from an allowed user; serial: a non-empty line; http: a completion
+//!   request with a usable session);
 //!   `yoctoclaw_messages_sent_total{channel}`: texts and files the channel delivered (a
-//!   Telegram reply split in parts is one, a notice such as the busy reply is one,
-//!   heartbeat and cron results count under the channel they went to).
+//!   Telegram reply split in parts is one, a notice such as the busy reply is one, an
+//!   API answer is one once given whole or its stream ended; heartbeat and cron results
+//!   count under the channel they went to).
 //! - `yoctoclaw_turns_total{channel,outcome}`: turns the agent ran, `ok` or `error`
 //!   (a turn refused by a used-up budget never ran).
 //! - `yoctoclaw_tool_calls_total{tool,outcome}`: `ok`, `error` (bad arguments, the tool

@@ -78,7 +78,9 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "//": "deny: tools no channel is offered; telegram, serial and heartbeat deny_tools add to it there (cron jobs get every list). Tool names or groups: fs_read, fs_write, exec, web, memory, cron, messaging, system, hardware",
     "deny": [],
     "exec": { "enabled": true, "timeout_secs": 30, "max_output_bytes": 16384, "write_paths": [], "user": "" },
-    "web_fetch": { "allow_private": false, "max_bytes": 524288, "timeout_secs": 20 }
+    "web_fetch": { "allow_private": false, "max_bytes": 524288, "timeout_secs": 20 },
+    "// web_search": "backend: duckduckgo (no key), searxng (your instance: searxng_url), brave or tavily (keys in the variables *_key_env name); fallback: backends tried next, in order; base_url: the backend's own endpoint (same as its *_url key); language: de or de-DE, empty for the default; safe_search: off, moderate or strict",
+    "web_search": { "backend": "duckduckgo", "fallback": [], "base_url": "", "searxng_url": "", "max_results": 5, "language": "", "safe_search": "moderate", "timeout_secs": 10, "brave_key_env": "BRAVE_API_KEY", "tavily_key_env": "TAVILY_API_KEY" }
   },
   "serial": { "device": "", "baud": 115200, "echo": false, "deny_tools": [] },
   "hardware": {
@@ -101,6 +103,19 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "//": "files sent on Telegram: per file (at most 20), and in workspace/inbox",
     "max_file_mb": 20,
     "inbox_max_mb": 200
+  },
+  "http": {
+    "//": "the gateway's HTTP server: GET /health (open), the OpenAI-compatible POST /v1/chat/completions and GET /v1/models (Authorization: Bearer <the token in token_env>). listen 0.0.0.0:18790 opens it to the LAN (plain HTTP: put a TLS proxy or tunnel in front beyond it). rate_per_minute: requests per client address",
+    "enabled": false,
+    "listen": "127.0.0.1:18790",
+    "token_env": "YOCTOCLAW_HTTP_TOKEN",
+    "max_connections": 16,
+    "max_body_kib": 1024,
+    "rate_per_minute": 120,
+    "metrics_public": false,
+    "header_timeout_secs": 10,
+    "body_timeout_secs": 30,
+    "deny_tools": []
   },
   "mcp": {
     "//": "MCP servers whose tools the model is offered, keyed by name (at most 8): stdio {\"command\": \"npx\", \"args\": [...], \"env\": {...}} or HTTP {\"url\": \"https://...\", \"headers\": {...}}; a secret is written ${NAME} and kept in secrets.env. idle_stop_mins: a server unused that long is stopped (0: never)",

@@ -1,7 +1,8 @@
 //! `yoctoclaw status`: what is configured and how it is doing, in one screen: version and
-//! build date, home, provider and model, channels and the tools each is offered, the
-//! gateway (running or not, its RSS), sessions, memory entries by category, cron jobs and
-//! the next run, the last heartbeat, today's token usage, and the database size.
+//! build date, home, provider and model, channels (the HTTP API when on) and the tools
+//! each is offered, the gateway (running or not, its RSS), sessions, memory entries by
+//! category, cron jobs and the next run, the last heartbeat, today's token usage, and the
+//! database size.
 //!
 //! It reads the database directly (plain `SELECT`s) so it works whether or not the gateway
 //! runs, and learns about a running gateway from a status record the gateway writes, not
@@ -362,12 +363,15 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
         }
     );
     let mut channels = vec!["terminal".to_string()];
-    if cfg.telegram.enabled {
-        let token = if env.get(&cfg.telegram.token_env).is_some() {
+    let set = |var: &str| {
+        if env.get(var).is_some() {
             "set"
         } else {
             "NOT SET"
-        };
+        }
+    };
+    if cfg.telegram.enabled {
+        let token = set(&cfg.telegram.token_env);
         channels.push(format!(
             "telegram (token {} {token}, {} user(s) allowed)",
             cfg.telegram.token_env,
@@ -380,6 +384,13 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
         channels.push(format!(
             "serial {} at {} baud",
             cfg.serial.device, cfg.serial.baud
+        ));
+    }
+    if cfg.http.enabled {
+        let token = set(&cfg.http.token_env);
+        channels.push(format!(
+            "http on {} (token {} {token})",
+            cfg.http.listen, cfg.http.token_env
         ));
     }
     let _ = writeln!(s, "channels:   {}", channels.join(", "));

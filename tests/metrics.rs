@@ -1,18 +1,13 @@
 //! `/metrics`' text, read by the official parser (`prometheus_client`'s
 //! `text_string_to_metric_families`, installed by `.ci/run`), and its counts after real
-//! work: the gateway's own main loop (`app::gateway::run`, in this process) serves a
-//! Telegram message from the fake Bot API whose turn, against a fake model that first
-//! fails once, calls three tools (one that runs, one denied, one that does not exist).
-//! The text checked is what [`metrics::render`] gives, the function `GET /metrics`
-//! answers with.
-//!
-//! In process, not the binary over HTTP: the route is not there yet (the HTTP server is
-//! built apart), and a command or variable that printed the counters from a release
-//! binary would be a test hook. The gateway runs as it does in the binary, with no hook:
-//! its counters are this process's statics, read here.
-//!
-//! One test here runs the gateway (its counters are the process's); the other renders
-//! counters of its own.
+//! work:
+//! - the binary: `yoctoclaw gateway` with Telegram (the fake Bot API) and the HTTP API on,
+//!   a Telegram turn that calls tools and a completion over HTTP, then `GET /metrics`
+//!   over a socket;
+//! - the gateway's own main loop (`app::gateway::run`) in this process, for what the
+//!   binary's test cannot see from outside: a model that fails once (retried), a tool
+//!   denied, and the counters read after the gateway stopped;
+//! - counters of a test's own with hostile label values.
 
 mod support;
 
@@ -23,7 +18,8 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 use support::fake_http::{Response, chat_model, json_str, openai_text, openai_tool_calls};
 use support::fake_telegram::FakeTelegram;
-use support::gateway::{PATIENCE, TOKEN};
+use support::gateway::{PATIENCE, TOKEN, TOKEN_SECRET_PART};
+use support::http_client::{self, answer_of, ask, complete, http_config};
 use support::{TempHome, config_for, skipped};
 use yoctoclaw::app::{self, Loaded};
 use yoctoclaw::chat::ChannelKind;
@@ -53,12 +49,119 @@ struct Parsed {
 }
 
 impl Parsed {
+    /// Each sample of `counts` has its value (`{P` stands for the fake model's
+    /// `{provider="openai:fake-model"`); `text` is shown when one has not.
+    fn expect(&self, counts: &[(&str, f64)], text: &str) {
+        for (name, v) in counts {
+            let name = name.replace("{P", r#"{provider="openai:fake-model""#);
+            assert_eq!(self.value(&name), *v, "{name}\n{text}");
+        }
+    }
+
     fn value(&self, sample: &str) -> f64 {
         *self.samples.get(sample).unwrap_or_else(|| {
             let names: Vec<&String> = self.samples.keys().collect();
             panic!("the parser read no {sample}; it read {names:#?}")
         })
     }
+}
+
+#[test]
+fn the_gateway_binary_serves_its_counts_on_get_metrics() {
+    let llm = chat_model(vec![
+        Response::json(
+            200,
+            &openai_tool_calls(
+                &[("list_dir", r#"{"path":"."}"#), ("no_such_tool", "{}")],
+                Some((100, 20)),
+            ),
+        ),
+        Response::json(200, &openai_text("Listed.")),
+        Response::json(200, &openai_text("Hello over HTTP.")),
+        Response::json(200, &openai_text("Streamed hello.")),
+    ]);
+    let tg = FakeTelegram::start();
+    let public = r#""metrics_public":true"#;
+    let home = TempHome::onboarded("metrics-bin", &http_config(&llm, Some(&tg), public, ""));
+    let (mut g, port) = http_client::start(&home, true, true);
+    tg.push_private(ALICE, "alice", "What is in my workspace?");
+    g.wait_for("Telegram's answer", || {
+        tg.sent_to(ALICE).iter().any(|s| s.text.contains("Listed."))
+    });
+    assert_eq!(
+        answer_of(&complete(port, &ask("hello", ""), "")),
+        "Hello over HTTP."
+    );
+    let streamed = complete(port, &ask("again", r#","stream":true"#), "");
+    assert!(
+        streamed.chunked && streamed.body.contains("Streamed hello."),
+        "{streamed:?}"
+    );
+    assert!(
+        streamed.body.ends_with("data: [DONE]\n\n"),
+        "{}",
+        streamed.body
+    );
+    // Telegram's answer is counted once the Bot API said ok (after the fake saw it).
+    let sent = r#"yoctoclaw_messages_sent_total{channel="telegram"}"#;
+    let mut m = http_client::get(port, "/metrics", None);
+    g.wait_for("the delivery counted", || {
+        m = http_client::get(port, "/metrics", None);
+        sample(&m.body, sent) == Some(1.0)
+    });
+    assert_eq!(m.status, 200, "{}", m.body);
+    assert_eq!(
+        m.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
+    );
+    let p = parse(&m.body);
+    let counts: &[(&str, f64)] = &[
+        (
+            r#"yoctoclaw_messages_received_total{channel="telegram"}"#,
+            1.0,
+        ),
+        (r#"yoctoclaw_messages_sent_total{channel="telegram"}"#, 1.0),
+        // One whole answer, one streamed.
+        (r#"yoctoclaw_messages_received_total{channel="http"}"#, 2.0),
+        (r#"yoctoclaw_messages_sent_total{channel="http"}"#, 2.0),
+        (
+            r#"yoctoclaw_turns_total{channel="telegram",outcome="ok"}"#,
+            1.0,
+        ),
+        (r#"yoctoclaw_turns_total{channel="http",outcome="ok"}"#, 2.0),
+        (
+            r#"yoctoclaw_turns_total{channel="http",outcome="error"}"#,
+            0.0,
+        ),
+        (
+            r#"yoctoclaw_tool_calls_total{tool="list_dir",outcome="ok"}"#,
+            1.0,
+        ),
+        (
+            r#"yoctoclaw_tool_calls_total{tool="other",outcome="unknown"}"#,
+            1.0,
+        ),
+        ("yoctoclaw_provider_requests_total{P}", 4.0),
+        ("yoctoclaw_provider_errors_total{P}", 0.0),
+        ("yoctoclaw_provider_request_duration_seconds_count{P}", 4.0),
+        // 100 + 10 + 10 + 10 in, 20 + 5 + 5 + 5 out.
+        (r#"yoctoclaw_provider_tokens_total{P,type="input"}"#, 130.0),
+        (r#"yoctoclaw_provider_tokens_total{P,type="output"}"#, 35.0),
+        ("yoctoclaw_open_sessions", 0.0),
+        ("yoctoclaw_queue_depth", 0.0),
+    ];
+    p.expect(counts, &m.body);
+    assert!(p.value("process_resident_memory_bytes") > 1_000_000.0);
+    assert!(p.value("yoctoclaw_uptime_seconds") > 0.0);
+    let build = format!(
+        r#"yoctoclaw_build_info{{version="{}",target="{}"}}"#,
+        env!("CARGO_PKG_VERSION"),
+        build_target(&m.body)
+    );
+    assert_eq!(p.value(&build), 1.0);
+    assert!(!m.body.contains(http_client::HTTP_TOKEN));
+    assert!(!m.body.contains(TOKEN_SECRET_PART));
+    g.stop_cleanly();
 }
 
 /// `text` through the official parser. Where it is not installed (after [`skipped`]
@@ -281,19 +384,15 @@ fn a_telegram_turn_with_tools_is_counted_and_the_official_parser_reads_it() {
         (r#"yoctoclaw_provider_tokens_total{P,type="input"}"#, 110.0),
         (r#"yoctoclaw_provider_tokens_total{P,type="output"}"#, 25.0),
     ];
-    let provider = r#"provider="openai:fake-model""#;
-    for (name, v) in counts {
-        let name = name.replace("{P", &format!("{{{provider}"));
-        assert_eq!(p.value(&name), *v, "{name}\n{text}");
-    }
+    p.expect(counts, &text);
     let build = format!(
         r#"yoctoclaw_build_info{{version="{}",target="{}"}}"#,
         env!("CARGO_PKG_VERSION"),
         build_target(&text)
     );
     assert_eq!(p.value(&build), 1.0);
-    let sum = format!("yoctoclaw_provider_request_duration_seconds_sum{{{provider}}}");
-    assert!(p.value(&sum) > 0.0 && p.value(&sum) < 60.0, "{text}");
+    let sum = r#"yoctoclaw_provider_request_duration_seconds_sum{provider="openai:fake-model"}"#;
+    assert!(p.value(sum) > 0.0 && p.value(sum) < 60.0, "{text}");
     assert!(p.value("yoctoclaw_uptime_seconds") > 0.0);
     assert!(p.value("process_resident_memory_bytes") > 1_000_000.0);
     assert!(
@@ -330,7 +429,7 @@ fn a_telegram_turn_with_tools_is_counted_and_the_official_parser_reads_it() {
     // The model's made-up name is not a label; no URL is either.
     assert!(!text.contains("no_such_tool"), "{text}");
     assert!(!text.contains("127.0.0.1"), "{text}");
-    assert!(!text.contains(support::gateway::TOKEN_SECRET_PART));
+    assert!(!text.contains(TOKEN_SECRET_PART));
 }
 
 /// The `target` label of `yoctoclaw_build_info` in `text` (the triple this test was

@@ -426,11 +426,13 @@ fn exec_gets_no_secrets_in_its_environment() {
             ("YOCTOCLAW_API_KEY", API_KEY),
             ("TELEGRAM_BOT_TOKEN", TOKEN),
             ("YC_CANARY", "visible-if-not-cleared"),
+            ("BRAVE_API_KEY", "BSAbravekeyvalue7q2"),
         ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let r = tool_results(&model);
     let env = &r[0];
+    assert!(!env.contains("BSAbravekeyvalue7q2"), "{env}");
     assert!(env.starts_with("exit code: 0\n"), "{env}");
     assert!(env.contains("PATH="), "{env}");
     for name in [
@@ -438,6 +440,7 @@ fn exec_gets_no_secrets_in_its_environment() {
         "TELEGRAM_BOT_TOKEN",
         "MY_SERVICE_PASSWORD",
         "YC_CANARY",
+        "BRAVE_API_KEY",
     ] {
         assert!(!env.contains(name), "{name} reached the command:\n{env}");
     }

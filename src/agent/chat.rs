@@ -79,8 +79,33 @@ struct Attempt {
 
 impl Agent {
     /// One model request offering `tools`, with retries and fallbacks. Returns the reply
-    /// and the index of the provider that gave it.
+    /// and the index of the provider that gave it. Its outcome is kept for
+    /// [`Agent::last_provider_result`]: a server that answered (a refusal of tools or an
+    /// overflowing request included) is a success, every provider failing a failure.
     pub(super) async fn chat(
+        &self,
+        system: &str,
+        history: &[Message],
+        tools: &[ToolSpec],
+        sink: &mut dyn StreamSink,
+    ) -> Result<(ChatReply, usize), AgentError> {
+        let r = self.chat_tries(system, history, tools, sink).await;
+        let ok = match &r {
+            Ok(_) | Err(AgentError::Provider(_)) => true,
+            Err(AgentError::Providers(_)) => false,
+            Err(_) => return r,
+        };
+        self.last_provider.set(Some((Instant::now(), ok)));
+        r
+    }
+
+    /// When the last model request ended and whether a provider answered it (`None`
+    /// before the first), for the gateway's health report.
+    pub fn last_provider_result(&self) -> Option<(Instant, bool)> {
+        self.last_provider.get()
+    }
+
+    async fn chat_tries(
         &self,
         system: &str,
         history: &[Message],

@@ -146,6 +146,8 @@ pub struct Agent {
     /// Per provider: where its answers start, as they have shown (`think`); `None` until
     /// read from the store.
     think_starts: RefCell<Vec<Option<think::ThinkStart>>>,
+    /// The last model request: when it ended and whether a provider answered (`chat`).
+    last_provider: Cell<Option<(std::time::Instant, bool)>>,
 }
 
 impl Agent {
@@ -180,6 +182,7 @@ impl Agent {
             tools_refused: RefCell::new(vec![false; n]),
             unstreamed_tools: RefCell::new(vec![false; n]),
             think_starts: RefCell::new(vec![None; n]),
+            last_provider: Cell::new(None),
         }
     }
 

@@ -1,6 +1,7 @@
 //! `yoctoclaw gateway`: the daemon. Start-up checks, the Telegram channel's threads,
-//! the scheduler (cron, heartbeat, daily memory retention), a periodic status record,
-//! the executor, signal handling and a bounded shutdown, in [`run`].
+//! the scheduler (cron, heartbeat, daily memory retention), the HTTP server when
+//! `http.enabled` (`channels::http`), a periodic status record, the executor, signal
+//! handling and a bounded shutdown, in [`run`].
 //!
 //! Why it exists: this is the program's main loop, written once and read top to bottom
 //! (the project's rule: the daemon's main loop is one documented function).
@@ -10,7 +11,7 @@
 //! agent's turns, the scheduler's timers, SQLite). `yc-tg-poll` runs the long poll,
 //! `yc-tg-send` sends replies, streamed previews, heartbeat and cron deliveries and
 //! chat actions, the `Workers` pool runs provider calls. They talk over bounded
-//! async-channels only.
+//! async-channels only. The HTTP server's sockets are non-blocking, on the executor.
 //!
 //! # Bounds
 //! - Shutdown: the scheduler stops at once (a heartbeat or cron turn in flight is
@@ -22,6 +23,10 @@
 //! - Start-up: `getMe` is retried with backoff on network errors (a board that boots
 //!   before its network); a refused token (401/404) is fatal at once. The scheduler and
 //!   the sender run meanwhile, so cron and heartbeat deliveries do not wait for it.
+//! - The HTTP server: bound before the executor runs (an address it cannot have is a
+//!   start-up error); at the signal it stops accepting, its running turns get
+//!   `TURN_GRACE_MS`, and it is waited for at most `SHUTDOWN_LIMIT_MS`, beside Telegram's
+//!   shutdown.
 //! - MCP servers: those with `start: boot` start once the executor runs, the others on
 //!   their first call; after the shutdown above their servers are stopped (the manager's
 //!   own bounded shutdown) before the store closes, and their last state recorded.
@@ -41,6 +46,7 @@ use super::{
     AppError, Loaded, agent as build_agent, mcp_seam, open_db, outbound, providers, runtime,
 };
 use crate::agent::Agent;
+use crate::channels::http::{self, health::Beat};
 use crate::channels::telegram::api::{Api, ApiError, BotIdentity};
 use crate::channels::telegram::backoff::{Backoff, ErrorDelay, Stop};
 use crate::channels::telegram::bot::Bot;
@@ -90,7 +96,8 @@ type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
 /// 2. If Telegram is enabled: check the token's shape and start the sender thread.
 /// 3. Start the scheduler (cron jobs, heartbeat, daily retention; its Telegram
 ///    deliveries go through the sender) and the status record timer, both stopped
-///    as soon as a signal arrives.
+///    as soon as a signal arrives; with `http.enabled`, bind the HTTP server, which
+///    serves beside the rest until the signal, then drains.
 /// 4. Telegram: ask `getMe` who we are (retrying network errors; a refused token is a
 ///    clear fatal error naming its variable), recover what the last run left
 ///    unanswered, start the poller thread (from the persisted offset), then handle
@@ -129,15 +136,23 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     announce(&l.cfg, &l.home, &db);
     let ex: smol::LocalExecutor<'static> = smol::LocalExecutor::new();
     let bot: BotSlot = Rc::new(RefCell::new(None));
-    // Closed when a signal arrives: stops the scheduler and the status timer.
+    // Closed when a signal arrives: stops the scheduler, the status timer and the HTTP
+    // server.
     let (stopping, stopped) = async_channel::bounded::<()>(1);
+    // Marked by every getUpdates that answers (for the HTTP server's /health).
+    let polled = Arc::new(Beat::default());
+    let http = http_server(l, &agent, &db, (&polled, &bot), stopped.clone())?;
     ex.spawn(until_closed(
         scheduler_task(agent.clone(), deps),
         stopped.clone(),
     ))
     .detach();
+    let live = Live {
+        bot: bot.clone(),
+        http: http.as_ref().map(|(server, _)| server.clone()),
+    };
     ex.spawn(until_closed(
-        status_task(db.clone(), bot.clone(), mcp.clone()),
+        status_task(db.clone(), live, mcp.clone()),
         stopped.clone(),
     ))
     .detach();
@@ -173,34 +188,44 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
         .detach();
     }
     smol::block_on(ex.run(async {
-        let res = match (token, sender) {
-            (Some(token), Some((api, outbox))) => {
-                let t = Telegram {
-                    cfg: &l.cfg,
-                    media: media_ctx(l, &token),
-                    token: &token,
-                    api,
-                    outbox,
-                    backoff,
-                    stop,
-                };
-                let s = Serving {
-                    agent: &agent,
-                    db: &db,
-                    workers: &workers,
-                    signals: &signals,
-                    stopping: &stopping,
-                    slot: &bot,
-                };
-                serve_telegram(&ex, t, s).await
-            }
-            _ => {
-                signals.wait().await;
-                stopping.close();
-                log::info!("gateway: stopped");
-                Ok(())
+        // The HTTP server runs beside the channels until the signal, then drains.
+        let serve_http = async {
+            if let Some((server, listener)) = http {
+                server.serve(&ex, listener).await;
             }
         };
+        let main = async {
+            match (token, sender) {
+                (Some(token), Some((api, outbox))) => {
+                    let t = Telegram {
+                        cfg: &l.cfg,
+                        media: media_ctx(l, &token),
+                        token: &token,
+                        api,
+                        outbox,
+                        backoff,
+                        stop,
+                        polled,
+                    };
+                    let s = Serving {
+                        agent: &agent,
+                        db: &db,
+                        workers: &workers,
+                        signals: &signals,
+                        stopping: &stopping,
+                        slot: &bot,
+                    };
+                    serve_telegram(&ex, t, s).await
+                }
+                _ => {
+                    signals.wait().await;
+                    stopping.close();
+                    log::info!("gateway: stopped");
+                    Ok(())
+                }
+            }
+        };
+        let (res, ()) = smol::future::zip(main, serve_http).await;
         // The servers stop before the store closes, and their last state is recorded.
         if let Some(m) = &mcp {
             m.shutdown().await;
@@ -228,11 +253,24 @@ async fn scheduler_task(agent: Rc<Agent>, deps: Rc<Deps>) {
     scheduler::run(&agent, &deps, opts).await;
 }
 
+/// What runs turns, for the status record's live sessions.
+struct Live {
+    bot: BotSlot,
+    http: Option<Rc<http::Server>>,
+}
+
+impl Live {
+    fn sessions(&self) -> usize {
+        let bot = self.bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
+        bot + self.http.as_ref().map_or(0, |h| h.running_turns())
+    }
+}
+
 /// Rewrite the status record (and the MCP servers' records) now and every
 /// `STATUS_RECORD_SECS` (never returns).
-async fn status_task(db: Rc<Db>, bot: BotSlot, mcp: Option<Rc<Mcp>>) {
+async fn status_task(db: Rc<Db>, live: Live, mcp: Option<Rc<Mcp>>) {
     loop {
-        let sessions = bot.borrow().as_ref().map_or(0, |b| b.live_sessions());
+        let sessions = live.sessions();
         // What start-up or the last minute read into SQLite's page cache, and what is
         // then free at the top of the heap, goes back to the system.
         write_status_record(&db, sessions);
@@ -302,7 +340,7 @@ pub fn write_status_record(db: &Db, live_sessions: usize) {
 
 /// What `/metrics` shows that only the gateway knows, read now: Telegram's sessions with
 /// a turn running (`bot`, once it serves) and the messages waiting in its inbox, the
-/// process's memory. `metrics::render` takes it.
+/// process's memory (the API's turns are added by [`metrics_body`]).
 pub fn metrics_gauges(db: &Db, bot: Option<&Bot>) -> crate::metrics::Gauges {
     let rss = crate::status::self_rss_kib();
     let waiting = db.inbox_len().unwrap_or_else(|e| {
@@ -315,6 +353,19 @@ pub fn metrics_gauges(db: &Db, bot: Option<&Bot>) -> crate::metrics::Gauges {
         rss_bytes: rss.map(|r| r.rss_kib * 1024),
         peak_rss_bytes: rss.map(|r| r.hwm_kib * 1024),
     }
+}
+
+/// The body of `GET /metrics`, given the API's turns running and waiting: the process's
+/// counters with Telegram's and the API's sessions and waiting messages together.
+fn metrics_body(db: Rc<Db>, bot: BotSlot) -> Box<dyn Fn(usize, usize) -> String> {
+    Box::new(move |running, waiting| {
+        let mut g = metrics_gauges(&db, bot.borrow().as_deref());
+        g.open_sessions += running as u64;
+        g.queue_depth += waiting as u64;
+        let mut out = String::with_capacity(4096);
+        crate::metrics::render(&mut out, &g);
+        out
+    })
 }
 
 /// What media handling needs, from the config: the spool (emptied at start), the
@@ -336,6 +387,68 @@ fn media_ctx(l: &Loaded, token: &str) -> Arc<Media> {
         inbox_max: cfg.media.inbox_max_mb * 1024 * 1024,
         transcriber,
     })
+}
+
+/// The HTTP server and its bound listener.
+type HttpServer = (Rc<http::Server>, smol::Async<std::net::TcpListener>);
+
+/// The HTTP server and its listener when `http.enabled`: bound now (an address that
+/// cannot be had is a start-up error), serving once the executor runs.
+fn http_server(
+    l: &Loaded,
+    agent: &Rc<Agent>,
+    db: &Rc<Db>,
+    (polled, bot): (&Arc<Beat>, &BotSlot),
+    stopped: async_channel::Receiver<()>,
+) -> Result<Option<HttpServer>, AppError> {
+    let cfg = &l.cfg.http;
+    if !cfg.enabled {
+        return Ok(None);
+    }
+    let listener = http::bind(cfg.listen).map_err(|e| {
+        runtime(format!(
+            "cannot listen on {} (http.listen): {e}; choose another address or port, or set http.enabled to false",
+            cfg.listen
+        ))
+    })?;
+    let addr = listener.get_ref().local_addr().unwrap_or(cfg.listen);
+    let token = l
+        .env
+        .get(&cfg.token_env)
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty());
+    if let Some(t) = &token {
+        crate::security::scrub::install_secret_literals([t.clone()]);
+    }
+    let tg = &l.cfg.telegram;
+    // A long poll answers within its timeout; twice that and its margin is stale.
+    let stale = Duration::from_secs(2 * (tg.poll_timeout_secs + POLL_MARGIN_SECS));
+    let deps = http::Deps {
+        agent: agent.clone(),
+        db: db.clone(),
+        cfg: cfg.clone(),
+        home: l.home.dir.clone(),
+        token,
+        telegram: tg.enabled.then(|| (polled.clone(), stale)),
+        metrics: Some(metrics_body(db.clone(), bot.clone())),
+        grace: Duration::from_millis(TURN_GRACE_MS),
+        drain: Duration::from_millis(SHUTDOWN_LIMIT_MS),
+    };
+    let token_state = if deps.token.is_some() {
+        "set"
+    } else {
+        "NOT SET: every route but /health answers 503"
+    };
+    log::info!(
+        "http: listening on {addr} (token {} {token_state})",
+        cfg.token_env
+    );
+    if !addr.ip().is_loopback() {
+        log::warn!(
+            "http: {addr} is reachable beyond this machine, in plain HTTP: keep it on a network you trust, or put a TLS proxy or tunnel in front (README, HTTP API)"
+        );
+    }
+    Ok(Some((http::Server::new(deps, stopped), listener)))
 }
 
 /// The sender thread and its API client.
@@ -365,6 +478,8 @@ struct Telegram<'a> {
     backoff: Backoff,
     /// Stops the poller and the sender's waits.
     stop: Stop,
+    /// Marked by every `getUpdates` that answers.
+    polled: Arc<Beat>,
 }
 
 /// The rest of the daemon, as [`serve_telegram`] sees it.
@@ -443,8 +558,15 @@ async fn serve_telegram(
         let poll_timeout = tg.poll_timeout_secs;
         let api = Api::new(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
         let (offset, stop, backoff) = (bot.next_offset(), t.stop.clone(), t.backoff);
+        let polled = t.polled.clone();
         spawn_thread("yc-tg-poll", move || {
-            let fetch = |off| api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
+            let fetch = |off| {
+                let got = api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
+                if got.is_ok() {
+                    polled.mark();
+                }
+                got
+            };
             poll_loop(fetch, offset, &backoff, &tx, &stop);
         })
         .map_err(|e| runtime(format!("cannot start the Telegram poller: {e}")))?;

@@ -109,8 +109,11 @@ pub unsafe fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<L
     let mut secret_names = vec![
         cfg.provider.api_key_env.clone(),
         cfg.telegram.token_env.clone(),
+        cfg.http.token_env.clone(),
     ];
     secret_names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
+    let ws = &cfg.tools.web_search;
+    secret_names.extend([ws.brave_key_env.clone(), ws.tavily_key_env.clone()]);
     crate::security::scrub::install_secret_literals(secret_names.iter().filter_map(|n| env.get(n)));
     // SAFETY: this function's own contract (no other thread touches the environment).
     let env = unsafe { hide_secrets(env, &secret_names) };
@@ -215,13 +218,15 @@ pub fn agent(
 ) -> Rc<Agent> {
     let workspace = l.home.workspace();
     crate::tools::exec::announce_confinement();
+    let keys = crate::tools::search::SearchKeys::from_env(&l.cfg.tools.web_search, &l.env);
     let mut tools = Tools::new(
         workspace.clone(),
         l.cfg.clone(),
         workers.clone(),
         db.clone(),
         outbound,
-    );
+    )
+    .with_search_keys(keys);
     if let Some(m) = mcp {
         tools = tools.with_mcp(Rc::new(mcp_seam::McpSeam::new(
             m.clone(),

@@ -28,6 +28,8 @@ pub enum ChannelKind {
     Serial,
     Heartbeat,
     Cron,
+    /// The gateway's HTTP API (`channels::http`).
+    Http,
 }
 
 impl ChannelKind {
@@ -38,6 +40,7 @@ impl ChannelKind {
             ChannelKind::Serial => "serial",
             ChannelKind::Heartbeat => "heartbeat",
             ChannelKind::Cron => "cron",
+            ChannelKind::Http => "http",
         }
     }
 }

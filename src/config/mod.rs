@@ -24,10 +24,12 @@ mod fields;
 pub mod mcp;
 pub mod tool_rules;
 mod types;
+pub mod web_search;
 
 pub use env::{Env, load_secrets_file, parse_secrets, secret_line};
 pub use tool_rules::ToolSet;
 pub use types::*;
+pub use web_search::{SafeSearch, SearchBackend, WebSearchConfig};
 
 use crate::limits::MAX_CONFIG_BYTES;
 use fields::Fields;

@@ -261,7 +261,8 @@ fn deny_lists_expand_groups_and_apply_per_channel() {
         r#"{"tools":{"deny":["web"],"exec":{"enabled":true}},
             "telegram":{"deny_tools":["exec","fs_write"]},
             "serial":{"deny_tools":["memory_forget"]},
-            "heartbeat":{"deny_tools":["messaging","cron"]}}"#,
+            "heartbeat":{"deny_tools":["messaging","cron"]},
+            "http":{"deny_tools":["hardware","system_info"]}}"#,
     )
     .unwrap();
     assert!(c.telegram.deny_tools.contains("write_file"));
@@ -281,6 +282,9 @@ fn deny_lists_expand_groups_and_apply_per_channel() {
     assert_eq!(by("memory_forget", Telegram), None);
     assert_eq!(by("cron_list", Heartbeat), Some("heartbeat.deny_tools"));
     assert_eq!(by("send_message", Terminal), None);
+    assert_eq!(by("system_info", Http), Some("http.deny_tools"));
+    assert_eq!(by("system_info", Telegram), None);
+    assert_eq!(by("exec", Http), None);
     // Cron jobs get every list: a job added on Telegram cannot run what Telegram cannot.
     for t in [
         "exec",
@@ -288,6 +292,7 @@ fn deny_lists_expand_groups_and_apply_per_channel() {
         "memory_forget",
         "send_message",
         "cron_add",
+        "system_info",
     ] {
         assert!(by(t, Cron).is_some(), "{t}");
     }
@@ -509,4 +514,39 @@ fn mcp_references_resolve_from_the_environment_and_name_what_is_missing() {
     assert_eq!(mcp::resolve_refs("${NOPE}", &env).unwrap_err(), "NOPE");
     assert_eq!(mcp::refs("a ${B} c ${D_1}").unwrap(), ["B", "D_1"]);
     assert!(mcp::refs("${1A}").is_none());
+}
+
+#[test]
+fn the_http_section_has_safe_defaults_and_checks_its_address() {
+    let d = parse_str("{}").unwrap().http;
+    assert!(!d.enabled);
+    assert_eq!(d.listen.to_string(), "127.0.0.1:18790");
+    assert_eq!(d.token_env, "YOCTOCLAW_HTTP_TOKEN");
+    assert_eq!(
+        (d.max_connections, d.max_body_kib, d.rate_per_minute),
+        (16, 1024, 120)
+    );
+    assert!(!d.metrics_public);
+    let c = parse_str(
+        r#"{"http":{"enabled":true,"listen":"[::1]:8080","max_connections":100000,"rate_per_minute":0,"metrics_public":true}}"#,
+    )
+    .unwrap()
+    .http;
+    assert!(c.enabled && c.metrics_public);
+    assert_eq!(c.listen.to_string(), "[::1]:8080");
+    assert_eq!((c.max_connections, c.rate_per_minute), (256, 1), "clamped");
+    for bad in [
+        r#""localhost:80""#,
+        r#""127.0.0.1""#,
+        r#""1.2.3.4:99999""#,
+        "8080",
+    ] {
+        let e = parse_str(&format!(r#"{{"http":{{"listen":{bad}}}}}"#)).unwrap_err();
+        assert!(e.to_string().contains("http.listen"), "{bad}: {e}");
+    }
+    let e = parse_str(r#"{"http":{"port":80}}"#).unwrap_err();
+    assert!(e.to_string().contains("http.port"), "{e}");
+    let env = Env::isolated(&[("YOCTOCLAW_HTTP_LISTEN", "0.0.0.0:9000")]);
+    let c = parse(Some("{}"), Path::new("c"), &env).unwrap();
+    assert_eq!(c.http.listen.to_string(), "0.0.0.0:9000");
 }

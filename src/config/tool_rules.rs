@@ -1,13 +1,13 @@
 //! Which tools each channel offers: the deny lists `tools.deny`, `telegram.deny_tools`,
-//! `serial.deny_tools` and `heartbeat.deny_tools`, the groups they may name, and the
-//! `tools.exec.enabled` switch (docs/DECISIONS.md 87).
+//! `serial.deny_tools`, `heartbeat.deny_tools` and `http.deny_tools`, the groups they may
+//! name, and the `tools.exec.enabled` switch (docs/DECISIONS.md 87).
 //!
 //! A list holds tool names and group names; anything else is a config error naming it.
 //! MCP servers' tools are named as the model sees them: `SERVER__TOOL` (one tool),
 //! `SERVER__*` (every tool of a server) or the group `mcp` (every MCP tool). Such names
 //! are accepted without knowing the tools (servers declare theirs when they run).
-//! The terminal gets `tools.deny` alone; Telegram, serial and the heartbeat add their own
-//! list; cron jobs get every list, because a job may have been added on any channel and
+//! The terminal gets `tools.deny` alone; Telegram, serial, the heartbeat and the HTTP API
+//! add their own list; cron jobs get every list, because a job may have been added on any channel and
 //! its record does not say which (no channel reaches a tool denied to it through a job).
 //!
 //! # Bounds
@@ -21,13 +21,14 @@ use super::{Config, ConfigError};
 use crate::chat::ChannelKind;
 
 /// Every tool the model can be offered, in bit order (`tools` checks its table matches).
-pub const TOOL_NAMES: [&str; 19] = [
+pub const TOOL_NAMES: [&str; 20] = [
     "read_file",
     "write_file",
     "edit_file",
     "list_dir",
     "exec",
     "web_fetch",
+    "web_search",
     "memory_store",
     "memory_search",
     "memory_forget",
@@ -51,7 +52,7 @@ pub const TOOL_GROUPS: [(&str, &[&str]); 9] = [
     ("fs_read", &["read_file", "list_dir"]),
     ("fs_write", &["write_file", "edit_file"]),
     ("exec", &["exec"]),
-    ("web", &["web_fetch"]),
+    ("web", &["web_fetch", "web_search"]),
     (
         "memory",
         &["memory_store", "memory_search", "memory_forget"],
@@ -70,10 +71,11 @@ pub const MAX_MCP_ENTRIES: usize = 64;
 const MAX_TOOL_NAME: usize = 64;
 
 /// Every channel kind, in the order `status` lists their tools.
-pub const CHANNELS: [ChannelKind; 5] = [
+pub const CHANNELS: [ChannelKind; 6] = [
     ChannelKind::Terminal,
     ChannelKind::Telegram,
     ChannelKind::Serial,
+    ChannelKind::Http,
     ChannelKind::Heartbeat,
     ChannelKind::Cron,
 ];
@@ -181,6 +183,11 @@ impl Config {
                 cron || channel == ChannelKind::Heartbeat,
                 &self.heartbeat.deny_tools,
                 "heartbeat.deny_tools",
+            ),
+            (
+                cron || channel == ChannelKind::Http,
+                &self.http.deny_tools,
+                "http.deny_tools",
             ),
         ]
         .into_iter()

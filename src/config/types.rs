@@ -302,6 +302,8 @@ pub struct ToolsConfig {
     pub deny: ToolSet,
     pub exec: ExecConfig,
     pub web_fetch: WebFetchConfig,
+    /// `tools.web_search` (`config::web_search`).
+    pub web_search: super::web_search::WebSearchConfig,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -388,6 +390,54 @@ impl Default for MediaConfig {
     }
 }
 
+/// `http`: the gateway's HTTP server (`channels::http`): health, the OpenAI-compatible
+/// API. Off by default; on loopback by default when on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HttpConfig {
+    pub enabled: bool,
+    /// `IP:PORT` to listen on. Defaults to `127.0.0.1:18790` (this machine only).
+    pub listen: std::net::SocketAddr,
+    /// The variable holding the API's bearer token (environment or `secrets.env`).
+    /// Defaults to `YOCTOCLAW_HTTP_TOKEN`; unset: every route but `/health` answers 503.
+    pub token_env: String,
+    /// Connections open at once, 1..=256, defaults to 16; past it: 503 and closed.
+    pub max_connections: u64,
+    /// Largest request body in KiB, 1..=16384, defaults to 1024; past it: 413.
+    pub max_body_kib: u64,
+    /// Requests one client address may make per minute (a sliding window),
+    /// 1..=1,000,000, defaults to 120; past it: 429 with `Retry-After`.
+    pub rate_per_minute: u64,
+    /// `/metrics` answers without the token. Defaults to false.
+    pub metrics_public: bool,
+    /// Seconds a request's head may take to arrive (the first request's from the
+    /// connection, a later one's from its first byte), 1..=300, defaults to 10.
+    pub header_timeout_secs: u64,
+    /// Seconds a request's body may take to arrive, 1..=600, defaults to 30.
+    pub body_timeout_secs: u64,
+    /// `http.deny_tools`: tools not offered to turns from the HTTP API (`tool_rules`).
+    pub deny_tools: ToolSet,
+}
+
+/// `http.listen`'s default: loopback, a port no common service uses.
+pub const DEFAULT_HTTP_LISTEN: &str = "127.0.0.1:18790";
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            enabled: false,
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 18790)),
+            token_env: "YOCTOCLAW_HTTP_TOKEN".into(),
+            max_connections: 16,
+            max_body_kib: 1024,
+            rate_per_minute: 120,
+            metrics_public: false,
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            deny_tools: ToolSet::default(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct BudgetConfig {
     pub daily_tokens: Option<u64>,
@@ -409,6 +459,8 @@ pub struct Config {
     pub tls: TlsConfig,
     pub transcription: TranscriptionConfig,
     pub media: MediaConfig,
+    /// `http`: the gateway's HTTP server.
+    pub http: HttpConfig,
     /// `mcp`: MCP servers (`config::mcp`).
     pub mcp: super::mcp::McpConfig,
     /// `error`, `warn`, `info`, `debug`. Defaults to `info`.
@@ -431,6 +483,7 @@ impl Default for Config {
             tls: TlsConfig::default(),
             transcription: TranscriptionConfig::default(),
             media: MediaConfig::default(),
+            http: HttpConfig::default(),
             mcp: super::mcp::McpConfig::default(),
             log_level: "info".into(),
         }
@@ -578,11 +631,15 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         timeout_secs: w.uint("timeout_secs", dw.timeout_secs, 1, 120)?,
     };
     w.finish()?;
+    let mut w = s.section("web_search")?;
+    let web_search = super::web_search::read(&mut w)?;
+    w.finish()?;
     s.finish()?;
     let tools = ToolsConfig {
         deny,
         exec,
         web_fetch,
+        web_search,
     };
 
     let mut s = top.section("serial")?;
@@ -643,10 +700,18 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
+    let mut s = top.section("http")?;
+    let http = read_http(&mut s)?;
+    s.finish()?;
+
     let own_secrets: Vec<&str> = [provider.api_key_env.as_str(), telegram.token_env.as_str()]
         .into_iter()
         .chain(fallbacks.iter().map(|f| f.api_key_env.as_str()))
-        .chain([transcription.api_key_env.as_str()])
+        .chain([transcription.api_key_env.as_str(), http.token_env.as_str()])
+        .chain([
+            tools.web_search.brave_key_env.as_str(),
+            tools.web_search.tavily_key_env.as_str(),
+        ])
         .collect();
     let mut s = top.section("mcp")?;
     let mcp = super::mcp::read_mcp(&mut s, &own_secrets)?;
@@ -668,9 +733,43 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         tls,
         transcription,
         media,
+        http,
         mcp,
         log_level,
     })
+}
+
+/// The `http` section.
+fn read_http(s: &mut Fields<'_>) -> Result<HttpConfig, ConfigError> {
+    let d = HttpConfig::default();
+    let listen = s.string("listen", DEFAULT_HTTP_LISTEN)?;
+    let http = HttpConfig {
+        enabled: s.bool("enabled", d.enabled)?,
+        listen: listen
+            .trim()
+            .parse()
+            .map_err(|_| ConfigError::BadValue {
+                key: "http.listen".into(),
+                expected: format!(
+                    "an IP address and port like {DEFAULT_HTTP_LISTEN}, 0.0.0.0:18790 (every interface) or [::1]:18790"
+                ),
+            })?,
+        token_env: s.string("token_env", &d.token_env)?,
+        max_connections: s.uint("max_connections", d.max_connections, 1, 256)?,
+        max_body_kib: s.uint("max_body_kib", d.max_body_kib, 1, 16 * 1024)?,
+        rate_per_minute: s.uint("rate_per_minute", d.rate_per_minute, 1, 1_000_000)?,
+        metrics_public: s.bool("metrics_public", d.metrics_public)?,
+        header_timeout_secs: s.uint("header_timeout_secs", d.header_timeout_secs, 1, 300)?,
+        body_timeout_secs: s.uint("body_timeout_secs", d.body_timeout_secs, 1, 600)?,
+        deny_tools: deny_list(s, "http.deny_tools")?,
+    };
+    if http.token_env.trim().is_empty() {
+        return Err(ConfigError::BadValue {
+            key: "http.token_env".into(),
+            expected: "the name of the variable holding the API token".into(),
+        });
+    }
+    Ok(http)
 }
 
 fn read_provider(s: &mut Fields<'_>, d: &ProviderConfig) -> Result<ProviderConfig, ConfigError> {
@@ -732,11 +831,11 @@ fn deny_list(s: &mut Fields<'_>, key: &str) -> Result<ToolSet, ConfigError> {
     ToolSet::parse(&s.string_list("deny_tools")?, key)
 }
 
-fn trim_slash(s: String) -> String {
+pub(super) fn trim_slash(s: String) -> String {
     s.trim().trim_end_matches('/').to_string()
 }
 
-fn check_url(url: &str, key: &str) -> Result<(), ConfigError> {
+pub(super) fn check_url(url: &str, key: &str) -> Result<(), ConfigError> {
     let ok = (url.starts_with("http://") && url.len() > 7)
         || (url.starts_with("https://") && url.len() > 8);
     if ok && !url.chars().any(|c| c.is_whitespace() || c.is_control()) {

@@ -11,7 +11,9 @@
 //! (`PRAGMA integrity_check`, schema version), FTS5, how `exec` commands are confined
 //! (Landlock, or `tools.exec.user`); then the network: DNS + TCP (+ TLS
 //! for https) to the provider, the model (see `net`), and when Telegram is enabled the
-//! same to the Bot API plus the bot token (`getMe`); then each enabled MCP server started,
+//! same to the Bot API plus the bot token (`getMe`); with `http.enabled`, the API's token,
+//! its address (free to listen on, or a running gateway answering there) and whether it
+//! reaches beyond this machine (`http`); then each enabled MCP server started,
 //! its tools listed, with the time it took (`mcp`). Every line is scrubbed of secrets.
 //!
 //! # Bounds
@@ -29,6 +31,7 @@
 //! Everything blocks; doctor runs on the main thread (plus one short-lived thread per DNS
 //! lookup, see `net`).
 
+mod http;
 mod mcp;
 pub mod net;
 
@@ -145,8 +148,11 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
         let mut names = vec![
             cfg.provider.api_key_env.clone(),
             cfg.telegram.token_env.clone(),
+            cfg.http.token_env.clone(),
         ];
         names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
+        let ws = &cfg.tools.web_search;
+        names.extend([ws.brave_key_env.clone(), ws.tavily_key_env.clone()]);
         install_secret_literals(names.iter().filter_map(|n| env.get(n)));
         for c in key_checks(cfg, &env) {
             emit(c);
@@ -220,6 +226,7 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
             None => {} // already a FAIL in the key checks
         }
     }
+    http::checks(&cfg, &env, &mut emit);
     mcp::checks(&cfg, &env, &home, &mut emit);
     if let Some(c) = time_source_check() {
         emit(c);
@@ -443,7 +450,36 @@ fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
             ));
         }
     }
+    out.push(search_check(&cfg.tools.web_search, env));
     out
+}
+
+/// `web_search`'s backends, in order, and the keys that are missing (a backend without
+/// its key is skipped at every search).
+fn search_check(ws: &crate::config::WebSearchConfig, env: &Env) -> Check {
+    let names: Vec<&str> = ws.chain.iter().map(|b| b.name()).collect();
+    let order = names.join(", then ");
+    let missing: Vec<String> = ws
+        .chain
+        .iter()
+        .filter_map(|&b| {
+            let var = ws.key_env(b)?;
+            env.get(var)
+                .is_none()
+                .then(|| [b.name(), " (", var, ")"].concat())
+        })
+        .collect();
+    if missing.is_empty() {
+        return Check::new(Verdict::Ok, "web search", order);
+    }
+    Check::new(
+        Verdict::Warn,
+        "web search",
+        format!(
+            "{order}: no key for {}, so web_search skips it: put the key in secrets.env",
+            missing.join(" and ")
+        ),
+    )
 }
 
 /// `agent.timezone` (already valid: the config parsed): the local time at `now` and

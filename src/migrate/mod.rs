@@ -1,7 +1,7 @@
 //! `yoctoclaw migrate --from PEER`: bring a peer assistant's home across (OpenClaw,
 //! PicoClaw, NullClaw, ZeroClaw): provider, model and fallbacks, API keys and the bot token
 //! (into `secrets.env`), the Telegram allowlist, workspace files and skills, memories, the
-//! cron jobs yoctoclaw can express, and MCP servers (`mcp`: their secrets into
+//! cron jobs yoctoclaw can express, web search settings (`search`), and MCP servers (`mcp`: their secrets into
 //! `secrets.env`, read through `${NAME}` references).
 //!
 //! Two steps. The peer's reader (`peers`) reads its home into a neutral [`Plan`] and
@@ -35,6 +35,7 @@ mod formats;
 pub mod mcp;
 mod peers;
 mod picoclaw;
+mod search;
 mod source;
 
 pub use apply::{Options, apply};
@@ -218,6 +219,7 @@ fn effective(c: &crate::config::Config, key: &str) -> Option<String> {
         "heartbeat.interval_mins" => c.heartbeat.interval_mins.to_string(),
         "transcription.base_url" => json::quote(&c.transcription.base_url),
         "transcription.model" => json::quote(&c.transcription.model),
+        "tools.web_search" => c.tools.web_search.to_json(),
         _ => return None,
     })
 }

@@ -198,6 +198,7 @@ pub fn nullclaw(src: &Src, plan: &mut Plan) {
     if let Some(v) = config(plan, src, "cron.json", Json) {
         jobs(plan, job_list(&v), false);
     }
+    super::search::nullclaw(plan, &cfg);
     super::mcp::nullclaw(plan, &cfg);
 }
 
@@ -283,5 +284,6 @@ pub fn zeroclaw(src: &Src, plan: &mut Plan) {
             plan.skip("cron", rel, JOBS_BY_HAND);
         }
     }
+    super::search::zeroclaw(plan, &cfg);
     super::mcp::zeroclaw(plan, &cfg, agent.map(|(_, a)| a));
 }

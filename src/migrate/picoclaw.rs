@@ -191,6 +191,7 @@ pub fn read(src: &Src, plan: &mut Plan) {
     }
     settings(&cfg, d, plan);
     telegram(&cfg, &sec, plan);
+    super::search::picoclaw(plan, &cfg, &sec);
     let ws = str_at(d, "workspace").map_or_else(|| "workspace".into(), |w| src.rel(w));
     workspace(plan, src, &ws);
     if let Some(v) = config(plan, src, &[&ws, "/cron/jobs.json"].concat(), Json) {

@@ -56,6 +56,27 @@ impl Db {
             .query_row(params![prefix], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok((p.max(0) as u64, c.max(0) as u64))
     }
+
+    /// The id of the newest usage row (0 when there is none): what a turn records after
+    /// it is that turn's ([`Db::usage_since`]).
+    pub fn usage_mark(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT IFNULL(MAX(id), 0) FROM usage")?
+            .query_row([], |r| r.get(0))?)
+    }
+
+    /// (prompt, completion) tokens recorded for `session` in rows after `mark`.
+    pub fn usage_since(&self, session: &str, mark: i64) -> Result<(u64, u64), StoreError> {
+        let (p, c): (i64, i64) = self
+            .conn
+            .prepare_cached(
+                "SELECT IFNULL(SUM(prompt_tokens),0), IFNULL(SUM(completion_tokens),0)
+                 FROM usage WHERE id > ?1 AND session = ?2",
+            )?
+            .query_row(params![mark, session], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((p.max(0) as u64, c.max(0) as u64))
+    }
 }
 
 /// `YYYY-MM-DD` (UTC) of a Unix time.
@@ -84,5 +105,25 @@ mod tests {
         assert_eq!(db.usage_totals(&day).unwrap(), (20, 10));
         assert_eq!(db.usage_totals(&day[..7]).unwrap(), (20, 10));
         assert_eq!(db.usage_totals("1999-01").unwrap(), (0, 0));
+    }
+
+    #[test]
+    fn usage_since_a_mark_counts_one_session_only() {
+        let db = Db::open_in_memory().unwrap();
+        assert_eq!(db.usage_mark().unwrap(), 0);
+        let u = Usage {
+            prompt_tokens: 7,
+            completion_tokens: 3,
+            estimated: false,
+        };
+        db.record_usage("a", "p", "m", u, 1).unwrap();
+        let mark = db.usage_mark().unwrap();
+        assert!(mark > 0);
+        db.record_usage("a", "p", "m", u, 2).unwrap();
+        db.record_usage("b", "p", "m", u, 2).unwrap();
+        db.record_usage("a", "p", "m", u, 3).unwrap();
+        assert_eq!(db.usage_since("a", mark).unwrap(), (14, 6));
+        assert_eq!(db.usage_since("b", mark).unwrap(), (7, 3));
+        assert_eq!(db.usage_since("c", 0).unwrap(), (0, 0));
     }
 }

@@ -1,4 +1,6 @@
-//! HTML to readable text, for `web_fetch` results.
+//! HTML to readable text, for `web_fetch` results (and `web_search`'s titles and
+//! snippets); [`start_tag_at`] reads one start tag's `class` and `href` for a reader that
+//! picks elements by class (`web_search` on DuckDuckGo's result page).
 //!
 //! Why: a fetched page is mostly markup, scripts and styles; the model needs the words, and the
 //! board's memory and the model's context need them small. [`html_to_text`] keeps the text,
@@ -221,12 +223,48 @@ struct StartTag {
     end: usize,
     self_closing: bool,
     href: Option<String>,
+    class: String,
 }
 
-/// Skips the attributes of a start tag (quoted values may hold `>`), keeping `href` if asked.
-fn attributes(html: &str, mut j: usize, want_href: bool) -> StartTag {
+/// A start tag found by [`start_tag_at`], for readers that pick elements by class
+/// (`tools::search` on a search engine's result page).
+#[derive(Debug)]
+pub struct Element {
+    /// Lowercase; empty when longer than [`MAX_TAG_NAME_BYTES`].
+    pub name: String,
+    /// The `class` attribute, entity-decoded (empty when absent or longer than
+    /// [`MAX_HREF_BYTES`]).
+    pub class: String,
+    /// The `href` attribute, entity-decoded and trimmed (none when longer than
+    /// [`MAX_HREF_BYTES`]).
+    pub href: Option<String>,
+    /// Just past the tag's `>`.
+    pub end: usize,
+}
+
+/// The start tag at byte `i` of `html` (a `<` followed by a letter), else `None` (text,
+/// an end tag, a comment, a `<` that starts nothing).
+pub fn start_tag_at(html: &str, i: usize) -> Option<Element> {
+    let b = html.as_bytes();
+    if b.get(i) != Some(&b'<') || !b.get(i + 1)?.is_ascii_alphabetic() {
+        return None;
+    }
+    let (name, after) = tag_name(b, i + 1);
+    let t = attributes(html, after, true);
+    Some(Element {
+        name,
+        class: t.class,
+        href: t.href,
+        end: t.end,
+    })
+}
+
+/// Skips the attributes of a start tag (quoted values may hold `>`), keeping `href` and
+/// `class` if asked.
+fn attributes(html: &str, mut j: usize, want: bool) -> StartTag {
     let b = html.as_bytes();
     let mut href = None;
+    let mut class = String::new();
     let mut self_closing = false;
     loop {
         while b.get(j).is_some_and(|c| c.is_ascii_whitespace()) {
@@ -254,9 +292,9 @@ fn attributes(html: &str, mut j: usize, want_href: bool) -> StartTag {
         {
             j += 1;
         }
-        let is_href = b
-            .get(name_start..j)
-            .is_some_and(|n| n.eq_ignore_ascii_case(b"href"));
+        let attr = b.get(name_start..j).unwrap_or(&[]);
+        let is_href = attr.eq_ignore_ascii_case(b"href");
+        let is_class = attr.eq_ignore_ascii_case(b"class");
         let mut k = j;
         while b.get(k).is_some_and(|c| c.is_ascii_whitespace()) {
             k += 1;
@@ -284,12 +322,14 @@ fn attributes(html: &str, mut j: usize, want_href: bool) -> StartTag {
                 (k, e, e)
             }
         };
-        if want_href && is_href {
-            let raw = html.get(value_start..value_end).unwrap_or("");
-            if raw.len() <= MAX_HREF_BYTES {
-                let mut v = String::with_capacity(raw.len());
-                decode_entities_into(raw, &mut v);
+        let raw = html.get(value_start..value_end).unwrap_or("");
+        if want && (is_href || is_class) && raw.len() <= MAX_HREF_BYTES {
+            let mut v = String::with_capacity(raw.len());
+            decode_entities_into(raw, &mut v);
+            if is_href {
                 href = Some(v.trim().to_string());
+            } else {
+                class = v;
             }
         }
         j = next;
@@ -298,6 +338,7 @@ fn attributes(html: &str, mut j: usize, want_href: bool) -> StartTag {
         end: j,
         self_closing,
         href,
+        class,
     }
 }
 
@@ -679,7 +720,7 @@ fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
 }
 
 /// Like [`find`], ASCII case-insensitive.
-fn find_ci(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+pub fn find_ci(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
     if needle.is_empty() {
         return Some(from);
     }

@@ -28,7 +28,7 @@
 //!
 //! # Threads
 //! Executor thread: dispatch, argument checks and the SQLite tools (memory, cron); file
-//! tools, `exec`, `web_fetch`, `system_info` and the hardware tools hand their blocking
+//! tools, `exec`, `web_fetch`, `web_search`, `system_info` and the hardware tools hand their blocking
 //! work to the worker threads and await it.
 
 mod args;
@@ -41,6 +41,7 @@ pub mod memory;
 pub mod message;
 pub mod output;
 pub mod process;
+pub mod search;
 pub mod sysinfo;
 pub mod web;
 pub mod write;
@@ -140,6 +141,8 @@ pub struct Tools {
     pub outbound: Rc<dyn Outbound>,
     /// MCP servers' tools, when any server is configured.
     pub mcp: Option<Rc<dyn mcp::McpTools>>,
+    /// The API keys of the search backends that take one (`web_search`).
+    pub search_keys: search::SearchKeys,
 }
 
 /// Every tool's spec (as written; `specs` filters them per channel).
@@ -154,6 +157,7 @@ const ALL: &[ToolSpec] = &[
     fs::LIST_DIR,
     exec::EXEC,
     web::WEB_FETCH,
+    search::WEB_SEARCH,
     memory::MEMORY_STORE,
     memory::MEMORY_SEARCH,
     memory::MEMORY_FORGET,
@@ -195,7 +199,14 @@ impl Tools {
             db,
             outbound,
             mcp: None,
+            search_keys: search::SearchKeys::default(),
         }
+    }
+
+    /// These tools with the search backends' API keys (`web_search`).
+    pub fn with_search_keys(mut self, keys: search::SearchKeys) -> Tools {
+        self.search_keys = keys;
+        self
     }
 
     /// These tools with MCP servers' tools offered beside them.
@@ -361,6 +372,7 @@ impl Tools {
         match name {
             "exec" => exec::exec(self, &args).await,
             "web_fetch" => web::web_fetch(self, &args).await,
+            "web_search" => search::web_search(self, &args).await,
             "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
             "memory_search" => memory::memory_search(&self.db, &args, now_secs()),
             "memory_forget" => memory::memory_forget(&self.db, &args),
@@ -413,6 +425,7 @@ mod tests {
             "read_file",
             "list_dir",
             "web_fetch",
+            "web_search",
             "system_info",
         ] {
             assert!(!needs_approval(t), "{t}");

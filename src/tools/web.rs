@@ -118,7 +118,7 @@ impl std::fmt::Display for FetchError {
 impl std::error::Error for FetchError {}
 
 impl FetchError {
-    fn from_ureq(e: ureq::Error) -> FetchError {
+    pub fn from_ureq(e: ureq::Error) -> FetchError {
         if let ureq::Error::Io(io) = &e
             && let Some(u) = io.get_ref().and_then(|i| i.downcast_ref::<UrlError>())
         {
@@ -154,10 +154,9 @@ pub struct FetchLimits {
     pub timeout: Duration,
 }
 
-/// GET `url`, following up to `MAX_FETCH_REDIRECTS` redirects, each checked again.
-pub fn fetch_blocking(url: &str, lim: FetchLimits, lookup: Lookup) -> Result<Fetched, FetchError> {
-    let mut current = netguard::parse_http_url(url).map_err(FetchError::Url)?;
-    let deadline = Instant::now() + lim.timeout;
+/// An HTTP agent that resolves through the network guard ([`GuardedResolver`]), follows
+/// no redirect (a 3xx is returned as it is), uses no proxy and keeps one idle connection.
+pub fn guarded_agent(allow_private: bool, lookup: Lookup) -> ureq::Agent {
     let config = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
@@ -172,13 +171,36 @@ pub fn fetch_blocking(url: &str, lim: FetchLimits, lookup: Lookup) -> Result<Fet
         .max_idle_connections_per_host(1)
         .user_agent(concat!("yoctoclaw/", env!("CARGO_PKG_VERSION")))
         .build();
-    let agent = crate::provider::http::with_resolver(
+    crate::provider::http::with_resolver(
         config,
         GuardedResolver {
-            allow_private: lim.allow_private,
+            allow_private,
             lookup,
         },
-    );
+    )
+}
+
+/// At most `max` bytes of a response's body, and whether there was more.
+pub fn read_body(
+    resp: &mut ureq::http::Response<ureq::Body>,
+    max: u64,
+) -> Result<(Vec<u8>, bool), FetchError> {
+    let mut body = Vec::new();
+    resp.body_mut()
+        .as_reader()
+        .take(max.saturating_add(1))
+        .read_to_end(&mut body)
+        .map_err(|e| FetchError::from_ureq(ureq::Error::Io(e)))?;
+    let cut = body.len() as u64 > max;
+    body.truncate(max as usize);
+    Ok((body, cut))
+}
+
+/// GET `url`, following up to `MAX_FETCH_REDIRECTS` redirects, each checked again.
+pub fn fetch_blocking(url: &str, lim: FetchLimits, lookup: Lookup) -> Result<Fetched, FetchError> {
+    let mut current = netguard::parse_http_url(url).map_err(FetchError::Url)?;
+    let deadline = Instant::now() + lim.timeout;
+    let agent = guarded_agent(lim.allow_private, lookup);
     for hop in 0..=MAX_FETCH_REDIRECTS {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -213,14 +235,7 @@ pub fn fetch_blocking(url: &str, lim: FetchLimits, lookup: Lookup) -> Result<Fet
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or(""),
         );
-        let mut body = Vec::new();
-        resp.body_mut()
-            .as_reader()
-            .take(lim.max_bytes.saturating_add(1))
-            .read_to_end(&mut body)
-            .map_err(|e| FetchError::from_ureq(ureq::Error::Io(e)))?;
-        let cut = body.len() as u64 > lim.max_bytes;
-        body.truncate(lim.max_bytes as usize);
+        let (body, cut) = read_body(&mut resp, lim.max_bytes)?;
         return Ok(Fetched {
             url: current.to_string(),
             status,

@@ -5,6 +5,7 @@ pub mod binary;
 pub mod fake_http;
 pub mod fake_telegram;
 pub mod gateway;
+pub mod http_client;
 pub mod tls;
 
 use std::path::PathBuf;
