@@ -45,6 +45,7 @@ pub mod limits;
 pub mod logging;
 pub mod mcp;
 pub mod memory;
+pub mod metrics;
 pub mod migrate;
 pub mod onboard;
 pub mod provider;

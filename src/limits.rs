@@ -122,6 +122,16 @@ pub const MAX_SYSINFO_FILE_BYTES: u64 = 64 * 1024;
 /// Thermal zones `system_info` reports.
 pub const MAX_THERMAL_ZONES: usize = 16;
 
+// Metrics (`metrics`, what `GET /metrics` shows).
+
+/// Tool names counted each under a label of its own: the built-in tools and the most MCP
+/// tools offered at once (128) fit, with room for tool lists that change. Calls of tools
+/// past it are counted under `tool="other"`.
+pub const METRICS_MAX_TOOLS: usize = 160;
+/// Providers counted each under a label of their own (`kind:model`: the primary and its
+/// fallbacks); more are counted under `provider="other"`.
+pub const METRICS_MAX_PROVIDERS: usize = 8;
+
 // MCP servers (`mcp`).
 
 /// Largest JSON-RPC message taken from, or sent to, an MCP server (stdio line, HTTP body,

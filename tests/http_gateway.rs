@@ -85,11 +85,13 @@ fn health_and_the_token_guard_every_route() {
     assert_eq!(get(port, "/admin", None).status, 401);
     assert_eq!(get(port, "/metrics", None).status, 401);
     assert_eq!(get(port, "/admin", Some(HTTP_TOKEN)).status, 404);
+    let m = get(port, "/metrics", Some(HTTP_TOKEN));
+    assert_eq!(m.status, 200, "{}", m.body);
     assert_eq!(
-        get(port, "/metrics", Some(HTTP_TOKEN)).status,
-        404,
-        "no metrics in this build yet"
+        m.header("content-type"),
+        Some("text/plain; version=0.0.4; charset=utf-8")
     );
+    assert!(m.body.contains("\nyoctoclaw_uptime_seconds "), "{}", m.body);
     let r = get(port, "/v1/chat/completions", Some(HTTP_TOKEN));
     assert_eq!(
         (r.status, r.header("allow")),

@@ -20,7 +20,7 @@ mod support;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use support::fake_http::{FakeServer, Response, json_str, openai_text};
+use support::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_calls};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{Gateway, TOKEN, TOKEN_SECRET_PART};
 use support::{TempHome, config_for, skipped, text};
@@ -29,25 +29,6 @@ const API_KEY: &str = "plain-api-key-value-0123456789";
 const SECRET_FILE_VALUE: &str = "correct-horse-battery-staple-42";
 /// What the binary logs when the kernel has no Landlock.
 const NO_LANDLOCK: &str = "Landlock is not available";
-
-/// An OpenAI answer calling every `(name, arguments)` in order.
-fn tool_calls_body(calls: &[(String, String)]) -> String {
-    let list: Vec<String> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| {
-            format!(
-                r#"{{"id":"call_{i}","type":"function","function":{{"name":{},"arguments":{}}}}}"#,
-                json_str(name),
-                json_str(args)
-            )
-        })
-        .collect();
-    format!(
-        r#"{{"id":"c","object":"chat.completion","created":1,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{}]}},"finish_reason":"tool_calls"}}]}}"#,
-        list.join(",")
-    )
-}
 
 fn calls(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
@@ -93,7 +74,7 @@ fn tool_model(calls: Vec<(String, String)>) -> FakeServer {
         if last == "tool" {
             Response::json(200, &openai_text("done"))
         } else {
-            Response::json(200, &tool_calls_body(&calls))
+            Response::json(200, &openai_tool_calls(&calls, None))
         }
     })
 }

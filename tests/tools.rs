@@ -7,32 +7,13 @@ mod support;
 use std::io::Write;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-use support::fake_http::{FakeServer, Response, json_str, openai_text};
+use support::fake_http::{FakeServer, Response, json_str, openai_text, openai_tool_calls};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway, PATIENCE, TOKEN};
 use support::{TempHome, config_for, text};
 
 /// Longest wait for anything (a hang guard, not a timing check).
 const ALICE: i64 = 42;
-
-/// An OpenAI answer calling every `(name, arguments)` in order.
-fn tool_calls_body(calls: &[(String, String)]) -> String {
-    let list: Vec<String> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| {
-            format!(
-                r#"{{"id":"call_{i}","type":"function","function":{{"name":{},"arguments":{}}}}}"#,
-                json_str(name),
-                json_str(args)
-            )
-        })
-        .collect();
-    format!(
-        r#"{{"id":"c","object":"chat.completion","created":1,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{}]}},"finish_reason":"tool_calls"}}]}}"#,
-        list.join(",")
-    )
-}
 
 fn calls(list: &[(&str, &str)]) -> Vec<(String, String)> {
     list.iter()
@@ -64,7 +45,7 @@ fn tool_model(calls: Vec<(String, String)>) -> FakeServer {
         if last_role(&req.body) == "tool" {
             Response::json(200, &openai_text("done"))
         } else {
-            Response::json(200, &tool_calls_body(&calls))
+            Response::json(200, &openai_tool_calls(&calls, None))
         }
     })
 }

@@ -455,11 +455,12 @@ impl Agent {
         }
     }
 
-    /// Record a reply's tokens under the provider that gave it.
+    /// Record a reply's tokens under the provider that gave it (and in `/metrics`).
     pub(super) fn record_usage(&self, session: &str, provider: usize, reply: &ChatReply) {
         let (Some(u), Some(p)) = (reply.usage, self.providers.get(provider)) else {
             return;
         };
+        crate::metrics::tokens(p.metric(), u.prompt_tokens, u.completion_tokens);
         if let Err(e) = self
             .db
             .record_usage(session, &p.label(), &p.cfg.model, u, now_secs())

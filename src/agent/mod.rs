@@ -278,7 +278,10 @@ impl Agent {
                     self.fit_scale.set(self.fit_scale.get().min(70));
                     compact::compact_now(self, session).await;
                 }
-                other => return other,
+                other => {
+                    crate::metrics::turn(channel, other.is_ok());
+                    return other;
+                }
             }
         }
     }
@@ -523,6 +526,8 @@ impl Agent {
             }
             Err(e) => Err(e),
         };
+        let known = self.tools.is_tool(&call.name).then_some(call.name.as_str());
+        crate::metrics::tool_call(known, crate::tools::outcome(&result));
         let (out, mut images) = match result {
             Ok(o) => (o.text, o.images),
             Err(e) => {

@@ -106,6 +106,7 @@ type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
 /// 5. Stop polling, give running turns a moment, tell unanswered chats they are
 ///    answered after the restart, flush what can be sent, and return.
 pub fn run(l: &Loaded) -> Result<(), AppError> {
+    crate::metrics::start();
     let db = open_db(l)?;
     // What a crash left in the spool (a download, a tool result's image) goes first.
     media::clean_spool(&l.home.spool());
@@ -140,7 +141,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     let (stopping, stopped) = async_channel::bounded::<()>(1);
     // Marked by every getUpdates that answers (for the HTTP server's /health).
     let polled = Arc::new(Beat::default());
-    let http = http_server(l, &agent, &db, &polled, stopped.clone())?;
+    let http = http_server(l, &agent, &db, (&polled, &bot), stopped.clone())?;
     ex.spawn(until_closed(
         scheduler_task(agent.clone(), deps),
         stopped.clone(),
@@ -337,6 +338,36 @@ pub fn write_status_record(db: &Db, live_sessions: usize) {
     }
 }
 
+/// What `/metrics` shows that only the gateway knows, read now: Telegram's sessions with
+/// a turn running (`bot`, once it serves) and the messages waiting in its inbox, the
+/// process's memory (the API's turns are added by [`metrics_body`]).
+pub fn metrics_gauges(db: &Db, bot: Option<&Bot>) -> crate::metrics::Gauges {
+    let rss = crate::status::self_rss_kib();
+    let waiting = db.inbox_len().unwrap_or_else(|e| {
+        log::debug!("metrics: cannot count the messages waiting: {e}");
+        0
+    });
+    crate::metrics::Gauges {
+        open_sessions: bot.map_or(0, |b| b.live_sessions()) as u64,
+        queue_depth: waiting as u64,
+        rss_bytes: rss.map(|r| r.rss_kib * 1024),
+        peak_rss_bytes: rss.map(|r| r.hwm_kib * 1024),
+    }
+}
+
+/// The body of `GET /metrics`, given the API's turns running and waiting: the process's
+/// counters with Telegram's and the API's sessions and waiting messages together.
+fn metrics_body(db: Rc<Db>, bot: BotSlot) -> Box<dyn Fn(usize, usize) -> String> {
+    Box::new(move |running, waiting| {
+        let mut g = metrics_gauges(&db, bot.borrow().as_deref());
+        g.open_sessions += running as u64;
+        g.queue_depth += waiting as u64;
+        let mut out = String::with_capacity(4096);
+        crate::metrics::render(&mut out, &g);
+        out
+    })
+}
+
 /// What media handling needs, from the config: the spool (emptied at start), the
 /// caps, the transcription service and its key.
 fn media_ctx(l: &Loaded, token: &str) -> Arc<Media> {
@@ -367,7 +398,7 @@ fn http_server(
     l: &Loaded,
     agent: &Rc<Agent>,
     db: &Rc<Db>,
-    polled: &Arc<Beat>,
+    (polled, bot): (&Arc<Beat>, &BotSlot),
     stopped: async_channel::Receiver<()>,
 ) -> Result<Option<HttpServer>, AppError> {
     let cfg = &l.cfg.http;
@@ -399,7 +430,7 @@ fn http_server(
         home: l.home.dir.clone(),
         token,
         telegram: tg.enabled.then(|| (polled.clone(), stale)),
-        metrics: None,
+        metrics: Some(metrics_body(db.clone(), bot.clone())),
         grace: Duration::from_millis(TURN_GRACE_MS),
         drain: Duration::from_millis(SHUTDOWN_LIMIT_MS),
     };

@@ -28,7 +28,7 @@ use super::telegram::api::Api;
 use super::telegram::backoff::{Backoff, Stop};
 use super::telegram::outbox::Outbox;
 use super::telegram::reply::{self, Undelivered};
-use crate::chat::{DeliverError as OutError, Delivering, Outbound, Target};
+use crate::chat::{ChannelKind, DeliverError as OutError, Delivering, Outbound, Target};
 use crate::config::{Config, Env};
 use crate::runtime::Workers;
 use crate::security::scrub::scrub;
@@ -123,7 +123,10 @@ impl Outbound for Delivery {
                     "files can be sent only to Telegram chats".into(),
                 ));
             };
-            send_file(self, chat_id, path).await.map_err(OutError::from)
+            send_file(self, chat_id, path)
+                .await
+                .inspect(|()| crate::metrics::message_out(ChannelKind::Telegram))
+                .map_err(OutError::from)
         })
     }
 }

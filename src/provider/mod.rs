@@ -326,11 +326,22 @@ fn transport_error(e: http::HttpError, url: &str) -> ProviderError {
     e.into_provider(url)
 }
 
+/// `kind:model`: how logs, usage records and `/metrics` name a provider (never its URL).
+pub fn label(cfg: &ProviderConfig) -> String {
+    let kind = match cfg.kind {
+        ProviderKind::OpenAi => "openai",
+        ProviderKind::Anthropic => "anthropic",
+    };
+    format!("{kind}:{}", cfg.model)
+}
+
 /// A configured provider: its settings, its key (if any) and an HTTP agent.
 pub struct Provider {
     pub cfg: ProviderConfig,
     key: Option<String>,
     agent: ureq::Agent,
+    /// Its slot in `/metrics`' provider table (`metrics::provider_slot`).
+    metric: usize,
 }
 
 impl fmt::Debug for Provider {
@@ -367,6 +378,7 @@ impl Provider {
             cfg: cfg.clone(),
             key,
             agent: http::agent(cfg.timeout_secs),
+            metric: crate::metrics::provider_slot(&label(cfg)),
         })
     }
 
@@ -387,13 +399,14 @@ impl Provider {
         Ok(list)
     }
 
-    /// Short label for logs and usage records: `openai:model`.
+    /// Short label for logs, usage records and `/metrics`: `openai:model`.
     pub fn label(&self) -> String {
-        let kind = match self.cfg.kind {
-            ProviderKind::OpenAi => "openai",
-            ProviderKind::Anthropic => "anthropic",
-        };
-        format!("{kind}:{}", self.cfg.model)
+        label(&self.cfg)
+    }
+
+    /// Its slot in `/metrics`' provider table.
+    pub fn metric(&self) -> usize {
+        self.metric
     }
 
     /// Build the request body on the caller's thread (cheap, no I/O).
@@ -468,8 +481,16 @@ impl Provider {
         openai::status_error(status, text, retry_after, &self.cfg)
     }
 
-    /// Send one request and parse the answer. Blocks: run on a worker thread.
+    /// Send one request and parse the answer (counted in `/metrics`). Blocks: run on a
+    /// worker thread.
     pub fn chat_blocking(&self, body: &str) -> Result<ChatReply, ProviderError> {
+        let started = std::time::Instant::now();
+        let r = self.exchange(body);
+        crate::metrics::provider_request(self.metric, started, r.is_ok());
+        r
+    }
+
+    fn exchange(&self, body: &str) -> Result<ChatReply, ProviderError> {
         let url = self.url();
         let sent = if body.contains(upload::FILE_MARK) {
             let b = spliced(body)?;
@@ -493,9 +514,20 @@ impl Provider {
     /// Send one request that asks for a streamed answer; `on_text` gets the visible text
     /// as it arrives (never empty; returning false cancels). The reply is the same as
     /// [`Provider::chat_blocking`] would give. A server that ignores `stream` and answers
-    /// with one JSON body is accepted (its text is handed to `on_text` once).
-    /// Blocks: run on a worker thread.
+    /// with one JSON body is accepted (its text is handed to `on_text` once). Counted in
+    /// `/metrics` like [`Provider::chat_blocking`]. Blocks: run on a worker thread.
     pub fn chat_stream_blocking(
+        &self,
+        body: &str,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<ChatReply, ProviderError> {
+        let started = std::time::Instant::now();
+        let r = self.exchange_stream(body, on_text);
+        crate::metrics::provider_request(self.metric, started, r.is_ok());
+        r
+    }
+
+    fn exchange_stream(
         &self,
         body: &str,
         on_text: &mut dyn FnMut(&str) -> bool,

@@ -28,10 +28,12 @@ use crate::time::tz::Tz;
 /// Most jobs run in one scheduler pass.
 pub const MAX_JOBS_PER_PASS: usize = 16;
 
-/// Run a job's work and delivery; returns the result text to record
-/// (`delivered to telegram:42`, `failed: …`). Prompt jobs need `agent`.
+/// Run a job's work and delivery (counted in `/metrics`); returns the result text to
+/// record (`delivered to telegram:42`, `failed: …`). Prompt jobs need `agent`.
 pub async fn execute(agent: Option<&Agent>, out: &dyn Outbound, job: &CronJob) -> String {
-    match execute_inner(agent, out, job).await {
+    let ran = execute_inner(agent, out, job).await;
+    crate::metrics::cron_run(ran.is_ok());
+    match ran {
         Ok(t) => format!("delivered to {}", t.label()),
         Err(e) => format!("failed: {e}"),
     }

@@ -184,6 +184,11 @@ impl Db {
         })
     }
 
+    /// Messages waiting for their turn, in all chats (`/metrics`' queue depth).
+    pub fn inbox_len(&self) -> Result<usize, StoreError> {
+        self.count("SELECT count(*) FROM inbox")
+    }
+
     /// Chats with messages waiting, the longest waiting first, but those in `skip` (at
     /// most `limit`). Steps through the rows in id order: no sort (a sort would allocate
     /// SQLite's sorter buffer on every call).

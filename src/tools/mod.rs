@@ -86,6 +86,17 @@ impl fmt::Display for ToolError {
 
 impl std::error::Error for ToolError {}
 
+/// How a call's result is counted in `/metrics`.
+pub fn outcome<T>(result: &Result<T, ToolError>) -> crate::metrics::ToolOutcome {
+    use crate::metrics::ToolOutcome;
+    match result {
+        Ok(_) => ToolOutcome::Ok,
+        Err(ToolError::Unknown(_)) => ToolOutcome::Unknown,
+        Err(ToolError::Denied(_)) => ToolOutcome::Denied,
+        Err(ToolError::BadArgs(_) | ToolError::Failed(_)) => ToolOutcome::Error,
+    }
+}
+
 /// What the user is asked to approve for one call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {

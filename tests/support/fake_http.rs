@@ -571,6 +571,36 @@ pub fn openai_tool_call(id: &str, name: &str, arguments_json: &str) -> String {
     )
 }
 
+/// An OpenAI Chat Completions response calling every `(name, arguments)` in order
+/// (`arguments` a JSON text, carried as a string as the API does), reporting `usage`
+/// (prompt and completion tokens) when given.
+pub fn openai_tool_calls<N: AsRef<str>, A: AsRef<str>>(
+    calls: &[(N, A)],
+    usage: Option<(u64, u64)>,
+) -> String {
+    let list: Vec<String> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            format!(
+                r#"{{"id":"call_{i}","type":"function","function":{{"name":{},"arguments":{}}}}}"#,
+                json_str(name.as_ref()),
+                json_str(args.as_ref())
+            )
+        })
+        .collect();
+    let usage = usage.map_or(String::new(), |(p, c)| {
+        format!(
+            r#","usage":{{"prompt_tokens":{p},"completion_tokens":{c},"total_tokens":{}}}"#,
+            p + c
+        )
+    });
+    format!(
+        r#"{{"id":"c","object":"chat.completion","created":1,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{}]}},"finish_reason":"tool_calls"}}]{usage}}}"#,
+        list.join(",")
+    )
+}
+
 /// Encode a JSON string literal.
 pub fn json_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

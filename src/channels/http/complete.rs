@@ -57,6 +57,7 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
         Err(r) => return Outcome::Answer(r),
     };
     let session = format!("http:{key}");
+    crate::metrics::message_in(ChannelKind::Http);
     let entered = smol::future::or(async { Some(srv.gate.enter(&session).await) }, async {
         srv.cut_off().await;
         None
@@ -86,7 +87,10 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
     };
     let Some(mut s) = sse else {
         return Outcome::Answer(match result {
-            Ok((text, tokens)) => Response::json(200, openai::completion(&ids, &text, tokens)),
+            Ok((text, tokens)) => {
+                crate::metrics::message_out(ChannelKind::Http);
+                Response::json(200, openai::completion(&ids, &text, tokens))
+            }
             Err(r) => r,
         });
     };
@@ -98,8 +102,13 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
         }
         tokens
     });
+    let answered = end.is_ok();
     s.end(end, req.include_usage);
-    Outcome::Streamed(s.flush().await)
+    let sent = s.flush().await;
+    if sent && answered {
+        crate::metrics::message_out(ChannelKind::Http);
+    }
+    Outcome::Streamed(sent)
 }
 
 /// Run the turn, its text written to `sse` as it comes (when streamed); its answer and

@@ -73,8 +73,10 @@ pub struct Deps {
     /// Telegram's poll beat and the age past which `/health` calls it stale; `None`
     /// while Telegram is off.
     pub telegram: Option<(Arc<Beat>, Duration)>,
-    /// The body of `/metrics` (Prometheus text); `None`: the route answers 404.
-    pub metrics: Option<Box<dyn Fn() -> String>>,
+    /// The body of `/metrics` (Prometheus text), given the API's turns running and
+    /// waiting now (the gateway adds what it knows: `app::gateway`); `None`: the route
+    /// answers 404.
+    pub metrics: Option<Box<dyn Fn(usize, usize) -> String>>,
     /// How long turns running at shutdown may still take.
     pub grace: Duration,
     /// How long [`Server::serve`] waits for its connections after the signal.

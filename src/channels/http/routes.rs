@@ -110,7 +110,7 @@ pub async fn handle(
         Route::Metrics => match &srv.deps.metrics {
             Some(render) => Response {
                 content_type: "text/plain; version=0.0.4; charset=utf-8",
-                ..Response::json(200, render())
+                ..Response::json(200, render(srv.gate.running(), srv.gate.waiting()))
             },
             None => Response::error(404, "No metrics are served by this build."),
         },

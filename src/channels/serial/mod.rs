@@ -356,6 +356,9 @@ pub async fn run_console(
             },
         };
         let text = line.trim();
+        if !text.is_empty() {
+            crate::metrics::message_in(ChannelKind::Serial);
+        }
         let reply = if text.is_empty() {
             String::new()
         } else if let Some(r) = crate::channels::terminal::handle_command(agent, &session, text) {
@@ -372,11 +375,13 @@ pub async fn run_console(
             }
         };
         let out = format!("{reply}{PROMPT}");
-        if let Err(e) = writer.write(workers, &out).await {
-            log::warn!(
+        match writer.write(workers, &out).await {
+            Ok(()) if !reply.is_empty() => crate::metrics::message_out(ChannelKind::Serial),
+            Ok(()) => {}
+            Err(e) => log::warn!(
                 "serial {device}: a reply of {} bytes was not written: {e}",
                 out.len()
-            );
+            ),
         }
     }
 }

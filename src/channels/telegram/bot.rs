@@ -292,7 +292,10 @@ impl Bot {
                 inbound::TEXT_ONLY_REPLY,
                 reply_to,
             ))),
-            Action::Answer(req) => Ok(req),
+            Action::Answer(req) => {
+                crate::metrics::message_in(ChannelKind::Telegram);
+                Ok(req)
+            }
         }
     }
 

@@ -11,6 +11,7 @@
 //! "typing…" and previews are skipped: they are stale once it works again, and each
 //! failing call could cost a timeout. A reply or streamed answer with a `Done` reports
 //! its outcome there (the bot records a chat's answer as delivered, or leaves it owed).
+//! A reply or streamed answer delivered whole is counted in `/metrics` (`metrics`).
 //!
 //! # Bounds
 //! One job at a time; each is bounded by `reply`'s retries (`Backoff::reply_window` per
@@ -27,6 +28,7 @@ use super::backoff::{Backoff, Stop};
 use super::outbox::{Job, OutboxReceiver};
 use super::preview::{self, DraftSupport};
 use super::reply::deliver_blocking;
+use crate::chat::ChannelKind;
 use std::sync::atomic::Ordering;
 
 /// The sender thread: run jobs in order until every `Outbox` is dropped.
@@ -82,7 +84,10 @@ fn run_job(
         ),
     };
     match &result {
-        Ok(parts) => log::debug!("telegram: sent {parts} part(s) to chat {chat_id}"),
+        Ok(parts) => {
+            crate::metrics::message_out(ChannelKind::Telegram);
+            log::debug!("telegram: sent {parts} part(s) to chat {chat_id}");
+        }
         Err(u) => log::error!(
             "telegram: a reply to chat {chat_id} was not delivered ({} part(s) sent before the failure): {}",
             u.sent,
