@@ -225,6 +225,35 @@ fn read_some(r: &mut impl Read) -> Option<()> {
     }
 }
 
+/// Read one whole HTTP request (its head, then `Content-Length` bytes of body): an
+/// answer cut before the client has sent everything would meet the client still writing
+/// (a broken pipe), not reading the cut answer.
+fn read_request(r: &mut impl Read) -> Option<()> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = r.read(&mut buf).ok().filter(|&n| n > 0)?;
+        got.extend_from_slice(&buf[..n]);
+        let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let whole = if head.contains("transfer-encoding: chunked") {
+            got.ends_with(b"0\r\n\r\n")
+        } else {
+            got.len() >= end + 4 + len
+        };
+        if whole {
+            return Some(());
+        }
+    }
+}
+
 /// Keep the connection open until the client closes it (or `STALL_HOLD_SECS`).
 fn hold(tcp: &mut TcpStream) {
     let _ = tcp.set_read_timeout(Some(Duration::from_secs(STALL_HOLD_SECS)));
@@ -267,7 +296,7 @@ fn accept(mut tcp: TcpStream, mode: Mode, certs: &Certs) -> Option<Box<dyn Conn>
         }
         Mode::CutMidRecord => {
             let mut s = handshake(tcp, &certs.good)?;
-            read_some(&mut s)?;
+            read_request(&mut s)?;
             let body = "x".repeat(2000);
             let answer = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
