@@ -130,7 +130,14 @@ while :; do
     [ -n "$d" ] && done_n=$d
     [ -z "$t_first" ] && [ "${issued:-0}" -gt 0 ] && t_first=$(ms)
     [ "$done_n" -ge "$N" ] && break
-    if ! kill -0 $gw 2>/dev/null; then check FAIL "the gateway exited during the run"; break; fi
+    if ! kill -0 $gw 2>/dev/null; then
+        wait $gw; gw_rc=$?
+        check FAIL "the gateway exited during the run (status $gw_rc)"
+        # What it said last and what the kernel said (an OOM kill shows only there).
+        tail -n 15 /tmp/gw.log | sed 's/^/gw.log| /'
+        dmesg 2>/dev/null | grep -i -A3 'oom\|killed process\|segfault' | tail -n 20 | sed 's/^/dmesg| /'
+        break
+    fi
     if [ $(( $(ms) - t_begin )) -gt $((WAIT_SECS * 1000)) ]; then
         check FAIL "only $done_n of $N messages answered after $WAIT_SECS s"; break
     fi
@@ -218,7 +225,7 @@ metric "memavailable_end_kib=$(meminfo MemAvailable)"
 ctl stop >/dev/null
 t0=$(ms)
 kill -TERM $gw
-wait $gw; rc=$?
+wait $gw; rc=${gw_rc:-$?}
 metric "sigterm_exit_ms=$(( $(ms) - t0 ))"
 kill $sampler 2>/dev/null
 if [ $rc = 0 ]; then check PASS "SIGTERM: the gateway exited 0"; else check FAIL "SIGTERM: the gateway exited $rc"; fi
