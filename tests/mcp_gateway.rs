@@ -12,33 +12,15 @@ mod support;
 
 use miniserde::json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use support::fake_http::{FakeServer, Response, json_str, openai_text};
+use support::fake_http::{
+    FakeServer, Response, json_str, last_message, openai_text, openai_tool_calls,
+};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway};
-use support::{TempHome, config_for, skipped};
+use support::{TempHome, config_for, sdk_python};
 use yoctoclaw::json::{self, as_array, get, parse_value, str_at};
 
 const ALICE: i64 = 42;
-
-/// The Python that has the SDK, by its real path (a pyenv shim needs variables the
-/// server's minimal environment does not carry); `None` after a loud skip.
-fn sdk_python(what: &str) -> Option<String> {
-    let out = Command::new("python3")
-        .args(["-c", "import sys, mcp.server; print(sys.executable)"])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).trim().to_string()),
-        Ok(_) => {
-            skipped(what, "python3 cannot `import mcp.server`: pip install mcp");
-            None
-        }
-        Err(_) => {
-            skipped(what, "python3 is not installed");
-            None
-        }
-    }
-}
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/stdio_server.py")
@@ -64,18 +46,6 @@ fn config(model: &FakeServer, tg: &FakeTelegram, servers: &str, agent: &str) -> 
     )
 }
 
-/// The last message of a chat request: (role, content).
-fn last_message(body: &str) -> (String, String) {
-    let Ok(v) = parse_value(body) else {
-        return Default::default();
-    };
-    let last = get(&v, "messages")
-        .and_then(as_array)
-        .and_then(|m| m.last());
-    let s = |k| last.and_then(|m| str_at(m, k)).unwrap_or("").to_string();
-    (s("role"), s("content"))
-}
-
 /// A model that, when the user wrote `call NAME {ARGS}`, calls NAME with ARGS, and once
 /// the result is in answers `got: RESULT`.
 fn model() -> FakeServer {
@@ -93,14 +63,7 @@ fn model() -> FakeServer {
         else {
             return Response::json(200, &openai_text("nothing to call"));
         };
-        Response::json(
-            200,
-            &format!(
-                r#"{{"id":"c","object":"chat.completion","created":1,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{{"id":"call_1","type":"function","function":{{"name":{},"arguments":{}}}}}]}},"finish_reason":"tool_calls"}}]}}"#,
-                json_str(name),
-                json_str(args)
-            ),
-        )
+        Response::json(200, &openai_tool_calls(&[(name, args)], None))
     })
 }
 

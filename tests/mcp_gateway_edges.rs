@@ -25,34 +25,13 @@ mod support;
 use miniserde::json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use support::fake_http::{FakeServer, Request, Response, json_str, openai_text};
+use support::fake_http::{FakeServer, Request, Response, json_str, openai_text, openai_tool_calls};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway, TOKEN_SECRET_PART};
-use support::{TempHome, skipped};
+use support::{TempHome, sdk_python, skipped};
 use yoctoclaw::json::{as_array, as_str, get, parse_value, path, str_at, to_string};
 
 const ALICE: i64 = 42;
-
-/// The Python interpreter that has the SDK (an absolute path: the gateway's servers get
-/// a minimal environment, where a version manager's shim may not find its versions), or
-/// `None` after a loud skip.
-fn python(what: &str) -> Option<String> {
-    let out = Command::new("python3")
-        .args(["-c", "import sys, mcp.server; print(sys.executable)"])
-        .stderr(Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).trim().to_string()),
-        Ok(_) => {
-            skipped(what, "python3 cannot `import mcp.server`: pip install mcp");
-            None
-        }
-        Err(_) => {
-            skipped(what, "python3 is not installed");
-            None
-        }
-    }
-}
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/gateway_server.py")
@@ -93,21 +72,7 @@ fn calling(calls: &[(String, String)], text_mode: bool) -> String {
             .collect();
         return openai_text(&blocks.join("\n"));
     }
-    let list: Vec<String> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (n, a))| {
-            format!(
-                r#"{{"id":"mcp_{i}","type":"function","function":{{"name":{},"arguments":{}}}}}"#,
-                json_str(n),
-                json_str(a)
-            )
-        })
-        .collect();
-    format!(
-        r#"{{"id":"c","object":"chat.completion","created":1,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{}]}},"finish_reason":"tool_calls"}}]}}"#,
-        list.join(",")
-    )
+    openai_tool_calls(calls, None)
 }
 
 /// The model described in the header.
@@ -355,7 +320,7 @@ fn running(pid: u32) -> bool {
 
 #[test]
 fn a_tool_is_offered_with_its_schema_cleaned_called_and_its_result_reaches_model_and_chat() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     let rig = Rig::new(
@@ -474,7 +439,7 @@ fn a_tool_is_offered_with_its_schema_cleaned_called_and_its_result_reaches_model
 
 #[test]
 fn an_error_result_and_bad_arguments_reach_the_model_as_tool_errors() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     let rig = Rig::new(
@@ -522,7 +487,7 @@ fn an_error_result_and_bad_arguments_reach_the_model_as_tool_errors() {
 
 #[test]
 fn deny_lists_name_mcp_tools_servers_and_the_group() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     // Telegram denies one tool of `demo`; `tools.deny` every tool of `other`; `demo`'s
@@ -611,7 +576,7 @@ fn deny_lists_name_mcp_tools_servers_and_the_group() {
 
 #[test]
 fn text_tool_mode_describes_mcp_tools_in_the_prompt() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     let rig = Rig::new(
@@ -653,7 +618,7 @@ fn text_tool_mode_describes_mcp_tools_in_the_prompt() {
 
 #[test]
 fn tool_mode_none_offers_no_mcp_tool() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     let rig = Rig::new(
@@ -678,7 +643,7 @@ fn tool_mode_none_offers_no_mcp_tool() {
 
 #[test]
 fn a_first_use_server_is_offered_from_the_first_turn_and_started_by_its_first_call() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     let rig = Rig::new(
@@ -704,7 +669,7 @@ fn a_first_use_server_is_offered_from_the_first_turn_and_started_by_its_first_ca
 
 #[test]
 fn a_server_that_cannot_start_leaves_the_others_and_the_gateway_working() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     let rig = Rig::new(
@@ -755,7 +720,7 @@ fn a_server_waiting_out_its_restart_backoff_does_not_hold_the_shutdown() {
 
 #[test]
 fn secrets_never_reach_a_server_and_its_results_are_scrubbed_and_capped() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     const KEY: &str = "sk-proj-Ab3dEfGh1jKlMn0pQrStUvWxYz_0123456789-abcdefghij";
@@ -813,7 +778,7 @@ fn secrets_never_reach_a_server_and_its_results_are_scrubbed_and_capped() {
 
 #[test]
 fn a_server_that_hangs_crashes_or_changes_its_tools_mid_conversation() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     let rig = Rig::new(
@@ -859,7 +824,7 @@ fn a_server_that_hangs_crashes_or_changes_its_tools_mid_conversation() {
 
 #[test]
 fn a_window_too_small_for_the_mcp_tools_keeps_the_built_in_ones() {
-    let Some(py) = python("the SDK's stdio server") else {
+    let Some(py) = sdk_python("the SDK's stdio server") else {
         return;
     };
     // 2,048 tokens, 256 of them for the answer: about 7 KB of request at 4 bytes a token.
@@ -968,7 +933,7 @@ impl Drop for HttpServer {
 
 #[test]
 fn http_servers_tools_through_the_gateway_streamable_json_and_legacy() {
-    let Some(py) = python("the SDK's HTTP server") else {
+    let Some(py) = sdk_python("the SDK's HTTP server") else {
         return;
     };
     if Command::new(&py)

@@ -19,36 +19,18 @@ mod support;
 
 use miniserde::json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use support::fake_http::{FakeServer, Request, Response, json_str, openai_text};
+use support::fake_http::{
+    FakeServer, Request, Response, json_str, openai_text, openai_tool_calls_ids,
+};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway};
-use support::{TempHome, skipped};
+use support::{TempHome, sdk_python};
 use yoctoclaw::json::{as_array, as_str, get, parse_value, path, str_at};
 
 const ALICE: i64 = 42;
 /// The fixture's 1x1 PNG, as base64 (what reaches the model, byte for byte).
 const PNG_B64: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC";
-
-/// The Python that has the SDK, by its real path; `None` after a loud skip.
-fn python(what: &str) -> Option<String> {
-    let out = Command::new("python3")
-        .args(["-c", "import sys, mcp.server; print(sys.executable)"])
-        .stderr(Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).trim().to_string()),
-        Ok(_) => {
-            skipped(what, "python3 cannot `import mcp.server`: pip install mcp");
-            None
-        }
-        Err(_) => {
-            skipped(what, "python3 is not installed");
-            None
-        }
-    }
-}
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/image_server.py")
@@ -127,23 +109,9 @@ fn openai_model(refuse_images: bool) -> FakeServer {
         else {
             return Response::json(200, &openai_text("seen."));
         };
-        let list: Vec<String> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, (n, a))| {
-                format!(
-                    r#"{{"id":"call_{done}_{i}","type":"function","function":{{"name":{},"arguments":{}}}}}"#,
-                    json_str(n),
-                    json_str(a)
-                )
-            })
-            .collect();
         Response::json(
             200,
-            &format!(
-                r#"{{"id":"c","object":"chat.completion","created":1,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{}]}},"finish_reason":"tool_calls"}}],"usage":{{"prompt_tokens":10,"completion_tokens":5}}}}"#,
-                list.join(",")
-            ),
+            &openai_tool_calls_ids(&format!("call_{done}"), &calls, Some((10, 5))),
         )
     })
 }
@@ -278,7 +246,7 @@ fn png_url() -> (String, String) {
 #[test]
 fn an_anthropic_model_sees_a_tools_image_inside_its_tool_result_for_that_round_only() {
     let what = "mcp images: anthropic";
-    let Some(py) = python(what) else { return };
+    let Some(py) = sdk_python(what) else { return };
     let llm = anthropic_model();
     let tg = FakeTelegram::start();
     let provider = format!(
@@ -335,7 +303,7 @@ fn an_anthropic_model_sees_a_tools_image_inside_its_tool_result_for_that_round_o
 #[test]
 fn an_openai_model_gets_a_rounds_images_after_its_tool_messages_within_the_bounds() {
     let what = "mcp images: openai";
-    let Some(py) = python(what) else { return };
+    let Some(py) = sdk_python(what) else { return };
     let llm = openai_model(false);
     let tg = FakeTelegram::start();
     let provider = format!(r#""base_url":"{}/v1","model":"fake-model""#, llm.url());
@@ -416,7 +384,7 @@ fn an_openai_model_gets_a_rounds_images_after_its_tool_messages_within_the_bound
 #[test]
 fn without_vision_the_model_reads_the_placeholder_only() {
     let what = "mcp images: no vision";
-    let Some(py) = python(what) else { return };
+    let Some(py) = sdk_python(what) else { return };
     let llm = openai_model(false);
     let tg = FakeTelegram::start();
     let provider = format!(
@@ -444,7 +412,7 @@ fn without_vision_the_model_reads_the_placeholder_only() {
 #[test]
 fn a_model_that_refuses_images_is_asked_again_with_the_placeholder_and_remembered() {
     let what = "mcp images: refused (llama.cpp without a projector)";
-    let Some(py) = python(what) else { return };
+    let Some(py) = sdk_python(what) else { return };
     let llm = openai_model(true);
     let tg = FakeTelegram::start();
     let provider = format!(r#""base_url":"{}/v1","model":"fake-model""#, llm.url());

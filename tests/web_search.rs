@@ -11,11 +11,13 @@ mod support;
 
 use std::path::Path;
 use std::time::Duration;
-use support::fake_http::{FakeServer, Request, Response, json_str, openai_text};
+use support::fake_http::{
+    FakeServer, Request, Response, json_str, last_message, openai_text, openai_tool_calls,
+};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway};
 use support::{TempHome, config_for};
-use yoctoclaw::json::{self, as_array, get, parse_value, str_at};
+use yoctoclaw::json::{self, get, parse_value, str_at};
 
 const ALICE: i64 = 42;
 const BOB: i64 = 43;
@@ -46,18 +48,6 @@ fn backend(path: &'static str, answer: Response) -> FakeServer {
     })
 }
 
-/// The last message of a chat request: (role, content).
-fn last_message(body: &str) -> (String, String) {
-    let Ok(v) = parse_value(body) else {
-        return Default::default();
-    };
-    let last = get(&v, "messages")
-        .and_then(as_array)
-        .and_then(|m| m.last());
-    let s = |k| last.and_then(|m| str_at(m, k)).unwrap_or("").to_string();
-    (s("role"), s("content"))
-}
-
 /// A model that calls `web_search` with the rest of a `search ...` message (`search5
 /// ...`: with `max_results` 5), and once the result is in answers `got: RESULT`.
 fn model() -> FakeServer {
@@ -74,13 +64,7 @@ fn model() -> FakeServer {
             Some(("search2", q)) => format!(r#"{{"query":{},"max_results":2}}"#, json_str(q)),
             _ => return Response::json(200, &openai_text("nothing to search")),
         };
-        Response::json(
-            200,
-            &format!(
-                r#"{{"id":"c","object":"chat.completion","created":1,"model":"fake","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":[{{"id":"call_1","type":"function","function":{{"name":"web_search","arguments":{}}}}}]}},"finish_reason":"tool_calls"}}]}}"#,
-                json_str(&args)
-            ),
-        )
+        Response::json(200, &openai_tool_calls(&[("web_search", args)], None))
     })
 }
 

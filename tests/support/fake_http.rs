@@ -560,6 +560,20 @@ pub fn openai_text(content: &str) -> String {
     )
 }
 
+/// The last message of a Chat Completions request body: (role, content), empty strings
+/// when the body is not one.
+pub fn last_message(body: &str) -> (String, String) {
+    use yoctoclaw::json::{as_array, get, parse_value, str_at};
+    let Ok(v) = parse_value(body) else {
+        return Default::default();
+    };
+    let last = get(&v, "messages")
+        .and_then(as_array)
+        .and_then(|m| m.last());
+    let s = |k| last.and_then(|m| str_at(m, k)).unwrap_or("").to_string();
+    (s("role"), s("content"))
+}
+
 /// An OpenAI Chat Completions response carrying one native tool call.
 /// `arguments` is inserted as raw JSON: pass a JSON string literal or an object.
 pub fn openai_tool_call(id: &str, name: &str, arguments_json: &str) -> String {
@@ -578,12 +592,22 @@ pub fn openai_tool_calls<N: AsRef<str>, A: AsRef<str>>(
     calls: &[(N, A)],
     usage: Option<(u64, u64)>,
 ) -> String {
+    openai_tool_calls_ids("call", calls, usage)
+}
+
+/// [`openai_tool_calls`] with the calls' ids `{prefix}_0`, `{prefix}_1`... (a model
+/// gives each call of a conversation its own id).
+pub fn openai_tool_calls_ids<N: AsRef<str>, A: AsRef<str>>(
+    prefix: &str,
+    calls: &[(N, A)],
+    usage: Option<(u64, u64)>,
+) -> String {
     let list: Vec<String> = calls
         .iter()
         .enumerate()
         .map(|(i, (name, args))| {
             format!(
-                r#"{{"id":"call_{i}","type":"function","function":{{"name":{},"arguments":{}}}}}"#,
+                r#"{{"id":"{prefix}_{i}","type":"function","function":{{"name":{},"arguments":{}}}}}"#,
                 json_str(name.as_ref()),
                 json_str(args.as_ref())
             )

@@ -105,3 +105,24 @@ pub fn config_for(provider_url: &str, extra: &str) -> String {
 pub mod testkit;
 #[allow(unused_imports)] // not every test file skips
 pub use testkit::skipped;
+
+/// The Python interpreter that has the MCP SDK, by its real path (the gateway's servers
+/// get a minimal environment, where a version manager's shim may not find its
+/// versions), or `None` after a loud skip.
+pub fn sdk_python(what: &str) -> Option<String> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys, mcp.server; print(sys.executable)"])
+        .stderr(Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+        Ok(_) => {
+            skipped(what, "python3 cannot `import mcp.server`: pip install mcp");
+            None
+        }
+        Err(_) => {
+            skipped(what, "python3 is not installed");
+            None
+        }
+    }
+}
