@@ -226,6 +226,9 @@ if kill -0 "$fakes_pid" 2>/dev/null && ! grep -q '^VMFAKES-RESULT ' "$work/fakes
 fi
 for _ in $(seq 1 100); do kill -0 "$fakes_pid" 2>/dev/null || break; sleep 0.1; done
 sed -n 's/\r$//; /^doctor| /p' "$log"
+# A gateway that died: the guest's lines about it, and the kernel's own (an OOM kill is
+# printed at loglevel 3, which the console shows).
+sed -n 's/\r$//; /^\(gw\.log\|dmesg\)| /p; /Out of memory\|Killed process\|oom-kill\|segfault\|Kernel panic/p' "$log"
 while IFS= read -r c; do
     case $c in
         PASS*) passed=$((passed + 1)); say "PASS ${c#PASS }" ;;
