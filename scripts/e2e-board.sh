@@ -91,9 +91,20 @@ case $(elf_machine "$BIN") in
 esac
 if [ -z "${YOCTOCLAW_BIN_RUNNER+x}" ] && [ -n "$arch" ] && [ "$arch" != "$(uname -m)" ]; then
     runner=""
+    # Two builds share qemu-arm: the armv6 one (ELF attribute Tag_CPU_arch v6*) runs on
+    # the Pi Zero's core, the armv7 one on a Cortex-A7.
+    want_triple=""
+    if [ "$arch" = arm ]; then
+        if readelf -A "$BIN" 2>/dev/null | grep -q 'Tag_CPU_arch: v6'; then
+            want_triple=arm-unknown-linux-musleabihf
+        else
+            want_triple=armv7-unknown-linux-musleabihf
+        fi
+    fi
     for f in boards/*.conf; do
         # the conf's qemu-user program names its architecture: qemu-aarch64, qemu-arm...
         [ "$(sed -n 's/^qemu=//p' "$f")" = "qemu-$arch" ] || continue
+        [ -z "$want_triple" ] || [ "$(sed -n 's/^triple=//p' "$f")" = "$want_triple" ] || continue
         runner="qemu-$arch -cpu $(sed -n 's/^qemu_cpu=//p' "$f")"
         break
     done
