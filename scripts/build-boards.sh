@@ -145,6 +145,7 @@ zig_name() { # rust triple -> zig target (the name of the boards/zig symlink)
         aarch64-unknown-linux-musl) echo aarch64-linux-musl ;;
         riscv64gc-unknown-linux-musl) echo riscv64-linux-musl ;;
         armv7-unknown-linux-musleabihf) echo armv7-linux-musleabihf ;;
+        arm-unknown-linux-musleabihf) echo arm-linux-musleabihf ;;
         x86_64-unknown-linux-musl) echo x86_64-linux-musl ;;
         *) echo unknown ;;
     esac

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CI step for the boards: install what the cross builds need (Debian packages, zig from PyPI),
-# build the static aarch64, riscv64gc and armv7 binaries with scripts/build-boards.sh, and
+# build the static aarch64, riscv64gc, armv7 and armv6 binaries with scripts/build-boards.sh, and
 # smoke-test each one under qemu-user, emulating the boards' own CPU models:
 #   1. the binary is static (musl) or asks only for the cross glibc (--gnu); an armv7
-#      binary's ELF attributes say ARMv7-A with VFPv3-D16 and no NEON
+#      binary's ELF attributes say ARMv7-A with VFPv3-D16 and no NEON; an armv6 binary's
+#      say ARMv6 with VFPv2, ARM code and neither Thumb-2 nor NEON (it runs under
+#      qemu-arm -cpu arm1176, the Pi Zero's core, where the armv7 one dies with SIGILL)
 #   2. `yoctoclaw --version` prints the crate version
 #   3. `yoctoclaw --home TMP onboard` creates the home with config.json
 #   4. `yoctoclaw --home TMP agent -m ping` against the test suite's fake provider on
@@ -113,7 +115,7 @@ fi
 
 if [ ${#triples[@]} -eq 0 ]; then
     if [ $gnu = 1 ]; then triples=(aarch64-unknown-linux-gnu riscv64gc-unknown-linux-gnu)
-    else triples=(aarch64-unknown-linux-musl riscv64gc-unknown-linux-musl armv7-unknown-linux-musleabihf); fi
+    else triples=(aarch64-unknown-linux-musl riscv64gc-unknown-linux-musl armv7-unknown-linux-musleabihf arm-unknown-linux-musleabihf); fi
 fi
 DIST=${BOARDS_DIST:-$ROOT/dist}
 
@@ -226,8 +228,19 @@ for t in "${triples[@]}"; do
             libs=$(grep -o 'Shared library: \[[^]]*\]' <<<"$dyn" | sed 's/.*\[//; s/\]//' | tr '\n' ' ')
             ok "$t: dynamic binary (glibc: $libs), $size bytes (smoke runs under ${qemu[*]})" ;;
     esac
-    # an armv7 binary must really be ARMv7 with VFPv3-D16 and no NEON, not more, not less
+    # an armv7 binary must really be ARMv7 with VFPv3-D16 and no NEON, not more, not less;
+    # an armv6 one ARMv6 (v6, v6K or v6KZ: the ARM1176JZF-S is v6KZ) with VFPv2, ARM code,
+    # no Thumb-2 and no NEON
     case $t in
+        arm-*)
+            attrs=$(readelf -A "$bin" 2>&1)
+            if grep -Eq 'Tag_CPU_arch: v6(K|KZ)?$' <<<"$attrs" && grep -q 'Tag_FP_arch: VFPv2' <<<"$attrs" \
+                && grep -q 'Tag_ARM_ISA_use: Yes' <<<"$attrs" && ! grep -q 'Thumb-2' <<<"$attrs" \
+                && ! grep -q 'Tag_Advanced_SIMD_arch' <<<"$attrs"; then
+                ok "$t: ELF attributes say ARMv6 ($(sed -n 's/.*Tag_CPU_arch: //p' <<<"$attrs")), VFPv2, ARM code, no Thumb-2, no NEON"
+            else
+                bad "$t: ELF attributes: $(grep -E 'CPU_arch|FP_arch|ISA_use|SIMD' <<<"$attrs" | tr -s ' ' | tr '\n' ' ')"
+            fi ;;
         armv7-*)
             attrs=$(readelf -A "$bin" 2>&1)
             if grep -q 'Tag_CPU_arch: v7$' <<<"$attrs" && grep -q 'Tag_FP_arch: VFPv3-D16' <<<"$attrs" \

@@ -78,6 +78,18 @@ serial_cli the_console_survives_the_device_going_away_and_coming_back  no-TCGETS
 serial_cli the_gateway_runs_a_serial_console_when_serial_device_is_set  no-TCGETS2-in-qemu
 "
 
+# Tests that cannot run under qemu-arm (32-bit ARM guests: the armv6 and armv7 builds),
+# "suite test-name  reason":
+# - qemu-user 7.2 mis-handles mremap that shrinks a mapping in place on a 32-bit guest
+#   (whose address space it reserves up front): after it, touching another, unrelated
+#   mapping faults or hangs qemu. A 15-line C program shows it (mmap 2.25 MiB among eight
+#   mappings, mremap it to 64 KiB, touch the others: fine under qemu-aarch64 and without
+#   the mremap, stuck under qemu-arm). dlmalloc shrinks its large blocks that way when the
+#   1,024 waiting messages' batch is freed. A real kernel (the board VMs) is not affected.
+NOT_UNDER_QEMU_ARM="
+telegram_gateway past_the_inbox_bound_a_message_gets_the_polite_busy_reply  qemu-arm-mremap
+"
+
 # ---- the runner for a foreign binary ----
 elf_machine() { # ELF e_machine of $1, as a number (little-endian headers)
     od -An -tu2 -j18 -N2 "$1" | tr -d ' '
@@ -91,9 +103,20 @@ case $(elf_machine "$BIN") in
 esac
 if [ -z "${YOCTOCLAW_BIN_RUNNER+x}" ] && [ -n "$arch" ] && [ "$arch" != "$(uname -m)" ]; then
     runner=""
+    # Two builds share qemu-arm: the armv6 one (ELF attribute Tag_CPU_arch v6*) runs on
+    # the Pi Zero's core, the armv7 one on a Cortex-A7.
+    want_triple=""
+    if [ "$arch" = arm ]; then
+        if readelf -A "$BIN" 2>/dev/null | grep -q 'Tag_CPU_arch: v6'; then
+            want_triple=arm-unknown-linux-musleabihf
+        else
+            want_triple=armv7-unknown-linux-musleabihf
+        fi
+    fi
     for f in boards/*.conf; do
         # the conf's qemu-user program names its architecture: qemu-aarch64, qemu-arm...
         [ "$(sed -n 's/^qemu=//p' "$f")" = "qemu-$arch" ] || continue
+        [ -z "$want_triple" ] || [ "$(sed -n 's/^triple=//p' "$f")" = "$want_triple" ] || continue
         runner="qemu-$arch -cpu $(sed -n 's/^qemu_cpu=//p' "$f")"
         break
     done
@@ -106,6 +129,7 @@ command -v "${YOCTOCLAW_BIN_RUNNER%% *}" >/dev/null 2>&1 || [ -z "${YOCTOCLAW_BI
 echo "e2e-board: $BIN ($(stat -c %s "$BIN") bytes) under ${YOCTOCLAW_BIN_RUNNER:-no runner}"
 EXCLUDED=$NEEDS_HOOK
 [ -n "${YOCTOCLAW_BIN_RUNNER:-}" ] && EXCLUDED="$EXCLUDED$NOT_UNDER_QEMU"
+case ${YOCTOCLAW_BIN_RUNNER:-} in qemu-arm\ *|qemu-arm) EXCLUDED="$EXCLUDED$NOT_UNDER_QEMU_ARM" ;; esac
 
 LOGS=${E2E_LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/e2e-board.XXXXXX")}
 mkdir -p "$LOGS"

@@ -20,8 +20,9 @@
 #   -h, --help     this text
 #
 # Machines: aarch64/arm64 (also a 64-bit kernel with a 32-bit userland), armv7l/armv8l
-# with a VFPv3 or VFPv4 unit, riscv64 (RV64GC), x86_64. No build for armv6 (Raspberry Pi
-# Zero, Zero W, Pi 1) or anything else: the script says so and installs nothing.
+# with a VFPv3 or VFPv4 unit, armv6l with a VFP unit (Raspberry Pi Zero, Zero W, Pi 1: the
+# armv6 build, also chosen when an ARMv6 core reports armv7l), riscv64 (RV64GC), x86_64.
+# No build for ARMv5 and older or anything else: the script says so and installs nothing.
 # POSIX sh; runs under BusyBox (ash, sha256sum, od, tar, gzip, df, mktemp).
 #
 # Environment, for tests only (nothing else reads them): YC_UNAME_M replaces `uname -m`,
@@ -64,7 +65,15 @@ cpu_field() { # the value of the first "NAME : value" line of /proc/cpuinfo
     [ -r "$cpuinfo" ] || return 0
     sed -n "s/^$1[[:space:]]*:[[:space:]]*//p" "$cpuinfo" | head -n 1
 }
-armv6_sentence="this is an ARMv6 machine (Raspberry Pi Zero, Zero W or Pi 1, uname -m: $machine): yoctoclaw has no build for it; a Raspberry Pi Zero 2 W, Pi 2 or newer, or any ARMv7/64-bit ARM board runs it"
+armv6() { # the armv6 build (ARM1176: ARMv6 + VFPv2), if this CPU has a VFP unit
+    triple=arm-unknown-linux-musleabihf elf="01 28"
+    if [ -r "$cpuinfo" ]; then
+        case " $(cpu_field Features) " in
+            *" vfp"*) ;;
+            *) die "this ARMv6 CPU has no VFP floating-point unit (Features: $(cpu_field Features)): the armv6 build needs one, so it cannot run here" ;;
+        esac
+    fi
+}
 case $machine in
     aarch64|arm64) triple=aarch64-unknown-linux-musl elf="02 b7" ;;
     armv7*|armv8l)
@@ -73,16 +82,19 @@ case $machine in
         feats=" $(cpu_field Features) "
         # An ARM1176 (Pi 1, Zero) may say "CPU architecture: 7"; its model name says v6l.
         case "$arch $(cpu_field 'model name')" in
-            [1-6]" "*|[1-6][A-Z]*|*v6l*|*ARMv6*) die "$armv6_sentence" ;;
+            [1-6]" "*|[1-6][A-Z]*|*v6l*|*ARMv6*) armv6 ;;
+            *)
+                if [ -r "$cpuinfo" ]; then
+                    case $feats in
+                        *" vfpv3"*|*" vfpv4"*) ;;
+                        *) die "this ARM CPU has no VFPv3 or VFPv4 floating-point unit (Features:$feats): the armv7 build needs one, so it cannot run here" ;;
+                    esac
+                fi
+                ;;
         esac
-        if [ -r "$cpuinfo" ]; then
-            case $feats in
-                *" vfpv3"*|*" vfpv4"*) ;;
-                *) die "this ARM CPU has no VFPv3 or VFPv4 floating-point unit (Features:$feats): the armv7 build needs one, so it cannot run here" ;;
-            esac
-        fi
         ;;
-    armv6*|armv5*|armv4*) die "$armv6_sentence" ;;
+    armv6*) armv6 ;;
+    armv5*|armv4*) die "this is an ARMv5 or older machine (uname -m: $machine): yoctoclaw has no build for it; the oldest ARM it runs on is ARMv6 with a VFP unit (Raspberry Pi Zero, Pi 1)" ;;
     riscv64)
         triple=riscv64gc-unknown-linux-musl elf="02 f3"
         isa=$(cpu_field isa)
@@ -94,7 +106,7 @@ case $machine in
         esac
         ;;
     x86_64|amd64) triple=x86_64-unknown-linux-musl elf="02 3e" ;;
-    *) die "there is no yoctoclaw build for this machine (uname -m: $machine): builds exist for aarch64, armv7l, riscv64 and x86_64" ;;
+    *) die "there is no yoctoclaw build for this machine (uname -m: $machine): builds exist for aarch64, armv7l, armv6l, riscv64 and x86_64" ;;
 esac
 
 # ---- helpers ----
