@@ -334,13 +334,15 @@ impl Screen {
             .map(|(_, r)| r)
             .chain(self.extra.iter().map(|(_, r)| r))
             .find_map(|r| r.find(folded))?;
-        // What matched, on one line, at most 60 characters.
+        // What matched, on one line, at most 60 characters, its `<` made `‹` (the line
+        // stands inside a fence, which it must not close).
         let what: String = found
             .as_str()
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        Some(what.chars().take(60).collect())
+        let what = what.chars().take(60).map(|c| if c == '<' { '‹' } else { c });
+        Some(what.collect())
     }
 
     fn score_folded(&self, raw: &str, folded: &str) -> (f32, String) {
