@@ -37,7 +37,12 @@ fn web_server() -> FakeServer {
 fn model(web: &FakeServer, paths: &[&str]) -> FakeServer {
     let calls: Vec<(String, String)> = paths
         .iter()
-        .map(|p| ("web_fetch".into(), format!(r#"{{"url":"{}{p}"}}"#, web.url())))
+        .map(|p| {
+            (
+                "web_fetch".into(),
+                format!(r#"{{"url":"{}{p}"}}"#, web.url()),
+            )
+        })
         .collect();
     FakeServer::start(move |req| {
         let v = parse_value(&req.body).ok();
@@ -64,7 +69,10 @@ fn turn(tag: &str, extra: &str, paths: &[&str]) -> (Vec<String>, String, String)
     let model = model(&web, paths);
     let cfg = format!(r#""tools":{{"web_fetch":{{"allow_private":true}}}}{extra}"#);
     let home = TempHome::onboarded(tag, &config_for(&model.url(), &cfg));
-    let out = home.cmd(&["agent", "-m", "go"]).output().expect("run yoctoclaw");
+    let out = home
+        .cmd(&["agent", "-m", "go"])
+        .output()
+        .expect("run yoctoclaw");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let reqs = model.requests_to("/chat/completions");
     let last = reqs.last().expect("the model was asked");
@@ -112,15 +120,27 @@ fn withhold_replaces_the_page_with_one_line() {
         "{}",
         r[0]
     );
-    assert!(!r[0].contains("Cheap flights") && !r[0].contains('\n'), "{}", r[0]);
+    assert!(
+        !r[0].contains("Cheap flights") && !r[0].contains('\n'),
+        "{}",
+        r[0]
+    );
     assert!(reply.contains("I did not read it"), "{reply}");
 }
 
 #[test]
 fn a_benign_page_passes_fenced_and_unflagged() {
     let (r, _, reply) = turn("inj-benign", "", &["/benign"]);
-    assert!(r[0].starts_with("<untrusted source=\"web_fetch\">\nURL: "), "{}", r[0]);
-    assert!(r[0].contains("Bread") && r[0].ends_with("\n</untrusted>"), "{}", r[0]);
+    assert!(
+        r[0].starts_with("<untrusted source=\"web_fetch\">\nURL: "),
+        "{}",
+        r[0]
+    );
+    assert!(
+        r[0].contains("Bread") && r[0].ends_with("\n</untrusted>"),
+        "{}",
+        r[0]
+    );
     assert!(!r[0].contains("[screen:"), "{}", r[0]);
     assert!(r[0].contains("Ignore the first loaf"), "{}", r[0]);
     assert_eq!(reply.trim(), "done");
@@ -147,11 +167,15 @@ fn an_invalid_user_pattern_is_one_clear_config_error() {
     let model = FakeServer::start(|_| Response::json(200, &openai_text("done")));
     let cfg = r#""security":{"injection":{"extra_patterns":["(unclosed"]}}"#;
     let home = TempHome::onboarded("inj-badcfg", &config_for(&model.url(), cfg));
-    let out = home.cmd(&["agent", "-m", "go"]).output().expect("run yoctoclaw");
+    let out = home
+        .cmd(&["agent", "-m", "go"])
+        .output()
+        .expect("run yoctoclaw");
     assert!(!out.status.success());
     let err = text(&out.stderr);
     assert!(
-        err.contains("security.injection.extra_patterns") && err.contains("entry 0 does not compile"),
+        err.contains("security.injection.extra_patterns")
+            && err.contains("entry 0 does not compile"),
         "{err}"
     );
     assert!(model.requests().is_empty());

@@ -67,6 +67,7 @@ fn model() -> FakeServer {
         }
         let (role, content) = last_message(&req.body);
         if role == "tool" {
+            let content = unfence(&content);
             return Response::json(200, &openai_text(&format!("got: {content}")));
         }
         let args = match content.split_once(' ') {
@@ -84,8 +85,31 @@ fn model() -> FakeServer {
     })
 }
 
-/// The tool results the model got, in order.
+/// A result fenced as untrusted content (checked), without its fence and screen line;
+/// an error (our own words, not the backend's) is not fenced.
+fn unfence(content: &str) -> String {
+    if content.starts_with("error: ") {
+        return content.to_string();
+    }
+    let inner = content
+        .strip_prefix("<untrusted source=\"web_search\">\n")
+        .and_then(|c| c.strip_suffix("\n</untrusted>"));
+    let Some(inner) = inner else {
+        return format!("NOT FENCED: {content}");
+    };
+    match inner.split_once('\n') {
+        Some((first, rest)) if first.starts_with("[screen: ") => rest.to_string(),
+        _ => inner.to_string(),
+    }
+}
+
+/// The tool results the model got, in order, without their fences (`unfence`).
 fn tool_results(model: &FakeServer) -> Vec<String> {
+    fenced_results(model).iter().map(|c| unfence(c)).collect()
+}
+
+/// The tool results the model got, in order, as it got them.
+fn fenced_results(model: &FakeServer) -> Vec<String> {
     model
         .requests_to("/chat/completions")
         .iter()
@@ -522,6 +546,12 @@ fn hostile_results_and_redirects_reach_nothing() {
     ));
     let mut g = start(&home, &[]);
     let got = ask(&mut g, &tg, "search anything", 1);
+    // The hostile page's "ignore previous instructions" is flagged by the screen.
+    let fenced = &fenced_results(&model)[0];
+    assert!(
+        fenced.contains("\n[screen: this content looks like a prompt injection"),
+        "{fenced}"
+    );
     let result = &tool_results(&model)[0];
     assert!(result.len() < 1500, "{} bytes", result.len());
     assert!(

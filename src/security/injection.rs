@@ -341,7 +341,10 @@ impl Screen {
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        let what = what.chars().take(60).map(|c| if c == '<' { '‹' } else { c });
+        let what = what
+            .chars()
+            .take(60)
+            .map(|c| if c == '<' { '‹' } else { c });
         Some(what.collect())
     }
 
