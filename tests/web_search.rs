@@ -14,7 +14,7 @@ use std::time::Duration;
 use support::fake_http::{FakeServer, Request, Response, json_str, openai_text};
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway};
-use support::{TempHome, config_for};
+use support::{TempHome, config_for, unfence};
 use yoctoclaw::json::{self, as_array, get, parse_value, str_at};
 
 const ALICE: i64 = 42;
@@ -83,24 +83,6 @@ fn model() -> FakeServer {
             ),
         )
     })
-}
-
-/// A result fenced as untrusted content (checked), without its fence and screen line;
-/// an error (our own words, not the backend's) is not fenced.
-fn unfence(content: &str) -> String {
-    if content.starts_with("error: ") {
-        return content.to_string();
-    }
-    let inner = content
-        .strip_prefix("<untrusted source=\"web_search\">\n")
-        .and_then(|c| c.strip_suffix("\n</untrusted>"));
-    let Some(inner) = inner else {
-        return format!("NOT FENCED: {content}");
-    };
-    match inner.split_once('\n') {
-        Some((first, rest)) if first.starts_with("[screen: ") => rest.to_string(),
-        _ => inner.to_string(),
-    }
 }
 
 /// The tool results the model got, in order, without their fences (`unfence`).

@@ -565,13 +565,15 @@ impl Agent {
             images.clear();
         }
         let max = self.cfg.agent.max_tool_result_bytes as usize;
-        let out = crate::tools::output::scrub_capped(&out, max);
-        // Fenced after the cap, so the closing marker is never cut off.
         let mcp = self.tools.mcp_tool(&call.name).is_some();
         let Some(source) = untrusted::source(&call.name, &call.arguments, mcp).filter(|_| ran)
         else {
-            return (out, images);
+            return (crate::tools::output::scrub_capped(&out, max), images);
         };
+        // Fenced after the cap (so the closing marker is never cut off), the cap lowered
+        // by what the fence adds (so the fenced result stays within it).
+        let max = max.saturating_sub(crate::security::injection::FENCE_RESERVE_BYTES);
+        let out = crate::tools::output::scrub_capped(&out, max);
         let Some(screen) = &self.screen else {
             return (
                 crate::security::injection::fence(&source, &out, None),

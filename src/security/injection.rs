@@ -788,6 +788,11 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// The most bytes [`fence`] (or [`withheld_line`]) adds around a text: the opening with
+/// its source (at most 80 characters) and flag line, and the closing. Untrusted results
+/// are cut this much shorter, so fenced they stay within `agent.max_tool_result_bytes`.
+pub const FENCE_RESERVE_BYTES: usize = 512;
+
 /// The fence's tag name.
 pub const FENCE_TAG: &str = "untrusted";
 
@@ -795,11 +800,7 @@ pub const FENCE_TAG: &str = "untrusted";
 /// text with every look-alike of the fence's markers neutralised, `</untrusted>`.
 /// `flag` (what the screen found) adds a line inside the opening saying so.
 pub fn fence(source: &str, text: &str, flag: Option<&Finding>) -> String {
-    let source: String = source
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
-        .take(80)
-        .collect();
+    let source = clean_source(source);
     let mut out = String::with_capacity(text.len() + 160);
     out.push_str("<untrusted source=\"");
     out.push_str(&source);
@@ -823,8 +824,18 @@ pub fn flag_line(f: &Finding) -> String {
     )
 }
 
+/// A source name as a fence shows it: ASCII letters, digits, `_-.`, at most 80.
+fn clean_source(source: &str) -> String {
+    source
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        .take(80)
+        .collect()
+}
+
 /// The line withheld text is replaced by.
 pub fn withheld_line(source: &str, f: &Finding) -> String {
+    let source = clean_source(source);
     format!(
         "[withheld: the content from {source} looked like a prompt injection ({f}) and was not shown.]"
     )
