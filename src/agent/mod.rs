@@ -421,6 +421,10 @@ impl Agent {
             if calls.is_empty() {
                 // The usage row and the answer in one commit, the turn's only disk sync.
                 let notice = untrusted::notice(&hits);
+                if let Some(n) = &notice {
+                    // A streamed answer shows it too, so what was shown is the answer.
+                    sink.text(&["\n\n", n].concat());
+                }
                 return self.db.write_batch(|| {
                     self.record_usage(session, answered_by, &reply);
                     self.finish(session, &reply.content, notice.as_deref())
