@@ -13,7 +13,8 @@
 //!    assignment, boundary markers, encoded content (base64 and hex runs are decoded and
 //!    the decoded text screened too), script mixing inside words and invisible characters
 //!    between letters, and prompt structure (`system:`/`user:` turns, chat templates) —
-//!    combined as independent evidence (`1 - Π(1 - s)`). A hit at the threshold
+//!    combined as independent evidence (`1 - Π(1 - s)`), over windows of
+//!    `WINDOW_BYTES` (overlapping by half; the highest counts). A hit at the threshold
 //!    (`security.injection.threshold`, default 0.6).
 //!
 //! [`fence`] wraps untrusted text as data for the prompt: `<untrusted source="…">` …
@@ -39,14 +40,20 @@ const MAX_DECODED_RUNS: usize = 16;
 const MAX_ENCODED_RUN: usize = 8 * 1024;
 /// The shortest base64 run worth decoding (12 bytes of text).
 const MIN_BASE64_RUN: usize = 16;
+/// How far either side of a pattern's literal its regex looks.
+const NEAR_BYTES: usize = 160;
 /// The most user patterns (`security.injection.extra_patterns`).
 pub const MAX_EXTRA_PATTERNS: usize = 64;
+/// The bytes of text the layer-2 signals are counted over at once (windows overlap by
+/// half).
+const WINDOW_BYTES: usize = 1024;
 /// The default score at which text is a hit.
 pub const DEFAULT_THRESHOLD: f32 = 0.6;
 
-/// The built-in patterns: a literal every match holds (the regex runs only on text that
-/// holds it; empty: always), then the regex (run on folded text: lower case, one space
-/// between words, line breaks kept).
+/// The built-in patterns: literals (`|` between them) one of which every match holds,
+/// then the regex (run on folded text: lower case, one space between words, line breaks
+/// kept). The regex runs only around where a literal occurs (`NEAR_BYTES` either side),
+/// so its cost follows the literal's occurrences, not the text's length.
 const PATTERNS: &[(&str, &str)] = &[
     (
         "ignor",
@@ -61,7 +68,7 @@ const PATTERNS: &[(&str, &str)] = &[
         r"forget\s+(all\s+|everything\s+|any\s+|the\s+|your\s+)*(previous|prior|above|earlier|you\s+were\s+told|instructions|rules|guidelines)",
     ),
     (
-        "",
+        "overr|bypass|circumvent",
         r"(override|overrule|bypass|circumvent)\s+(all\s+|any\s+|the\s+|your\s+)*(previous\s+|safety\s+|system\s+|security\s+)*(instructions|prompt|rules|guidelines|restrictions|filters|guardrails)",
     ),
     (
@@ -96,7 +103,7 @@ const PATTERNS: &[(&str, &str)] = &[
         r"begin\s+(system|admin|developer)\s+(prompt|message|instructions|override)",
     ),
     (
-        "",
+        "overr|mode",
         r"(system|admin|developer|god|debug)\s+(override|mode\s+(is\s+)?(enabled|activated))",
     ),
     (
@@ -108,7 +115,7 @@ const PATTERNS: &[(&str, &str)] = &[
         r"pretend\s+(to\s+be|you\s+are|that\s+you)\s+(a|an|the|my|no|not|free|unrestricted|evil|dan)",
     ),
     (
-        "",
+        "user|human|owner|operator",
         r"(do\s+not|don't|never)\s+(tell|inform|mention\s+(this|it)\s+to|alert|notify|let)\s+(the\s+)?(user|human|owner|operator)",
     ),
     (
@@ -116,27 +123,27 @@ const PATTERNS: &[(&str, &str)] = &[
         r"without\s+(telling|informing|asking|notifying|alerting)\s+(the\s+)?(user|human|owner|operator)",
     ),
     (
-        "ly",
+        "secretly|silently|quietly|covertly",
         r"(secretly|silently|quietly|covertly)\s+(send|email|forward|upload|post|run|execute|exfiltrate|copy|delete|transfer)",
     ),
     (
-        "",
+        "key|secret|password|credential|token|.env|environment",
         r"(send|email|post|upload|forward|leak|reveal|print|output|exfiltrate|share|include)\s+(\S+\s+){0,5}(api\s+keys?|secrets?|passwords?|credentials|tokens?|private\s+keys?|ssh\s+keys?|\.env|environment\s+variables|secrets\.env)(\s+\S+){0,4}\s+(to|into|in\s+your\s+(reply|answer|response))\b",
     ),
     (
-        "",
+        ".env|shadow|.ssh|printenv|$",
         r"(cat|print|read|dump|echo)\s+(\S+\s+){0,2}(~?/?\.env\b|secrets\.env|/etc/shadow|\.ssh/id_|printenv|\$\w*(key|token|secret))",
     ),
     (
-        "",
-        r"(curl|wget|fetch)\s+\S*\s*(\S+\s+){0,6}(\$\(|`|\|\s*(ba)?sh|--data|-d\s+@)",
+        "curl|wget|fetch",
+        r"(curl|wget|fetch) (\S+ ){0,6}(\$\(|\| ?(ba)?sh\b|--data|-d @)",
     ),
     (
-        "",
+        "run |execute",
         r"(run|execute)\s+(the\s+following|this)\s+(command|code|script|shell)",
     ),
     (
-        " th",
+        "ai |assistant|llm|model|agent|chatbot",
         r"(when|once|if|before)\s+(an?\s+|the\s+|any\s+)?(ai\s+)?(ai|assistant|llm|model|agent|language\s+model|chatbot)s?\s+(reads?|sees?|process(es)?|summari[sz]es?|encounters?)\s+(this|these)",
     ),
     (
@@ -144,18 +151,21 @@ const PATTERNS: &[(&str, &str)] = &[
         r"(tell|inform|convince|ask|warn)\s+the\s+user\s+(that\s+)?(\S+\s+){0,8}(password|login|credentials|visit|click|suspended|locked|must|should)",
     ),
     (
-        "",
+        "ai:|ai,|llm|assistant|chatbot|model|agent|bot",
         r"(^|\n|\.\s)\s*(ai|llm|assistant|chatbot|language\s+model|ai\s+agent|agent|bot)s?\s*[,:]\s*(you\s+must|ignore|please\s+(ignore|send|run|execute|email|forward)|send|run|execute|email|forward|delete|do\s+not)",
     ),
     (
-        "",
+        "note|message|instruction",
         r"(note|message|instructions?)\s+(to|for)\s+(the\s+|any\s+|all\s+)?(ai|llm|assistant|chatbot|language\s+model|ai\s+agent|model|agent|bot)s?\b[^.\n]{0,40}[:,-]",
     ),
     (
         "instead",
         r"instead\s*,?\s+(you\s+(must|should|will)|reply|respond|answer|say|output|print)\s+(\w+\s+){0,4}(only|exactly|with)",
     ),
-    ("", r"\b(jailbroken|dan\s+mode|do\s+anything\s+now)\b"),
+    (
+        "jailbroken|dan mode|anything now",
+        r"\b(jailbroken|dan\s+mode|do\s+anything\s+now)\b",
+    ),
     (
         "end of",
         r"(end\s+of\s+(the\s+)?(document|context|input|user\s+input|untrusted|data|web\s+page|search\s+results?))\s*[-=*#\]>]{0,8}\s*\n?\s*(new\s+|system|instructions|you|now|assistant)",
@@ -313,7 +323,7 @@ impl Screen {
                 score: 1.0,
             });
         }
-        let (score, what) = self.score_folded(text, &folded);
+        let (score, what) = self.score_windows(text);
         (score >= self.threshold).then_some(Finding {
             layer: Layer::Score,
             what,
@@ -323,17 +333,39 @@ impl Screen {
 
     /// The layer-2 score of `text` alone (0..1) and its strongest signals.
     pub fn score(&self, text: &str) -> (f32, String) {
-        let text = cut(text, MAX_SCREEN_BYTES);
-        self.score_folded(text, &fold(text))
+        self.score_windows(cut(text, MAX_SCREEN_BYTES))
+    }
+
+    /// The highest score of any window of `raw` (`WINDOW_BYTES`, overlapping by half):
+    /// an injection is a few lines, and signals spread over a long page (a role phrase
+    /// here, a `System:` line there) do not add up to one.
+    fn score_windows(&self, raw: &str) -> (f32, String) {
+        // Decoded runs are screened once for the whole text, not per window.
+        let encoded = self.encoded(raw);
+        let mut best = (0.0f32, String::new());
+        let mut start = 0;
+        loop {
+            let end = floor_boundary(raw, (start + WINDOW_BYTES).min(raw.len()));
+            let window = &raw[start..end];
+            let scored = self.score_folded(window, &fold(window), encoded);
+            if scored.0 > best.0 {
+                best = scored;
+            }
+            if end >= raw.len() || best.0 >= self.threshold {
+                return best;
+            }
+            start = floor_boundary(raw, start + WINDOW_BYTES / 2).max(start + 1);
+            start = ceil_boundary(raw, start);
+        }
     }
 
     /// The first pattern (built-in, then the user's) found in folded text.
     fn pattern(&self, folded: &str) -> Option<String> {
-        let builtin = self.builtin.iter().filter(|(k, _)| folded.contains(k));
-        let found = builtin
-            .map(|(_, r)| r)
-            .chain(self.extra.iter().map(|(_, r)| r))
-            .find_map(|r| r.find(folded))?;
+        let builtin = self
+            .builtin
+            .iter()
+            .find_map(|(k, r)| find_near(folded, k, r));
+        let found = builtin.or_else(|| self.extra.iter().find_map(|(_, r)| r.find(folded)))?;
         // What matched, on one line, at most 60 characters, its `<` made `‹` (the line
         // stands inside a fence, which it must not close).
         let what: String = found
@@ -348,16 +380,15 @@ impl Screen {
         Some(what.collect())
     }
 
-    fn score_folded(&self, raw: &str, folded: &str) -> (f32, String) {
+    fn score_folded(&self, raw: &str, folded: &str, encoded: f32) -> (f32, String) {
         let mut signals = [
             ("imperative lines", imperative(folded)),
             ("role assignment", role(folded)),
             ("boundary markers", boundary(folded)),
-            ("encoded content", 0.0),
+            ("encoded content", encoded),
             ("script mixing", mixing(raw)),
             ("prompt structure", structure(folded)),
         ];
-        signals[3].1 = self.encoded(raw);
         let score = 1.0 - signals.iter().map(|(_, s)| 1.0 - s).product::<f32>();
         signals.sort_by(|a, b| b.1.total_cmp(&a.1));
         let what: Vec<&str> = signals
@@ -391,16 +422,51 @@ impl Screen {
     }
 }
 
+/// `r`'s first match near an occurrence of one of `keys` (`|`-separated literals) in
+/// `folded`: the regex runs over the spans `NEAR_BYTES` either side of each occurrence,
+/// overlapping spans merged, so no byte is looked at twice.
+fn find_near<'t>(folded: &'t str, keys: &str, r: &Regex) -> Option<regex_lite::Match<'t>> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for k in keys.split('|') {
+        for (pos, _) in folded.match_indices(k) {
+            let a = pos.saturating_sub(NEAR_BYTES);
+            let b = (pos + k.len() + NEAR_BYTES).min(folded.len());
+            spans.push((a, b));
+        }
+    }
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (a, b) in spans {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged.into_iter().find_map(|(a, b)| {
+        let (a, b) = (floor_boundary(folded, a), floor_boundary(folded, b));
+        r.find(&folded[a..b])
+    })
+}
+
 /// `text` cut to at most `max` bytes at a character boundary.
 fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
+    &text[..floor_boundary(text, max.min(text.len()))]
+}
+
+/// The character boundary at or before `i` (`i` ≤ `text.len()`).
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
     }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    i
+}
+
+/// The character boundary at or after `i` (`i` ≤ `text.len()`).
+fn ceil_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
     }
-    &text[..end]
+    i
 }
 
 /// Characters that show nothing: zero-width spaces and joiners, bidi controls, the soft
@@ -612,7 +678,9 @@ fn role(folded: &str) -> f32 {
         "you are no longer",
     ];
     let n = ROLE.iter().filter(|r| folded.contains(*r)).count() as f32;
-    (n * 0.25).min(0.6)
+    // Common in ordinary text ("you are a star", "from now on we open at 8"): never a
+    // hit alone, nor beside `System:`/`User:` lines (a system report).
+    (n * 0.2).min(0.45)
 }
 
 /// Boundary markers: text that pretends a context ends or a new one starts (0..1).
@@ -678,15 +746,20 @@ fn structure(folded: &str) -> f32 {
         "[assistant]",
     ];
     let mut kinds = 0usize;
-    for t in TURNS {
+    let mut answers = false;
+    for (i, t) in TURNS.iter().enumerate() {
         if folded.lines().any(|l| l.trim_start().starts_with(t)) {
             kinds += 1;
+            // A turn of the answering side: `System:` and `User:` alone are as often
+            // a system report's fields.
+            answers |= !matches!(i, 0 | 1);
         }
     }
-    match kinds {
-        0 => 0.0,
-        1 => 0.2,
-        _ => 0.5,
+    match (kinds, answers) {
+        (0, _) => 0.0,
+        (1, _) => 0.15,
+        (_, false) => 0.25,
+        (_, true) => 0.5,
     }
 }
 
@@ -905,6 +978,7 @@ mod tests {
         for (k, p) in PATTERNS {
             assert!(Regex::new(p).is_ok(), "{k}: {p}");
             assert!(!k.contains(char::is_uppercase), "{k}");
+            assert!(!k.is_empty() && !k.split('|').any(str::is_empty), "{p}");
         }
         assert_eq!(screen().builtin.len(), PATTERNS.len());
     }
