@@ -89,7 +89,7 @@ const PATTERNS: &[(&str, &str)] = &[
     ),
     ("im_", r"<\|?im_(start|end)\|?>"),
     (
-        "<|",
+        "system|user|assistant|endoftext|eot_id|header_id|begin_of_text",
         r"<\|(system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\|>",
     ),
     ("inst]", r"\[/?inst\]"),
@@ -769,9 +769,7 @@ fn mixing(raw: &str) -> f32 {
     let mut mixed = 0usize;
     for word in raw.split(|c: char| !c.is_alphanumeric() && !invisible(c)) {
         let latin = word.chars().any(|c| c.is_ascii_alphabetic());
-        let other = word
-            .chars()
-            .any(|c| matches!(c as u32, 0x0370..=0x03FF | 0x0400..=0x052F));
+        let other = word.chars().any(|c| matches!(c as u32, 0x0370..=0x052F));
         if latin && other {
             mixed += 1;
         }
@@ -818,14 +816,16 @@ fn encoded_runs(raw: &str) -> impl Iterator<Item = &str> {
 
 /// A run decoded to text, when it decodes to mostly printable UTF-8.
 fn decode_run(run: &str) -> Option<String> {
-    let bytes =
-        if run.len() >= 24 && run.len() % 2 == 0 && run.bytes().all(|b| b.is_ascii_hexdigit()) {
-            (0..run.len() / 2)
-                .map(|i| u8::from_str_radix(&run[2 * i..2 * i + 2], 16).ok())
-                .collect::<Option<Vec<u8>>>()?
-        } else {
-            base64_decode(run)?
-        };
+    let bytes = if run.len() >= 24
+        && run.len().is_multiple_of(2)
+        && run.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        (0..run.len() / 2)
+            .map(|i| u8::from_str_radix(&run[2 * i..2 * i + 2], 16).ok())
+            .collect::<Option<Vec<u8>>>()?
+    } else {
+        base64_decode(run)?
+    };
     let text = String::from_utf8(bytes).ok()?;
     let printable = text
         .chars()
