@@ -189,6 +189,11 @@ const PATTERNS: &[(&str, &str)] = &[
     ),
 ];
 
+/// The built-in patterns' regexes, in order (for `examples/injection_bench`).
+pub fn builtin_patterns() -> impl Iterator<Item = &'static str> {
+    PATTERNS.iter().map(|(_, p)| *p)
+}
+
 /// The default `security.injection.action`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Action {
