@@ -102,7 +102,9 @@ fn main() {
     }
     let per = t.elapsed().as_secs_f64() / f64::from(iters);
     let joined_us_per_kib = per * 1e6 / (folded.len() as f64 / 1024.0);
-    println!("   joined: the patterns as one regex over the folded benign text: {joined_us_per_kib:.1} µs per KiB");
+    println!(
+        "   joined: the patterns as one regex over the folded benign text: {joined_us_per_kib:.1} µs per KiB"
+    );
     line.push_str(&format!(" joined_us_per_kib={joined_us_per_kib:.1}"));
     println!("{line}");
 }
