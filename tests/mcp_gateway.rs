@@ -55,6 +55,7 @@ fn model() -> FakeServer {
         }
         let (role, content) = last_message(&req.body);
         if role == "tool" {
+            let content = support::unfence(&content);
             return Response::json(200, &openai_text(&format!("got: {content}")));
         }
         let Some((name, args)) = content
@@ -102,14 +103,15 @@ fn tool_named<'a>(tools: &'a [Value], name: &str) -> Option<&'a Value> {
         .find(|t| json::path(t, &["function", "name"]).and_then(json::as_str) == Some(name))
 }
 
-/// The tool results the model got, in order.
+/// The tool results the model got, in order, without their fences (`support::unfence`:
+/// MCP results are untrusted content).
 fn tool_results(model: &FakeServer) -> Vec<String> {
     model
         .requests_to("/chat/completions")
         .iter()
         .map(|r| last_message(&r.body))
         .filter(|(role, _)| role == "tool")
-        .map(|(_, c)| c)
+        .map(|(_, c)| support::unfence(&c))
         .collect()
 }
 

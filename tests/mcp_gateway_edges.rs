@@ -98,9 +98,10 @@ fn model() -> FakeServer {
                     .iter()
                     .rposition(|m| str_at(m, "role") == Some("assistant"))
                     .map_or(0, |i| i + 1);
-                let results: Vec<&str> = msgs[start..]
+                let results: Vec<String> = msgs[start..]
                     .iter()
                     .filter_map(|m| str_at(m, "content"))
+                    .map(support::unfence)
                     .collect();
                 openai_text(&format!("result: {}", results.join(" | ")))
             }
@@ -157,7 +158,8 @@ fn results(llm: &FakeServer) -> Vec<String> {
     msgs[turn..]
         .iter()
         .filter(|m| str_at(m, "role") == Some("tool"))
-        .filter_map(|m| str_at(m, "content").map(str::to_string))
+        // MCP results are untrusted content: compared without their fence.
+        .filter_map(|m| str_at(m, "content").map(support::unfence))
         .collect()
 }
 
@@ -610,7 +612,7 @@ fn text_tool_mode_describes_mcp_tools_in_the_prompt() {
     );
     let back = content(reqs.last().unwrap(), false);
     assert!(
-        back.contains("<tool_result name=\"demo__add\">\n3\n</tool_result>"),
+        back.contains("<tool_result name=\"demo__add\">\n<untrusted source=\"demo__add\">\n3\n</untrusted>\n</tool_result>"),
         "{back}"
     );
     g.stop_cleanly();

@@ -275,7 +275,10 @@ fn an_anthropic_model_sees_a_tools_image_inside_its_tool_result_for_that_round_o
     assert_eq!(
         parts(&blocks[0]),
         [
-            t("The kitchen camera:\n[image: image/png, 66 bytes]"),
+            t(&fenced(
+                "cams__screenshot",
+                "The kitchen camera:\n[image: image/png, 66 bytes]"
+            )),
             ("image".into(), format!("image/png;{PNG_B64}"))
         ]
     );
@@ -288,7 +291,7 @@ fn an_anthropic_model_sees_a_tools_image_inside_its_tool_result_for_that_round_o
         !later.contains(PNG_B64) && !later.contains(r#""type":"image""#),
         "{later}"
     );
-    assert!(later.contains(r#""content":"The kitchen camera:\n[image: image/png, 66 bytes]""#));
+    assert!(later.contains(r#"The kitchen camera:\n[image: image/png, 66 bytes]\n</untrusted>""#));
     // The turn is over: its image file is gone.
     assert!(spooled(&home).is_empty(), "{:?}", spooled(&home));
 
@@ -335,9 +338,11 @@ fn an_openai_model_gets_a_rounds_images_after_its_tool_messages_within_the_bound
     let per_round =
         "[image: image/png, 66 bytes, not shown: a round of tool calls shows at most 8 images]";
     let gallery = [shown, shown, shown, shown, per_result, per_result].join("\n");
+    let gallery = fenced("cams__gallery", &gallery);
     assert_eq!(results[0], gallery);
     assert_eq!(results[1], gallery);
-    assert_eq!(results[2], format!("The kitchen camera:\n{per_round}"));
+    let camera = format!("The kitchen camera:\n{per_round}");
+    assert_eq!(results[2], fenced("cams__screenshot", &camera));
     // One user message after the tool messages: per call, a line naming it, its images.
     let mut expected = vec![t(
         "The images returned by tool call call_0_0 (cams__gallery):",
@@ -365,16 +370,13 @@ fn an_openai_model_gets_a_rounds_images_after_its_tool_messages_within_the_bound
     let msgs = messages(&reqs[3].body);
     let last = msgs.last().unwrap();
     assert_eq!(str_at(last, "role"), Some("tool"));
-    assert_eq!(
-        text_of(last),
-        [
-            "[image: image/bmp, 66 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
-            "[image: image/png, 8 bytes, not shown: its data is not valid base64]",
-            "[image: image/png, 20 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
-            "[image: image/png, 3 MB, not shown: larger than the 2 MB an image may be]",
-        ]
-        .join("\n")
-    );
+    let odd = [
+        "[image: image/bmp, 66 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
+        "[image: image/png, 8 bytes, not shown: its data is not valid base64]",
+        "[image: image/png, 20 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown]",
+        "[image: image/png, 3 MB, not shown: larger than the 2 MB an image may be]",
+    ];
+    assert_eq!(text_of(last), fenced("cams__odd", &odd.join("\n")));
     assert!(!reqs[3].body.contains("image_url"));
     assert!(spooled(&home).is_empty(), "{:?}", spooled(&home));
     let log = g.stop_cleanly();
@@ -399,9 +401,10 @@ fn without_vision_the_model_reads_the_placeholder_only() {
     let msgs = messages(&reqs[1].body);
     let last = msgs.last().unwrap();
     assert_eq!(str_at(last, "role"), Some("tool"));
+    let camera = "The kitchen camera:\n[image: image/png, 66 bytes]";
     assert_eq!(
         str_at(last, "content"),
-        Some("The kitchen camera:\n[image: image/png, 66 bytes]")
+        Some(fenced("cams__screenshot", camera).as_str())
     );
     assert!(!reqs[1].body.contains("image_url") && !reqs[1].body.contains(PNG_B64));
     // Nothing was written for a model that cannot see.
@@ -434,9 +437,10 @@ fn a_model_that_refuses_images_is_asked_again_with_the_placeholder_and_remembere
     let msgs = messages(&reqs[2].body);
     let last = msgs.last().unwrap();
     assert_eq!(str_at(last, "role"), Some("tool"));
+    let camera = "The kitchen camera:\n[image: image/png, 66 bytes]";
     assert_eq!(
         str_at(last, "content"),
-        Some("The kitchen camera:\n[image: image/png, 66 bytes]")
+        Some(fenced("cams__screenshot", camera).as_str())
     );
     // Remembered: the next screenshot is not tried as an image at all.
     ask(&mut g, &tg, "call cams__screenshot {}", 2);
@@ -448,4 +452,9 @@ fn a_model_that_refuses_images_is_asked_again_with_the_placeholder_and_remembere
     );
     assert!(spooled(&home).is_empty());
     g.stop_cleanly();
+}
+
+/// An MCP result as the model gets it: fenced as untrusted content.
+fn fenced(source: &str, text: &str) -> String {
+    format!("<untrusted source=\"{source}\">\n{text}\n</untrusted>")
 }

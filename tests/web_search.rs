@@ -16,7 +16,7 @@ use support::fake_http::{
 };
 use support::fake_telegram::FakeTelegram;
 use support::gateway::{FAST_BACKOFF, Gateway};
-use support::{TempHome, config_for};
+use support::{TempHome, config_for, unfence};
 use yoctoclaw::json::{self, get, parse_value, str_at};
 
 const ALICE: i64 = 42;
@@ -57,6 +57,7 @@ fn model() -> FakeServer {
         }
         let (role, content) = last_message(&req.body);
         if role == "tool" {
+            let content = unfence(&content);
             return Response::json(200, &openai_text(&format!("got: {content}")));
         }
         let args = match content.split_once(' ') {
@@ -68,8 +69,13 @@ fn model() -> FakeServer {
     })
 }
 
-/// The tool results the model got, in order.
+/// The tool results the model got, in order, without their fences (`unfence`).
 fn tool_results(model: &FakeServer) -> Vec<String> {
+    fenced_results(model).iter().map(|c| unfence(c)).collect()
+}
+
+/// The tool results the model got, in order, as it got them.
+fn fenced_results(model: &FakeServer) -> Vec<String> {
     model
         .requests_to("/chat/completions")
         .iter()
@@ -506,6 +512,12 @@ fn hostile_results_and_redirects_reach_nothing() {
     ));
     let mut g = start(&home, &[]);
     let got = ask(&mut g, &tg, "search anything", 1);
+    // The hostile page's "ignore previous instructions" is flagged by the screen.
+    let fenced = &fenced_results(&model)[0];
+    assert!(
+        fenced.contains("\n[screen: this content looks like a prompt injection"),
+        "{fenced}"
+    );
     let result = &tool_results(&model)[0];
     assert!(result.len() < 1500, "{} bytes", result.len());
     assert!(

@@ -43,6 +43,7 @@ pub mod session;
 pub mod streaming;
 pub mod think;
 pub mod toolcall;
+pub mod untrusted;
 
 use crate::chat::ChannelKind;
 use crate::chat::media::ToolImage;
@@ -148,6 +149,9 @@ pub struct Agent {
     think_starts: RefCell<Vec<Option<think::ThinkStart>>>,
     /// The last model request: when it ended and whether a provider answered (`chat`).
     last_provider: Cell<Option<(std::time::Instant, bool)>>,
+    /// The injection screen for untrusted tool results (`untrusted`); `None` when
+    /// `security.injection.enabled` is off (results are still fenced).
+    screen: Option<crate::security::injection::Screen>,
 }
 
 impl Agent {
@@ -165,6 +169,7 @@ impl Agent {
             Approvals::timeout_from(cfg.agent.approval_timeout_secs),
         );
         let n = providers.len();
+        let screen = untrusted::screen(&cfg.security.injection);
         Agent {
             cfg,
             workspace,
@@ -183,6 +188,7 @@ impl Agent {
             unstreamed_tools: RefCell::new(vec![false; n]),
             think_starts: RefCell::new(vec![None; n]),
             last_provider: Cell::new(None),
+            screen,
         }
     }
 
@@ -349,6 +355,8 @@ impl Agent {
         let mut final_note = FORCE_FINAL_NOTE;
         let mut asked_again_empty = false;
         let mut round = 0;
+        // Untrusted results that were hits this turn (the answer says so once).
+        let mut hits: Vec<untrusted::Hit> = Vec::new();
         while round <= max_rounds {
             let last = round == max_rounds || force_final;
             let native: &[ToolSpec] = if mode == ToolMode::Native {
@@ -412,9 +420,14 @@ impl Agent {
             sink.round_end(!calls.is_empty());
             if calls.is_empty() {
                 // The usage row and the answer in one commit, the turn's only disk sync.
+                let notice = untrusted::notice(&hits);
+                if let Some(n) = &notice {
+                    // A streamed answer shows it too, so what was shown is the answer.
+                    sink.text(&["\n\n", n].concat());
+                }
                 return self.db.write_batch(|| {
                     self.record_usage(session, answered_by, &reply);
-                    self.finish(session, &reply.content)
+                    self.finish(session, &reply.content, notice.as_deref())
                 });
             }
             self.db
@@ -453,7 +466,7 @@ impl Agent {
                 let mut results = String::new();
                 let mut images = Vec::new();
                 for call in &calls {
-                    let (r, mut shown) = self.run_tool(call, &ctx, &mut room).await;
+                    let (r, mut shown) = self.run_tool(call, &ctx, &mut room, &mut hits).await;
                     results.push_str(&format!(
                         "<tool_result name=\"{}\">\n{}\n</tool_result>\n",
                         call.name, r
@@ -473,7 +486,7 @@ impl Agent {
                     .collect();
                 round_msgs.push(said);
                 for call in &calls {
-                    let (r, images) = self.run_tool(call, &ctx, &mut room).await;
+                    let (r, images) = self.run_tool(call, &ctx, &mut room, &mut hits).await;
                     let mut m = Message::new(Role::Tool, r);
                     m.tool_call_id = Some(call.id.clone());
                     m.images = images;
@@ -491,16 +504,27 @@ impl Agent {
             round += 1;
         }
         // The last round never returns tool calls, so this is not reached; answer anyway.
-        self.finish(session, "")
+        self.finish(session, "", None)
     }
 
-    fn finish(&self, session: &str, content: &str) -> Result<String, AgentError> {
+    /// The answer as stored and returned: cleaned of tool-call markup, scrubbed, and
+    /// ended with `notice` (untrusted content this turn was a hit) when there is one.
+    fn finish(
+        &self,
+        session: &str,
+        content: &str,
+        notice: Option<&str>,
+    ) -> Result<String, AgentError> {
         let cleaned = toolcall::extract(content, &|n| self.tools.is_tool(n)).text;
-        let answer = if cleaned.trim().is_empty() {
+        let mut answer = if cleaned.trim().is_empty() {
             "(I have no answer to that; try rephrasing.)".to_string()
         } else {
             scrub(&cleaned).into_owned()
         };
+        if let Some(n) = notice {
+            answer.push_str("\n\n");
+            answer.push_str(n);
+        }
         self.db.append_message(
             session,
             &Message::new(Role::Assistant, answer.as_str()),
@@ -511,12 +535,14 @@ impl Agent {
 
     /// Run one call: its result scrubbed and capped, and the images it shows a model
     /// that can see (`room`: how many more this round may show, `None` when the model
-    /// cannot see; lowered by those returned).
+    /// cannot see; lowered by those returned). An untrusted result (`untrusted::source`)
+    /// is fenced and screened; a hit is pushed on `hits`.
     async fn run_tool(
         &self,
         call: &ToolCall,
         ctx: &CallContext,
         room: &mut Option<usize>,
+        hits: &mut Vec<untrusted::Hit>,
     ) -> (String, Vec<ToolImage>) {
         log::info!("tool {} in {}", call.name, ctx.session);
         let result = match self.authorize(call, ctx).await {
@@ -528,6 +554,7 @@ impl Agent {
         };
         let known = self.tools.is_tool(&call.name).then_some(call.name.as_str());
         crate::metrics::tool_call(known, crate::tools::outcome(&result));
+        let ran = result.is_ok();
         let (out, mut images) = match result {
             Ok(o) => (o.text, o.images),
             Err(e) => {
@@ -542,7 +569,31 @@ impl Agent {
             images.clear();
         }
         let max = self.cfg.agent.max_tool_result_bytes as usize;
-        (crate::tools::output::scrub_capped(&out, max), images)
+        let mcp = self.tools.mcp_tool(&call.name).is_some();
+        let Some(source) = untrusted::source(&call.name, &call.arguments, mcp).filter(|_| ran)
+        else {
+            return (crate::tools::output::scrub_capped(&out, max), images);
+        };
+        // Fenced after the cap (so the closing marker is never cut off), the cap lowered
+        // by what the fence adds (so the fenced result stays within it).
+        let max = max.saturating_sub(crate::security::injection::FENCE_RESERVE_BYTES);
+        let out = crate::tools::output::scrub_capped(&out, max);
+        let Some(screen) = &self.screen else {
+            return (
+                crate::security::injection::fence(&source, &out, None),
+                images,
+            );
+        };
+        let action = self.cfg.security.injection.action;
+        let (out, hit) = untrusted::wrap(screen, action, &source, &ctx.session, &out);
+        if let Some(hit) = hit {
+            // The audit trail's "blocked by the screen" verdict is recorded from here.
+            if action == crate::security::injection::Action::Withhold {
+                images.clear();
+            }
+            hits.push(hit);
+        }
+        (out, images)
     }
 
     /// Whether a provider of this process may be shown images now: `provider.vision`

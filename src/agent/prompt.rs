@@ -1,5 +1,5 @@
-//! The system prompt: workspace bootstrap files, the skills index, relevant memories, the
-//! current time and the channel.
+//! The system prompt: workspace bootstrap files, the skills index, relevant memories, what
+//! untrusted content looks like (`untrusted::PROMPT_NOTE`), the current time and the channel.
 //!
 //! # Bounds
 //! Each bootstrap file contributes at most `MAX_BOOTSTRAP_FILE_BYTES`; the skills index at
@@ -93,6 +93,8 @@ pub fn build(ctx: &PromptContext<'_>) -> String {
         out.push_str(mem.trim());
         out.push_str("\n</memory>\n\n");
     }
+    out.push_str(super::untrusted::PROMPT_NOTE);
+    out.push('\n');
     out.push_str("## Context\n");
     out.push_str(&format!(
         "Current time: {}\nChannel: {}\nSession: {}\n",

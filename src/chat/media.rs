@@ -19,6 +19,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// The workspace's folder files sent on Telegram are saved in: what is read from it came
+/// from someone else (the agent fences and screens it).
+pub const INBOX_DIR: &str = "inbox";
 /// Starts the placeholder of a saved photo.
 pub const PHOTO_PREFIX: &str = "[Photo saved at ";
 /// Most photos of one message sent to a vision model.

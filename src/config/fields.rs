@@ -170,6 +170,27 @@ impl<'a> Fields<'a> {
         Ok(clamped)
     }
 
+    /// A number in `0..=1` (a JSON number, or a decimal from the environment).
+    pub fn fraction(&mut self, key: &'static str, default: f32) -> Result<f32, ConfigError> {
+        use miniserde::json::Number;
+        let expected = "a number from 0 to 1, like 0.6";
+        let n = if let Some(v) = self.env_value(key) {
+            self.seen.push(key);
+            v.trim().parse::<f64>().ok()
+        } else {
+            match self.raw(key) {
+                None => return Ok(default),
+                Some(Value::Number(Number::U64(n))) => Some(*n as f64),
+                Some(Value::Number(Number::F64(f))) => Some(*f),
+                Some(_) => None,
+            }
+        };
+        match n {
+            Some(n) if (0.0..=1.0).contains(&n) => Ok(n as f32),
+            _ => Err(bad(self.key_path(key), expected)),
+        }
+    }
+
     /// An optional whole number (absent = `None`), clamped like [`Fields::uint`].
     pub fn opt_uint(
         &mut self,

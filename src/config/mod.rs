@@ -22,6 +22,7 @@
 mod env;
 mod fields;
 pub mod mcp;
+pub mod security;
 pub mod tool_rules;
 mod types;
 pub mod web_search;

@@ -550,3 +550,33 @@ fn the_http_section_has_safe_defaults_and_checks_its_address() {
     let c = parse(Some("{}"), Path::new("c"), &env).unwrap();
     assert_eq!(c.http.listen.to_string(), "0.0.0.0:9000");
 }
+
+#[test]
+fn the_injection_screen_is_configured_and_bad_patterns_are_named() {
+    use crate::security::injection::Action;
+    let d = parse_str("{}").unwrap();
+    assert!(d.security.injection.enabled);
+    assert_eq!(d.security.injection.action, Action::Flag);
+    assert_eq!(d.security.injection.threshold, 0.6);
+    let c = parse_str(
+        r#"{"security": {"injection": {"action": "withhold", "threshold": 0.75, "extra_patterns": ["pod bay doors"]}}}"#,
+    )
+    .unwrap();
+    assert_eq!(c.security.injection.action, Action::Withhold);
+    assert_eq!(c.security.injection.threshold, 0.75);
+    assert_eq!(c.security.injection.extra_patterns, ["pod bay doors"]);
+    let e = parse_str(r#"{"security": {"injection": {"extra_patterns": ["ok", "(unclosed"]}}}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("config key \"security.injection.extra_patterns\" must be a list of regular expressions (entry 1 does not compile"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    for bad in ["1.5", "\"high\"", "-0.1"] {
+        let e = parse_str(&format!(
+            r#"{{"security": {{"injection": {{"threshold": {bad}}}}}}}"#
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("security.injection.threshold"), "{e}");
+    }
+    assert!(parse_str(r#"{"security": {"injection": {"action": "drop"}}}"#).is_err());
+}

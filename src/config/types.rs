@@ -463,6 +463,8 @@ pub struct Config {
     pub http: HttpConfig,
     /// `mcp`: MCP servers (`config::mcp`).
     pub mcp: super::mcp::McpConfig,
+    /// `security`: the injection screen (`config::security`).
+    pub security: super::security::SecurityConfig,
     /// `error`, `warn`, `info`, `debug`. Defaults to `info`.
     pub log_level: String,
 }
@@ -485,6 +487,7 @@ impl Default for Config {
             media: MediaConfig::default(),
             http: HttpConfig::default(),
             mcp: super::mcp::McpConfig::default(),
+            security: super::security::SecurityConfig::default(),
             log_level: "info".into(),
         }
     }
@@ -717,6 +720,10 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     let mcp = super::mcp::read_mcp(&mut s, &own_secrets)?;
     s.finish()?;
 
+    let mut s = top.section("security")?;
+    let security = super::security::read(&mut s)?;
+    s.finish()?;
+
     let log_level = top.choice("log_level", "info", LOG_LEVELS)?;
 
     Ok(Config {
@@ -735,6 +742,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         media,
         http,
         mcp,
+        security,
         log_level,
     })
 }

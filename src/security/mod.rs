@@ -8,6 +8,7 @@
 //! - [`exec_policy`]: refuses destructive or secret-reading shell commands before `exec` runs them,
 //!   and finds the ones that hide what they run.
 //! - [`child_env`]: the few clean variables a child process is given from ours.
+//! - [`injection`]: screens untrusted text for prompt injection and fences it as data.
 //! - [`netguard`]: parses `web_fetch` URLs strictly and refuses local and private addresses.
 //!
 //! # Bounds
@@ -20,5 +21,6 @@
 pub mod child_env;
 pub mod confine;
 pub mod exec_policy;
+pub mod injection;
 pub mod netguard;
 pub mod scrub;

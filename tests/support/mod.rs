@@ -126,3 +126,25 @@ pub fn sdk_python(what: &str) -> Option<String> {
         }
     }
 }
+
+/// A tool result as the model got it, without the fence untrusted results come in
+/// (`<untrusted source="…">`, the screen's flag line, `</untrusted>`): what the tool
+/// said. An error (our own words) is not fenced; anything else that is not shows as
+/// `NOT FENCED: …`, so a test comparing results fails on it.
+#[allow(dead_code)] // Not every test binary has untrusted tools.
+pub fn unfence(content: &str) -> String {
+    if content.starts_with("error: ") {
+        return content.to_string();
+    }
+    let inner = content
+        .strip_prefix("<untrusted source=\"")
+        .and_then(|c| c.split_once("\">\n"))
+        .and_then(|(_, c)| c.strip_suffix("\n</untrusted>"));
+    let Some(inner) = inner else {
+        return format!("NOT FENCED: {content}");
+    };
+    match inner.split_once('\n') {
+        Some((first, rest)) if first.starts_with("[screen: ") => rest.to_string(),
+        _ => inner.to_string(),
+    }
+}

@@ -36,8 +36,9 @@ pub const MAX_INBOX_SCAN: usize = 10_000;
 pub const HEARD_QUOTE_CHARS: usize = 300;
 /// Longest name kept from a sender's file name.
 pub const MAX_SAFE_NAME_BYTES: usize = 64;
-/// The folder of the workspace files are saved in.
-pub const INBOX_DIR: &str = "inbox";
+/// The folder of the workspace files are saved in (defined low: the agent screens what
+/// is read from it).
+pub use crate::chat::media::INBOX_DIR;
 
 /// The sentence for a voice note when `transcription` is not set.
 pub const NO_TRANSCRIPTION: &str = "I can't listen to voice notes yet: set transcription.base_url (OpenAI-compatible speech to text) in config.json and its key in YOCTOCLAW_TRANSCRIPTION_API_KEY.";
