@@ -38,6 +38,7 @@ pub enum Cmd {
     Heartbeat(HeartbeatCmd),
     Cron(CronCmd),
     Memory(MemoryCmd),
+    Audit(AuditCmd),
     Migrate(MigrateCmd),
     Status(StatusCmd),
     Doctor(DoctorCmd),
@@ -45,6 +46,25 @@ pub enum Cmd {
     Mcp(McpCmd),
     Service(ServiceCmd),
     Version(VersionCmd),
+}
+
+#[derive(FromArgs, Debug)]
+/// Show the audit trail: every tool call, its verdict and how it went (newest last).
+#[argh(subcommand, name = "audit")]
+pub struct AuditCmd {
+    /// only calls since then: a duration back from now (30m, 12h, 7d) or a UTC date or
+    /// time (2026-03-01, 2026-03-01T14:00)
+    #[argh(option)]
+    pub since: Option<String>,
+    /// only calls of this tool (an MCP tool as SERVER__TOOL)
+    #[argh(option)]
+    pub tool: Option<String>,
+    /// only calls on this channel (terminal, telegram, serial, http, heartbeat, cron)
+    #[argh(option)]
+    pub channel: Option<String>,
+    /// show at most this many, the newest (default 50, at most 1000)
+    #[argh(option)]
+    pub limit: Option<usize>,
 }
 
 #[derive(FromArgs, Debug)]

@@ -111,6 +111,12 @@ unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
             let mut out = std::io::stdout().lock();
             app::memory_cmd::run(&db, m.cmd, crate::time::now(), &mut out)
         }
+        Cmd::Audit(a) => {
+            let l = load(home, true)?;
+            let db = open_db(&l)?;
+            let mut out = std::io::stdout().lock();
+            app::audit_cmd::run(&db, &a, crate::time::now(), &mut out)
+        }
         Cmd::Gateway(_) => app::gateway::run(&load(home, false)?),
         // Not quiet: this runs from a crontab, and its log is its output.
         Cmd::Heartbeat(_) => commands::heartbeat_command(&load(home, false)?),

@@ -239,3 +239,17 @@ pub const HTTP_MAX_SESSION_KEY_BYTES: usize = 64;
 /// Seconds between keep-alive comments on a streamed answer while nothing is written
 /// (tools running), so proxies and clients keep the connection.
 pub const HTTP_SSE_PING_SECS: u64 = 15;
+
+/// Bytes of a tool call's arguments the audit trail keeps (scrubbed first, then cut).
+pub const MAX_AUDIT_ARGS_BYTES: usize = 1024;
+/// Bytes of a tool call's error the audit trail keeps (its first line).
+pub const MAX_AUDIT_ERROR_BYTES: usize = 240;
+/// Bytes of a tool name the audit trail keeps.
+pub const MAX_AUDIT_TOOL_BYTES: usize = 128;
+/// Audit rows kept at most (the newest); `memory.audit_days` deletes older ones daily.
+/// About 1.5 KiB each at worst: at most ~15 MB on disk, usually a tenth of that.
+pub const MAX_AUDIT_ROWS: usize = 10_000;
+/// Most rows `yoctoclaw audit` prints at once (`--limit`).
+pub const MAX_AUDIT_LIST_ROWS: usize = 1000;
+/// Rows `yoctoclaw audit` prints when not told (`--limit`).
+pub const DEFAULT_AUDIT_LIST_ROWS: usize = 50;

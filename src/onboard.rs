@@ -65,12 +65,13 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "deny_tools": []
   },
   "memory": {
-    "//": "categories: core never expires; daily, conversation and custom are deleted after *_days. min_relevance_milli: bm25 score x 1000 a search match needs to enter the prompt",
+    "//": "categories: core never expires; daily, conversation and custom are deleted after *_days. audit_days: how long the audit trail keeps each tool call. min_relevance_milli: bm25 score x 1000 a search match needs to enter the prompt",
     "inject_top_k": 5,
     "inject_budget_bytes": 4096,
     "daily_days": 30,
     "conversation_days": 7,
     "custom_days": 90,
+    "audit_days": 30,
     "cache_kib": 256,
     "min_relevance_milli": 100
   },

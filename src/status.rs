@@ -438,6 +438,9 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
         );
     }
     let _ = writeln!(s, "{}", tokens_line(&db, &cfg.budget, now));
+    if let Some(line) = tool_calls_line(&db, now) {
+        let _ = writeln!(s, "{line}");
+    }
     let size = file_len(&db_path) + file_len(&wal_path(&db_path));
     let _ = write!(
         s,
@@ -588,6 +591,17 @@ fn wal_path(db: &Path) -> std::path::PathBuf {
 
 fn file_len(p: &Path) -> u64 {
     std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+/// `tool calls: today N, R denied, refused or blocked` (UTC day, from the audit trail);
+/// `None` when the trail cannot be read (a database made by an older yoctoclaw and not
+/// opened for writing since).
+fn tool_calls_line(db: &Db, now: i64) -> Option<String> {
+    let midnight = now - now.rem_euclid(crate::time::civil::SECS_PER_DAY);
+    let (n, refused) = db.audit_counts(midnight).ok()?;
+    Some(format!(
+        "tool calls: today {n}, {refused} denied, refused or blocked (yoctoclaw audit)"
+    ))
 }
 
 /// `tokens:     today N (P in, C out), this month M (…)` (UTC days), with the budgets

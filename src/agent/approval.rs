@@ -51,6 +51,7 @@ use crate::chat::ToolCall;
 use crate::config::Autonomy;
 use crate::limits::MAX_APPROVAL_COMMAND_CHARS;
 use crate::security::scrub::scrub;
+use crate::store::audit::Verdict;
 use crate::tools::{CallContext, ToolError};
 use std::cell::RefCell;
 use std::future::Future;
@@ -183,33 +184,49 @@ impl Approvals {
         summary: &str,
         opaque: Option<&str>,
     ) -> Result<(), ToolError> {
+        self.request_verdict(session, channel, summary, opaque)
+            .await
+            .map_err(|(_, e)| e)
+    }
+
+    /// [`Approvals::request`], with what the audit trail calls the outcome when it is
+    /// not a yes: `Refused` when the user said no or did not answer, `Denied` when the
+    /// question could not be put.
+    pub async fn request_verdict(
+        &self,
+        session: &str,
+        channel: ChannelKind,
+        summary: &str,
+        opaque: Option<&str>,
+    ) -> Result<(), (Verdict, ToolError)> {
+        let denied = |e: ToolError| (Verdict::Denied, e);
         if opaque.is_none() && self.is_always(session) {
             return Ok(());
         }
         let summary = one_line(summary);
         let shown = summary.chars().count();
         if shown > MAX_APPROVAL_COMMAND_CHARS {
-            return Err(ToolError::Denied(format!(
+            return Err(denied(ToolError::Denied(format!(
                 "this is too long to show for approval ({shown} characters, at most {MAX_APPROVAL_COMMAND_CHARS}), so it was not done; split it into shorter steps, or write a script with write_file first and run that"
-            )));
+            ))));
         }
         let Some(asker) = self.asker(channel) else {
-            return Err(ToolError::Denied(format!(
+            return Err(denied(ToolError::Denied(format!(
                 "this needs the user's approval, but a {} run has nobody to ask, so it was not done ({summary}); the owner can set agent.autonomy to full to allow such actions without asking",
                 channel.as_str()
-            )));
+            ))));
         };
         let rx = {
             let mut list = self.pending.borrow_mut();
             if list.iter().any(|p| p.session == session) {
-                return Err(ToolError::Denied(
+                return Err(denied(ToolError::Denied(
                     "another approval is already waiting in this session".into(),
-                ));
+                )));
             }
             if list.len() >= self.capacity {
-                return Err(ToolError::Denied(
+                return Err(denied(ToolError::Denied(
                     "too many approvals are waiting; try again later".into(),
-                ));
+                )));
             }
             let (tx, rx) = async_channel::bounded(1);
             list.push(Pending {
@@ -234,9 +251,9 @@ impl Approvals {
         .into_owned();
         log::info!("approval asked in {session}: {summary}");
         if !asker.ask(session, &question).await {
-            return Err(ToolError::Denied(format!(
+            return Err(denied(ToolError::Denied(format!(
                 "the user could not be asked to approve this, so it was not done ({summary})"
-            )));
+            ))));
         }
         let answer = async { rx.recv().await.ok() };
         let timeout = async {
@@ -250,16 +267,22 @@ impl Approvals {
             }
             Some(Decision::No) => {
                 log::info!("approval refused in {session}");
-                Err(ToolError::Denied(format!(
-                    "the user said no to this, so it was not done ({summary}); ask them what to do instead"
-                )))
+                Err((
+                    Verdict::Refused,
+                    ToolError::Denied(format!(
+                        "the user said no to this, so it was not done ({summary}); ask them what to do instead"
+                    )),
+                ))
             }
             None => {
                 log::info!("approval timed out in {session}");
-                Err(ToolError::Denied(format!(
-                    "the user did not answer within {}, so it was not done ({summary})",
-                    secs_text(self.timeout)
-                )))
+                Err((
+                    Verdict::Refused,
+                    ToolError::Denied(format!(
+                        "the user did not answer within {}, so it was not done ({summary})",
+                        secs_text(self.timeout)
+                    )),
+                ))
             }
         }
     }
@@ -336,11 +359,19 @@ impl Agent {
     /// May this call run? `full` autonomy: yes, unless the call is opaque (a command that
     /// hides what it runs). `read_only`: not for tools that need approval. `supervised`:
     /// those ask the user first, opaque ones even after `/always` (see the module
-    /// documentation). Other tools always may.
-    pub async fn authorize(&self, call: &ToolCall, ctx: &CallContext) -> Result<(), ToolError> {
-        self.tools.allowed(&call.name, ctx.channel)?;
+    /// documentation). Other tools always may. Ok says whether it runs as asked (`Run`)
+    /// or approved (`Approved`); an error carries the audit trail's verdict.
+    pub async fn authorize(
+        &self,
+        call: &ToolCall,
+        ctx: &CallContext,
+    ) -> Result<Verdict, (Verdict, ToolError)> {
+        let denied = |e: ToolError| (Verdict::Denied, e);
+        self.tools
+            .allowed(&call.name, ctx.channel)
+            .map_err(denied)?;
         if !self.tools.call_needs_approval(&call.name, &call.arguments) {
-            return Ok(());
+            return Ok(Verdict::Run);
         }
         if self.cfg.agent.autonomy == Autonomy::ReadOnly {
             // An untrusted MCP server's tool may do anything: refused like a change.
@@ -349,30 +380,31 @@ impl Agent {
             } else {
                 "no file changes, commands or cron changes"
             };
-            return Err(ToolError::Denied(format!(
+            return Err(denied(ToolError::Denied(format!(
                 "autonomy is read_only: {} is not allowed ({what}); tell the user what you would do instead",
                 call.name
-            )));
+            ))));
         }
         let approval = self
             .tools
-            .approval_summary(&call.name, &call.arguments)?
+            .approval_summary(&call.name, &call.arguments)
+            .map_err(|e| (Verdict::Run, e))?
             .unwrap_or_else(|| crate::tools::Approval {
                 summary: call.name.clone(),
                 opaque: None,
             });
         let opaque = approval.opaque.as_deref();
         match (self.cfg.agent.autonomy, opaque) {
-            (Autonomy::Full, None) => Ok(()),
+            (Autonomy::Full, None) => Ok(Verdict::Run),
             // Full autonomy has nobody to read it and the deny list cannot: refused.
-            (Autonomy::Full, Some(why)) => Err(ToolError::Denied(format!(
+            (Autonomy::Full, Some(why)) => Err(denied(ToolError::Denied(format!(
                 "{why}: in full autonomy exec runs only commands whose every part it can read; write the command out plainly, or write a script with write_file and run it"
-            ))),
-            _ => {
-                self.approvals
-                    .request(&ctx.session, ctx.channel, &approval.summary, opaque)
-                    .await
-            }
+            )))),
+            _ => self
+                .approvals
+                .request_verdict(&ctx.session, ctx.channel, &approval.summary, opaque)
+                .await
+                .map(|()| Verdict::Approved),
         }
     }
 }

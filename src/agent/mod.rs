@@ -54,7 +54,7 @@ use crate::provider::retry::Backoff;
 use crate::provider::{Provider, ProviderError};
 use crate::runtime::Workers;
 use crate::security::scrub::scrub;
-use crate::store::{Db, StoreError};
+use crate::store::{Db, StoreError, audit};
 use crate::text::cap_text;
 use crate::time::now as now_secs;
 use crate::tools::{CallContext, Tools};
@@ -455,6 +455,7 @@ impl Agent {
             let content = scrub(&reply.content);
             let mut said = Message::new(Role::Assistant, content.as_ref());
             let mut round_msgs = Vec::with_capacity(calls.len() + 1);
+            let mut trail = Vec::with_capacity(calls.len());
             // The previous round's images were shown in the request just answered: their
             // files go now. This round's results may bring up to the round's bound.
             history.iter_mut().for_each(|m| m.images.clear());
@@ -466,7 +467,9 @@ impl Agent {
                 let mut results = String::new();
                 let mut images = Vec::new();
                 for call in &calls {
-                    let (r, mut shown) = self.run_tool(call, &ctx, &mut room, &mut hits).await;
+                    let (r, mut shown, entry) =
+                        self.run_tool(call, &ctx, &mut room, &mut hits).await;
+                    trail.push(entry);
                     results.push_str(&format!(
                         "<tool_result name=\"{}\">\n{}\n</tool_result>\n",
                         call.name, r
@@ -486,19 +489,18 @@ impl Agent {
                     .collect();
                 round_msgs.push(said);
                 for call in &calls {
-                    let (r, images) = self.run_tool(call, &ctx, &mut room, &mut hits).await;
+                    let (r, images, entry) = self.run_tool(call, &ctx, &mut room, &mut hits).await;
+                    trail.push(entry);
                     let mut m = Message::new(Role::Tool, r);
                     m.tool_call_id = Some(call.id.clone());
                     m.images = images;
                     round_msgs.push(m);
                 }
             }
+            // The calls' audit rows go in the round's own commit (no sync of their own).
             self.db.deferred_sync(|| {
-                self.db.write_batch(|| {
-                    round_msgs
-                        .iter()
-                        .try_for_each(|m| self.db.append_message(session, m, now_secs()))
-                })
+                self.db
+                    .append_round(session, &round_msgs, &trail, now_secs())
             })?;
             history.append(&mut round_msgs);
             round += 1;
@@ -533,33 +535,53 @@ impl Agent {
         Ok(answer)
     }
 
-    /// Run one call: its result scrubbed and capped, and the images it shows a model
-    /// that can see (`room`: how many more this round may show, `None` when the model
-    /// cannot see; lowered by those returned). An untrusted result (`untrusted::source`)
-    /// is fenced and screened; a hit is pushed on `hits`.
+    /// Run one call: its result scrubbed and capped, the images it shows a model that
+    /// can see (`room`: how many more this round may show, `None` when the model cannot
+    /// see; lowered by those returned), and its audit trail row (stored with the round).
+    /// An untrusted result (`untrusted::source`) is fenced and screened; a hit is pushed
+    /// on `hits` and noted in the row (`blocked` when withheld).
     async fn run_tool(
         &self,
         call: &ToolCall,
         ctx: &CallContext,
         room: &mut Option<usize>,
         hits: &mut Vec<untrusted::Hit>,
-    ) -> (String, Vec<ToolImage>) {
+    ) -> (String, Vec<ToolImage>, audit::Entry) {
         log::info!("tool {} in {}", call.name, ctx.session);
+        let mut entry = audit::Entry::new(
+            now_secs(),
+            ctx.channel.as_str(),
+            &ctx.session,
+            &call.name,
+            &crate::tools::output::scrub_json(&call.arguments),
+        );
         let result = match self.authorize(call, ctx).await {
-            Ok(()) => {
+            Ok(verdict) => {
+                entry.verdict = verdict;
                 let (name, args) = (&call.name, &call.arguments);
-                self.tools.call_seeing(name, args, ctx, *room).await
+                let started = std::time::Instant::now();
+                let r = self.tools.call_seeing(name, args, ctx, *room).await;
+                entry.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                r
             }
-            Err(e) => Err(e),
+            Err((verdict, e)) => {
+                entry.verdict = verdict;
+                Err(e)
+            }
         };
         let known = self.tools.is_tool(&call.name).then_some(call.name.as_str());
         crate::metrics::tool_call(known, crate::tools::outcome(&result));
         let ran = result.is_ok();
         let (out, mut images) = match result {
-            Ok(o) => (o.text, o.images),
+            Ok(o) => {
+                entry.bytes = o.text.len() as u64;
+                (o.text, o.images)
+            }
             Err(e) => {
                 log::info!("tool {} in {}: {e}", call.name, ctx.session);
-                (format!("error: {e}"), Vec::new())
+                let out = format!("error: {e}");
+                entry.set_error(&out);
+                (out, Vec::new())
             }
         };
         if let Some(left) = room {
@@ -572,7 +594,7 @@ impl Agent {
         let mcp = self.tools.mcp_tool(&call.name).is_some();
         let Some(source) = untrusted::source(&call.name, &call.arguments, mcp).filter(|_| ran)
         else {
-            return (crate::tools::output::scrub_capped(&out, max), images);
+            return (crate::tools::output::scrub_capped(&out, max), images, entry);
         };
         // Fenced after the cap (so the closing marker is never cut off), the cap lowered
         // by what the fence adds (so the fenced result stays within it).
@@ -582,18 +604,25 @@ impl Agent {
             return (
                 crate::security::injection::fence(&source, &out, None),
                 images,
+                entry,
             );
         };
         let action = self.cfg.security.injection.action;
         let (out, hit) = untrusted::wrap(screen, action, &source, &ctx.session, &out);
         if let Some(hit) = hit {
-            // The audit trail's "blocked by the screen" verdict is recorded from here.
             if action == crate::security::injection::Action::Withhold {
                 images.clear();
+                entry.block(&format!(
+                    "withheld by the injection screen: {}",
+                    hit.finding
+                ));
+            } else {
+                // The model saw it, flagged: the call ran; the row says what was found.
+                entry.set_error(&format!("flagged by the injection screen: {}", hit.finding));
             }
             hits.push(hit);
         }
-        (out, images)
+        (out, images, entry)
     }
 
     /// Whether a provider of this process may be shown images now: `provider.vision`

@@ -8,7 +8,7 @@
 //! - `gateway`: the daemon's main loop (Telegram, scheduler, serial console, shutdown);
 //! - `commands`: the other commands that run the agent or the scheduler (`agent`,
 //!   `heartbeat`, `cron`, `serial`);
-//! - `memory_cmd`: the `memory` command;
+//! - `memory_cmd`: the `memory` command; `audit_cmd`: the `audit` command;
 //! - `mcp_cmd`: the `mcp` command, the MCP manager as commands build it, and the servers'
 //!   records for `status`;
 //! - `mcp_seam`: the MCP servers' tools handed to the agent's tools.
@@ -19,6 +19,7 @@
 //! # Threads
 //! Main thread: it becomes the executor thread of the command it runs.
 
+pub mod audit_cmd;
 pub mod commands;
 pub mod gateway;
 pub mod mcp_cmd;

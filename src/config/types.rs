@@ -227,6 +227,8 @@ pub struct MemoryConfig {
     pub daily_days: u64,
     pub conversation_days: u64,
     pub custom_days: u64,
+    /// Days the audit trail keeps a tool call's row, 1..=36500, defaults to 30.
+    pub audit_days: u64,
     /// SQLite page cache in KiB, 64..=8192, defaults to 256.
     pub cache_kib: u64,
     /// Relevance an FTS match needs to be injected: the negated FTS5 bm25 score times
@@ -242,6 +244,7 @@ impl Default for MemoryConfig {
             daily_days: 30,
             conversation_days: 7,
             custom_days: 90,
+            audit_days: 30,
             cache_kib: crate::limits::DB_CACHE_KIB as u64,
             min_relevance_milli: 100,
         }
@@ -603,6 +606,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         daily_days: s.uint("daily_days", dm.daily_days, 1, 36_500)?,
         conversation_days: s.uint("conversation_days", dm.conversation_days, 1, 36_500)?,
         custom_days: s.uint("custom_days", dm.custom_days, 1, 36_500)?,
+        audit_days: s.uint("audit_days", dm.audit_days, 1, 36_500)?,
         cache_kib: s.uint("cache_kib", dm.cache_kib, 64, 8192)?,
         min_relevance_milli: s.uint("min_relevance_milli", dm.min_relevance_milli, 0, 100_000)?,
     };

@@ -4,7 +4,8 @@
 //!
 //! # Retention
 //! [`run_retention`] deletes `daily`, `conversation` and `custom` memories whose last
-//! update is older than `memory.*_days`; `core` memories never expire. Then it merges
+//! update is older than `memory.*_days`; `core` memories never expire. It deletes the
+//! audit trail's rows older than `memory.audit_days`. Then it merges
 //! the full-text index's segments (`Db::memory_index_tidy`, bounded work). The `agent`
 //! command runs it at start; the gateway runs it at start and once a day.
 //!
@@ -43,6 +44,12 @@ pub fn run_retention(db: &Db, cfg: &MemoryConfig, now: i64) -> Result<usize, Sto
     }
     if total > 0 {
         log::info!("memory retention deleted {total} expired memories");
+    }
+    let days = i64::try_from(cfg.audit_days).unwrap_or(i64::MAX);
+    let audit =
+        db.audit_delete_older_than(now.saturating_sub(days.saturating_mul(SECS_PER_DAY)))?;
+    if audit > 0 {
+        log::info!("retention deleted {audit} audit trail rows older than {days} days");
     }
     db.memory_index_tidy()?;
     Ok(total)

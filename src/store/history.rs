@@ -29,7 +29,12 @@ impl Db {
         self.write_batch(|| self.insert_message(session, msg, now))
     }
 
-    fn insert_message(&self, session: &str, msg: &Message, now: i64) -> Result<(), StoreError> {
+    pub(super) fn insert_message(
+        &self,
+        session: &str,
+        msg: &Message,
+        now: i64,
+    ) -> Result<(), StoreError> {
         self.touch_session(session, now)?;
         let calls = if msg.tool_calls.is_empty() {
             None

@@ -1,6 +1,7 @@
 //! The one SQLite file: schema and migrations, pragmas for SD cards and small RAM, and the
 //! typed stores on top (session history, key/value state, the Telegram inbox and owed
-//! answers; memory, cron and usage tables are created here too and used by their modules).
+//! answers, the audit trail of tool calls; memory, cron and usage tables are created here
+//! too and used by their modules).
 //!
 //! # Bounds
 //! Page cache `memory.cache_kib` (default `DB_CACHE_KIB`), no lookaside allocator, no
@@ -18,6 +19,7 @@
 //! `synchronous=FULL` waits for the SD card on commit). The executor thread owns the
 //! connection; see docs/DECISIONS.md for why that is acceptable here.
 
+pub mod audit;
 pub mod cron;
 pub mod fts_query;
 pub mod history;
@@ -39,7 +41,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Current schema version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Page size of a new database file, in bytes. Every commit writes each page it changed
 /// to the WAL whole, and a turn changes a few rows on a handful of pages (history, its
@@ -208,6 +210,23 @@ CREATE TABLE replies (
     session  TEXT NOT NULL,
     reply_to INTEGER,
     at       INTEGER NOT NULL
+);
+"#,
+    // 3: the audit trail, one row per tool call (`audit`). No index: rows are read newest
+    // first by rowid and the table is capped (MAX_AUDIT_ROWS), and an index would be one
+    // more page written with every round.
+    r#"
+CREATE TABLE audit (
+    id      INTEGER PRIMARY KEY,
+    at      INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    session TEXT NOT NULL,
+    tool    TEXT NOT NULL,
+    args    TEXT NOT NULL,
+    verdict TEXT NOT NULL,
+    ms      INTEGER NOT NULL,
+    bytes   INTEGER NOT NULL,
+    error   TEXT
 );
 "#,
 ];
