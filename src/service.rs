@@ -41,7 +41,7 @@ const CLOCK_TICKS_PER_SEC: u64 = 100;
 #[derive(Debug, PartialEq, Eq)]
 pub struct Board {
     pub name: &'static str,
-    /// `std::env::consts::ARCH` of the profile's triple.
+    /// [`ARCH`] of the profile's triple.
     pub arch: &'static str,
     pub ram_mb: u64,
     pub memory_high: &'static str,
@@ -49,12 +49,21 @@ pub struct Board {
 }
 
 /// The profiles of `boards/*.conf`, smallest RAM first per CPU (a test checks the files).
-pub const BOARDS: [Board; 4] = [
+pub const BOARDS: [Board; 5] = [
     board("milkv-duo-64mb", "riscv64", 64, "16M", "24M"),
     board("licheerv-nano", "riscv64", 256, "32M", "48M"),
+    board("armv6-generic", "armv6", 256, "32M", "48M"),
     board("armv7-generic", "arm", 256, "32M", "48M"),
     board("aarch64-generic", "aarch64", 512, "48M", "64M"),
 ];
+
+/// This build's CPU as the profiles name it: `std::env::consts::ARCH`, except that the
+/// armv6 build (no ARMv7 instructions) is `armv6` rather than `arm`.
+pub const ARCH: &str = if cfg!(all(target_arch = "arm", not(target_feature = "v7"))) {
+    "armv6"
+} else {
+    std::env::consts::ARCH
+};
 
 const fn board(
     name: &'static str,
@@ -620,7 +629,7 @@ fn install(
         safe(Path::new(w), false)?;
     }
     let board = if sd {
-        mem_total_kib(root).and_then(|k| board_for(std::env::consts::ARCH, k))
+        mem_total_kib(root).and_then(|k| board_for(ARCH, k))
     } else {
         None
     };
@@ -871,6 +880,7 @@ mod tests {
             let arch = match get("triple").split('-').next().unwrap() {
                 "riscv64gc" => "riscv64",
                 "armv7" => "arm",
+                "arm" => "armv6",
                 a => a,
             }
             .to_string();
@@ -904,6 +914,7 @@ mod tests {
         assert_eq!(name("riscv64", 0), Some("milkv-duo-64mb"));
         assert_eq!(name("aarch64", 100_000), Some("aarch64-generic"));
         assert_eq!(name("arm", 230_000), Some("armv7-generic"));
+        assert_eq!(name("armv6", 440_000), Some("armv6-generic"));
         assert_eq!(name("x86_64", 8_000_000), None);
     }
 
