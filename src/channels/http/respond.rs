@@ -46,7 +46,9 @@ impl Response {
             ("Content-Security-Policy", PAGE_CSP.to_string()),
             ("X-Frame-Options", "DENY".to_string()),
             ("X-Content-Type-Options", "nosniff".to_string()),
-            ("Referrer-Policy", "no-referrer".to_string()),
+            // Not `no-referrer`: with it a browser posts the form with `Origin: null`, which
+            // the login refuses as another site's.
+            ("Referrer-Policy", "same-origin".to_string()),
         ];
         r
     }
