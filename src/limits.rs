@@ -253,3 +253,13 @@ pub const MAX_AUDIT_ROWS: usize = 10_000;
 pub const MAX_AUDIT_LIST_ROWS: usize = 1000;
 /// Rows `yoctoclaw audit` prints when not told (`--limit`).
 pub const DEFAULT_AUDIT_LIST_ROWS: usize = 50;
+/// Status page logins (`yc_session` cookies) held at once; a new login past it replaces
+/// the one that expires first (`channels::http::login`).
+pub const HTTP_PAGE_LOGINS: usize = 16;
+/// How long a status page login lasts (the cookie's `Max-Age`).
+pub const HTTP_PAGE_LOGIN_SECS: u64 = 12 * 3600;
+/// Rows the status page lists in each of its tables (sessions, cron jobs, tool calls).
+pub const HTTP_PAGE_MAX_ROWS: usize = 20;
+/// A wrong token given to the status page's login counts as this many requests against
+/// the address's rate limit (`http.rate_per_minute`), so guessing is slower still.
+pub const HTTP_LOGIN_FAILURE_WEIGHT: usize = 10;

@@ -99,6 +99,42 @@ pub fn parse_proc_status(text: &str) -> Option<Rss> {
     Some(Rss { rss_kib, hwm_kib })
 }
 
+/// Bytes of `/proc/meminfo` read (the file is about 1.5 KiB).
+pub const MAX_MEMINFO_BYTES: u64 = 16 * 1024;
+
+/// MemAvailable (KiB) from the text of `/proc/meminfo`.
+pub fn mem_available_kib(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// The system's MemAvailable now (KiB); `None` where there is no `/proc`.
+pub fn mem_available_now() -> Option<u64> {
+    let f = std::fs::File::open("/proc/meminfo").ok()?;
+    let mut text = String::new();
+    f.take(MAX_MEMINFO_BYTES).read_to_string(&mut text).ok()?;
+    mem_available_kib(&text)
+}
+
+/// Tokens used (prompt, completion) today and this month (UTC days).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUse {
+    pub day: (u64, u64),
+    pub month: (u64, u64),
+}
+
+/// The tokens used today and this month, at Unix seconds `now`.
+pub fn token_use(db: &Db, now: i64) -> TokenUse {
+    let day = crate::store::usage::day_of(now);
+    let month = day.get(..7).unwrap_or(&day);
+    TokenUse {
+        day: db.usage_totals(&day).unwrap_or((0, 0)),
+        month: db.usage_totals(month).unwrap_or((0, 0)),
+    }
+}
+
 /// What the gateway last said about itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GatewayRecord {
@@ -350,10 +386,7 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
     let _ = writeln!(
         s,
         "provider:   {} {} ({}), key {} ({key}){}",
-        match cfg.provider.kind {
-            crate::config::ProviderKind::OpenAi => "openai",
-            crate::config::ProviderKind::Anthropic => "anthropic",
-        },
+        cfg.provider.kind.name(),
         cfg.provider.model,
         cfg.provider.base_url,
         cfg.provider.api_key_env,
@@ -571,7 +604,7 @@ fn heartbeat_text(cfg: &Config, db: &Db, tz: &str) -> String {
 }
 
 /// A stored text cut for display, scrubbed of secrets.
-fn cut(s: &str) -> String {
+pub fn cut(s: &str) -> String {
     let s = crate::security::scrub::scrub(s);
     if s.len() <= MAX_SHOWN_TEXT_BYTES {
         return s.into_owned();
@@ -607,10 +640,10 @@ fn tool_calls_line(db: &Db, now: i64) -> Option<String> {
 /// `tokens:     today N (P in, C out), this month M (…)` (UTC days), with the budgets
 /// when set.
 fn tokens_line(db: &Db, budget: &crate::config::BudgetConfig, now: i64) -> String {
-    let day = crate::store::usage::day_of(now);
-    let month = day.get(..7).unwrap_or(&day);
-    let (dp, dc) = db.usage_totals(&day).unwrap_or((0, 0));
-    let (mp, mc) = db.usage_totals(month).unwrap_or((0, 0));
+    let TokenUse {
+        day: (dp, dc),
+        month: (mp, mc),
+    } = token_use(db, now);
     let of = |limit: Option<u64>| limit.map(|n| format!(" of {n}")).unwrap_or_default();
     format!(
         "tokens:     today {}{} ({dp} in, {dc} out), this month {}{} ({mp} in, {mc} out)",

@@ -431,6 +431,13 @@ fn http_server(
         token,
         telegram: tg.enabled.then(|| (polled.clone(), stale)),
         metrics: Some(metrics_body(db.clone(), bot.clone())),
+        board: http::page::Board {
+            provider: l.cfg.provider.kind.name().into(),
+            model: l.cfg.provider.model.clone(),
+            fallbacks: l.cfg.fallbacks.len(),
+            timezone: l.cfg.agent.timezone.clone(),
+            budget: l.cfg.budget.clone(),
+        },
         grace: Duration::from_millis(TURN_GRACE_MS),
         drain: Duration::from_millis(SHUTDOWN_LIMIT_MS),
     };

@@ -16,6 +16,16 @@ pub enum ProviderKind {
     Anthropic,
 }
 
+impl ProviderKind {
+    /// Its name in the configuration (`provider.kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
@@ -785,10 +795,7 @@ fn read_http(s: &mut Fields<'_>) -> Result<HttpConfig, ConfigError> {
 }
 
 fn read_provider(s: &mut Fields<'_>, d: &ProviderConfig) -> Result<ProviderConfig, ConfigError> {
-    let default_kind = match d.kind {
-        ProviderKind::OpenAi => "openai",
-        ProviderKind::Anthropic => "anthropic",
-    };
+    let default_kind = d.kind.name();
     let kind = match s
         .choice("kind", default_kind, &["openai", "anthropic"])?
         .as_str()

@@ -39,7 +39,6 @@ use crate::app::AppError;
 use crate::config::{self, Config, Env, Home};
 use crate::security::scrub::{install_secret_literals, scrub};
 use std::fmt;
-use std::io::Read;
 use std::path::Path;
 
 /// Disk free below this is a warning.
@@ -50,8 +49,7 @@ pub const DISK_FAIL_BYTES: u64 = 5 * 1024 * 1024;
 pub const MEM_WARN_KIB: u64 = 16 * 1024;
 /// Available memory below this is a failure.
 pub const MEM_FAIL_KIB: u64 = 4 * 1024;
-/// Bytes of `/proc/meminfo` read.
-pub const MAX_MEMINFO_BYTES: u64 = 16 * 1024;
+pub use crate::status::MAX_MEMINFO_BYTES;
 /// Rows of `integrity_check` output read.
 pub const MAX_INTEGRITY_ROWS: usize = 20;
 
@@ -566,19 +564,10 @@ fn disk_check(dir: &Path) -> Check {
     }
 }
 
-/// MemAvailable (KiB) from the text of `/proc/meminfo`.
-pub fn mem_available_kib(meminfo: &str) -> Option<u64> {
-    meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-}
+pub use crate::status::mem_available_kib;
 
 fn memory_check() -> Check {
-    let mut text = String::new();
-    let read = std::fs::File::open("/proc/meminfo")
-        .and_then(|f| f.take(MAX_MEMINFO_BYTES).read_to_string(&mut text));
-    let Some(kib) = read.ok().and_then(|_| mem_available_kib(&text)) else {
+    let Some(kib) = crate::status::mem_available_now() else {
         return Check::new(
             Verdict::Warn,
             "memory",

@@ -180,6 +180,53 @@ pub(super) fn decode_calls(text: &str) -> Vec<ToolCall> {
         .unwrap_or_default()
 }
 
+/// Messages looked back through for [`Db::recent_tool_calls`] (a bounded read however
+/// long the history).
+pub const TOOL_CALL_SCAN_MESSAGES: i64 = 2_000;
+
+impl Db {
+    /// The sessions most recently active, newest first: `(id, updated)`, at most `limit`.
+    pub fn recent_sessions(&self, limit: usize) -> Result<Vec<(String, i64)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, updated FROM sessions ORDER BY updated DESC, id LIMIT ?1",
+        )?;
+        let rows = stmt.query_map(params![limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The last tool calls the model made, newest first: `(session, tool, at)`, at most
+    /// `limit`, from the last `TOOL_CALL_SCAN_MESSAGES` messages.
+    pub fn recent_tool_calls(
+        &self,
+        limit: usize,
+    ) -> Result<Vec<(String, String, i64)>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT session, tool_calls, created FROM messages
+             WHERE tool_calls IS NOT NULL
+               AND id > (SELECT IFNULL(MAX(id), 0) FROM messages) - ?1
+             ORDER BY id DESC LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![TOOL_CALL_SCAN_MESSAGES, limit as i64], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (session, calls, at) = row?;
+            // A message's calls in the order made: the newest (last) first.
+            for c in decode_calls(&calls).into_iter().rev() {
+                if out.len() < limit {
+                    out.push((session.clone(), c.name, at));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,8 @@
 //! The gateway's HTTP server (`http.enabled`): `GET /health` for monitors, and an
 //! OpenAI-compatible API (`POST /v1/chat/completions`, streamed or not, `GET /v1/models`)
 //! whose conversations are the board's sessions, answered by the agent with its tools;
-//! `GET /metrics` is routed, its body handed in by the gateway ([`Deps::metrics`]).
+//! `GET /metrics` is routed, its body handed in by the gateway ([`Deps::metrics`]); `GET /`
+//! is a status page for a browser, opened by a login with the token (`page`, `login`).
 //!
 //! HTTP/1.1 on the executor, no framework: `parse` reads a head (with `httparse`) and the
 //! body's framing, `conn` runs a connection (keep-alive, timeouts, bodies, answers),
@@ -28,7 +29,7 @@
 //! head of at most `HTTP_SERVER_MAX_HEAD_BYTES` and `HTTP_SERVER_MAX_REQUESTS_PER_CONN`
 //! requests; a body of at most `http.max_body_kib`, and all bodies being read at most
 //! `HTTP_BODIES_IN_RAM` times that (past it: 503); JSON values `HTTP_MAX_JSON_VALUES`;
-//! the rate table `HTTP_RATE_TABLE_ENTRIES`; turns `HTTP_MAX_RUNNING_TURNS` running and
+//! the rate table `HTTP_RATE_TABLE_ENTRIES`; the status page's logins `HTTP_PAGE_LOGINS`; turns `HTTP_MAX_RUNNING_TURNS` running and
 //! `HTTP_MAX_WAITING_TURNS` waiting (`turns`); every read and write has a deadline.
 //!
 //! # Threads
@@ -40,7 +41,9 @@ mod complete;
 mod conn;
 pub mod health;
 pub mod limit;
+mod login;
 pub mod openai;
+pub mod page;
 pub mod parse;
 pub mod respond;
 mod routes;
@@ -77,6 +80,8 @@ pub struct Deps {
     /// waiting now (the gateway adds what it knows: `app::gateway`); `None`: the route
     /// answers 404.
     pub metrics: Option<Box<dyn Fn(usize, usize) -> String>>,
+    /// What the status page (`GET /`) says about the configuration.
+    pub board: page::Board,
     /// How long turns running at shutdown may still take.
     pub grace: Duration,
     /// How long [`Server::serve`] waits for its connections after the signal.
@@ -88,6 +93,8 @@ pub struct Server {
     deps: Deps,
     gate: Gate,
     limiter: RefCell<RateLimiter>,
+    /// The status page's logins.
+    logins: RefCell<login::Logins>,
     /// Connections being served.
     conns: Cell<usize>,
     /// Connections past the cap being answered 503.
@@ -112,6 +119,7 @@ impl Server {
         Rc::new(Server {
             limiter: RefCell::new(RateLimiter::new(deps.cfg.rate_per_minute)),
             deps,
+            logins: RefCell::default(),
             gate: Gate::default(),
             conns: Cell::new(0),
             refusing: Cell::new(0),

@@ -53,6 +53,20 @@ pub struct Head {
     pub authorization: Option<String>,
     /// `X-Session-Id`.
     pub session: Option<String>,
+    /// What the status page's login reads: `Host`, `Cookie`, `Origin`, `Referer`
+    /// and whether `X-Forwarded-Proto` says `https`.
+    pub page: PageHeaders,
+}
+
+/// The headers the status page's login reads (`login`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageHeaders {
+    pub host: Option<String>,
+    pub cookie: Option<String>,
+    pub origin: Option<String>,
+    pub referer: Option<String>,
+    /// `X-Forwarded-Proto: https` (a TLS proxy in front).
+    pub forwarded_https: bool,
 }
 
 /// Why a head is refused: the status and one sentence for the client.
@@ -101,6 +115,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
         expect_continue: false,
         authorization: None,
         session: None,
+        page: PageHeaders::default(),
     };
     let (mut host, mut length, mut chunked) = (false, None::<u64>, false);
     for h in req.headers.iter() {
@@ -108,6 +123,15 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
         let name = h.name;
         if name.eq_ignore_ascii_case("host") {
             host = true;
+            head.page.host = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("cookie") {
+            head.page.cookie = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("origin") {
+            head.page.origin = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("referer") {
+            head.page.referer = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("x-forwarded-proto") {
+            head.page.forwarded_https = value.is_some_and(|v| v.eq_ignore_ascii_case("https"));
         } else if name.eq_ignore_ascii_case("content-length") {
             let n = value
                 .filter(|v| !v.is_empty() && v.len() <= 18 && v.bytes().all(|b| b.is_ascii_digit()))

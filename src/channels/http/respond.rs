@@ -16,6 +16,8 @@ pub struct Response {
     pub content_type: &'static str,
     /// One more header (`Retry-After`, `WWW-Authenticate`, `Allow`).
     pub header: Option<(&'static str, String)>,
+    /// The status page's headers (`Set-Cookie`, `Location`, its security headers).
+    pub more: Vec<(&'static str, String)>,
     pub body: String,
     /// Close the connection after this answer.
     pub close: bool,
@@ -27,9 +29,28 @@ impl Response {
             status,
             content_type: "application/json",
             header: None,
+            more: Vec::new(),
             body,
             close: false,
         }
+    }
+
+    /// An HTML page, with the headers that keep it out of frames, caches and other
+    /// origins' scripts (the status page).
+    pub fn html(status: u16, body: String) -> Response {
+        let mut r = Response {
+            content_type: "text/html; charset=utf-8",
+            ..Response::json(status, body)
+        };
+        r.more = vec![
+            ("Content-Security-Policy", PAGE_CSP.to_string()),
+            ("X-Frame-Options", "DENY".to_string()),
+            ("X-Content-Type-Options", "nosniff".to_string()),
+            // Not `no-referrer`: with it a browser posts the form with `Origin: null`, which
+            // the login refuses as another site's.
+            ("Referrer-Policy", "same-origin".to_string()),
+        ];
+        r
     }
 
     /// An error in OpenAI's shape; its type follows from the status.
@@ -67,7 +88,7 @@ impl Response {
             self.content_type,
             self.body.len()
         );
-        if let Some((k, v)) = &self.header {
+        for (k, v) in self.header.iter().chain(&self.more) {
             let _ = write!(h, "{k}: {v}\r\n");
         }
         h.push_str(if keep_alive {
@@ -78,6 +99,11 @@ impl Response {
         h
     }
 }
+
+/// The status page's Content-Security-Policy: no script, no outside asset, its inline
+/// style, forms posted to itself only, never framed.
+pub const PAGE_CSP: &str =
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'";
 
 /// `{"error":{"message":…,"type":…,"param":null,"code":…}}`.
 pub fn error_json(message: &str, kind: &str, code: &str) -> String {
@@ -100,6 +126,7 @@ pub fn reason(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",
+        303 => "See Other",
         400 => "Bad Request",
         401 => "Unauthorized",
         404 => "Not Found",

@@ -7,6 +7,8 @@
 //! | `/metrics` | GET, HEAD | unless `http.metrics_public` |
 //! | `/v1/models` | GET, HEAD | yes |
 //! | `/v1/chat/completions` | POST | yes |
+//! | `/` (status page) | GET, HEAD | no: its login cookie (`page`), else a login form |
+//! | `/login`, `/logout` | POST | no: the token in the form (`page`, `login`) |
 //!
 //! Anything else needs the token too, then is 404 (or 405 with `Allow` for a known path):
 //! nothing about the server is told to a client without it. No token configured: 503
@@ -22,6 +24,7 @@ use super::complete;
 use super::conn::{Body, Conn};
 use super::health::{self, Facts};
 use super::openai;
+use super::page;
 use super::parse::{Head, Method};
 use super::respond::Response;
 
@@ -31,6 +34,10 @@ pub enum Route {
     Metrics,
     Models,
     Completions,
+    /// The status page and its login (`page`): they check the login themselves.
+    Page,
+    Login,
+    Logout,
     NotFound,
     /// A known path asked with another method; the value is its `Allow`.
     Method(&'static str),
@@ -39,7 +46,7 @@ pub enum Route {
 impl Route {
     /// The handler reads the request's body.
     pub fn takes_body(self) -> bool {
-        self == Route::Completions
+        matches!(self, Route::Completions | Route::Login)
     }
 }
 
@@ -60,6 +67,11 @@ pub fn route(h: &Head) -> Route {
         "/health" | "/metrics" | "/v1/models" => Route::Method("GET, HEAD"),
         "/v1/chat/completions" if h.method == Method::Post => Route::Completions,
         "/v1/chat/completions" => Route::Method("POST"),
+        "/" if read => Route::Page,
+        "/login" if h.method == Method::Post => Route::Login,
+        "/logout" if h.method == Method::Post => Route::Logout,
+        "/" => Route::Method("GET, HEAD"),
+        "/login" | "/logout" => Route::Method("POST"),
         _ => Route::NotFound,
     }
 }
@@ -67,7 +79,8 @@ pub fn route(h: &Head) -> Route {
 /// Whether the request may have `route`: `Err` is the refusal.
 pub fn authorize(srv: &Server, h: &Head, route: Route) -> Result<(), Response> {
     let cfg = &srv.deps.cfg;
-    if route == Route::Health || route == Route::Metrics && cfg.metrics_public {
+    let page = matches!(route, Route::Page | Route::Login | Route::Logout);
+    if page || route == Route::Health || route == Route::Metrics && cfg.metrics_public {
         return Ok(());
     }
     let Some(token) = &srv.deps.token else {
@@ -125,6 +138,9 @@ pub async fn handle(
             }
             None => Response::error(400, "The request has no body."),
         },
+        Route::Page => page::get(srv, h),
+        Route::Login => page::login(srv, h, body.as_ref().map_or(&[][..], |b| &b.data), c.ip),
+        Route::Logout => page::logout(srv, h),
         Route::NotFound => Response::error(
             404,
             "No such route: the API is POST /v1/chat/completions and GET /v1/models.",
