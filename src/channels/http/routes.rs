@@ -7,6 +7,7 @@
 //! | `/metrics` | GET, HEAD | unless `http.metrics_public` |
 //! | `/v1/models` | GET, HEAD | yes |
 //! | `/v1/chat/completions` | POST | yes |
+//! | `/webhook/telegram` | POST | no: Telegram's secret header instead (webhook mode only) |
 //!
 //! Anything else needs the token too, then is 404 (or 405 with `Allow` for a known path):
 //! nothing about the server is told to a client without it. No token configured: 503
@@ -24,6 +25,7 @@ use super::health::{self, Facts};
 use super::openai;
 use super::parse::{Head, Method};
 use super::respond::Response;
+use super::webhook;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -31,6 +33,8 @@ pub enum Route {
     Metrics,
     Models,
     Completions,
+    /// `POST /webhook/telegram`.
+    TelegramWebhook,
     NotFound,
     /// A known path asked with another method; the value is its `Allow`.
     Method(&'static str),
@@ -39,7 +43,7 @@ pub enum Route {
 impl Route {
     /// The handler reads the request's body.
     pub fn takes_body(self) -> bool {
-        self == Route::Completions
+        matches!(self, Route::Completions | Route::TelegramWebhook)
     }
 }
 
@@ -60,6 +64,7 @@ pub fn route(h: &Head) -> Route {
         "/health" | "/metrics" | "/v1/models" => Route::Method("GET, HEAD"),
         "/v1/chat/completions" if h.method == Method::Post => Route::Completions,
         "/v1/chat/completions" => Route::Method("POST"),
+        "/webhook/telegram" if h.method == Method::Post => Route::TelegramWebhook,
         _ => Route::NotFound,
     }
 }
@@ -69,6 +74,13 @@ pub fn authorize(srv: &Server, h: &Head, route: Route) -> Result<(), Response> {
     let cfg = &srv.deps.cfg;
     if route == Route::Health || route == Route::Metrics && cfg.metrics_public {
         return Ok(());
+    }
+    // Telegram's posts carry the webhook's secret, never the token. Outside webhook
+    // mode the path is unknown: the token, then 404, like any other.
+    if route == Route::TelegramWebhook
+        && let Some(w) = &srv.deps.webhook
+    {
+        return webhook::authorize(h, w);
     }
     let Some(token) = &srv.deps.token else {
         return Err(Response::error(
@@ -125,13 +137,21 @@ pub async fn handle(
             }
             None => Response::error(400, "The request has no body."),
         },
-        Route::NotFound => Response::error(
-            404,
-            "No such route: the API is POST /v1/chat/completions and GET /v1/models.",
-        ),
+        Route::TelegramWebhook => match (body, &srv.deps.webhook) {
+            (Some(body), Some(w)) => webhook::post(srv, w, &body.data).await,
+            _ => not_found(),
+        },
+        Route::NotFound => not_found(),
         Route::Method(allow) => Response::error(405, &format!("This route takes {allow} only."))
             .with_header("Allow", allow),
     })
+}
+
+fn not_found() -> Response {
+    Response::error(
+        404,
+        "No such route: the API is POST /v1/chat/completions and GET /v1/models.",
+    )
 }
 
 fn health_report(srv: &Server) -> (u16, String) {
