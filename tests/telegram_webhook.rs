@@ -102,6 +102,9 @@ fn webhook_mode_sets_the_webhook_answers_posts_and_refuses_the_rest() {
     );
     assert_eq!(tg.webhook(), URL);
     assert_eq!(tg.polls(), 0, "no poller runs in webhook mode");
+    // No poll to age: /health leaves Telegram out and stays healthy.
+    let h = get(port, "/health", None);
+    assert_eq!(h.status, 200, "{}", h.body);
 
     // A wrong secret and a missing one: 401, nothing taken.
     let r = post(port, &update(100, "from a forger"), Some("not-the-secret"));

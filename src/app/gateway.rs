@@ -442,7 +442,8 @@ fn http_server(
         cfg: cfg.clone(),
         home: l.home.dir.clone(),
         token,
-        telegram: tg.enabled.then(|| (polled.clone(), stale)),
+        // Webhook mode has no poll whose age could tell anything.
+        telegram: (tg.enabled && webhook.is_none()).then(|| (polled.clone(), stale)),
         metrics: Some(metrics_body(db.clone(), bot.clone())),
         webhook,
         grace: Duration::from_millis(TURN_GRACE_MS),
@@ -650,20 +651,13 @@ fn webhook_secret(l: &Loaded) -> Result<Option<String>, AppError> {
         .get(var)
         .map(|s| s.trim().to_string())
         .unwrap_or_default();
-    if !webhook_secret_ok(&secret) {
+    if !crate::config::webhook_secret_ok(&secret) {
         return Err(AppError::Usage(format!(
             "telegram.mode is \"webhook\" but {var} is not a usable secret: put 1 to 256 letters, digits, _ or - (a long random string) in secrets.env or the environment"
         )));
     }
     crate::security::scrub::install_secret_literals([secret.clone()]);
     Ok(Some(secret))
-}
-
-/// Whether `s` is a secret token `setWebhook` takes.
-pub fn webhook_secret_ok(s: &str) -> bool {
-    (1..=256).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// `setWebhook` with the configured URL and secret, retried on failures until it

@@ -780,6 +780,13 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     })
 }
 
+/// Whether `s` is a secret token `setWebhook` takes: 1 to 256 of `A-Z a-z 0-9 _ -`.
+pub fn webhook_secret_ok(s: &str) -> bool {
+    (1..=256).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
 /// Webhook mode (with Telegram on) needs the HTTP server, an https URL and a secret's
 /// variable; the secret itself is read at the gateway's start.
 fn check_webhook(t: &TelegramConfig, http: &HttpConfig) -> Result<(), ConfigError> {
