@@ -406,7 +406,8 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
     if cfg.telegram.enabled {
         let token = set(&cfg.telegram.token_env);
         channels.push(format!(
-            "telegram (token {} {token}, {} user(s) allowed)",
+            "telegram ({}, token {} {token}, {} user(s) allowed)",
+            cfg.telegram.mode.name(),
             cfg.telegram.token_env,
             cfg.telegram.allow_from.len()
         ));

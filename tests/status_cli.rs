@@ -76,7 +76,7 @@ fn status_reports_every_field() {
     );
     assert_eq!(
         field(&r, "channels"),
-        "terminal, telegram (token TELEGRAM_BOT_TOKEN NOT SET, 1 user(s) allowed), serial /dev/ttyS9 at 9600 baud"
+        "terminal, telegram (polling, token TELEGRAM_BOT_TOKEN NOT SET, 1 user(s) allowed), serial /dev/ttyS9 at 9600 baud"
     );
     let gw = field(&r, "gateway");
     assert!(

@@ -47,7 +47,7 @@ use super::{
 };
 use crate::agent::Agent;
 use crate::channels::http::{self, health::Beat};
-use crate::channels::telegram::api::{Api, ApiError, BotIdentity};
+use crate::channels::telegram::api::{Api, ApiError, BotIdentity, Posted};
 use crate::channels::telegram::backoff::{Backoff, ErrorDelay, Stop};
 use crate::channels::telegram::bot::Bot;
 use crate::channels::telegram::inbound::AllowList;
@@ -55,7 +55,7 @@ use crate::channels::telegram::media::{self, Media};
 use crate::channels::telegram::outbox::Outbox;
 use crate::channels::telegram::poller::{POLL_BATCH_UPDATES, POLL_MARGIN_SECS, poll_loop};
 use crate::channels::telegram::sender::sender_loop;
-use crate::config::{Config, Home, TelegramConfig};
+use crate::config::{Config, Home, TelegramConfig, TelegramMode};
 use crate::limits::{INBOUND_QUEUE_LEN, WORKER_THREADS};
 use crate::mcp::Mcp;
 use crate::provider::upload::Transcriber;
@@ -141,7 +141,19 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     let (stopping, stopped) = async_channel::bounded::<()>(1);
     // Marked by every getUpdates that answers (for the HTTP server's /health).
     let polled = Arc::new(Beat::default());
-    let http = http_server(l, &agent, &db, (&polled, &bot), stopped.clone())?;
+    // Webhook mode: the HTTP server hands posted updates to the bot over this queue.
+    let (webhook, posted) = match webhook_secret(l)? {
+        Some(secret) => {
+            let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
+            let w = http::Webhook {
+                secret: secret.clone(),
+                updates: tx,
+            };
+            (Some(w), Some((rx, secret)))
+        }
+        None => (None, None),
+    };
+    let http = http_server(l, &agent, &db, (&polled, &bot, webhook), stopped.clone())?;
     ex.spawn(until_closed(
         scheduler_task(agent.clone(), deps),
         stopped.clone(),
@@ -206,6 +218,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
                         backoff,
                         stop,
                         polled,
+                        posted,
                     };
                     let s = Serving {
                         agent: &agent,
@@ -398,7 +411,7 @@ fn http_server(
     l: &Loaded,
     agent: &Rc<Agent>,
     db: &Rc<Db>,
-    (polled, bot): (&Arc<Beat>, &BotSlot),
+    (polled, bot, webhook): (&Arc<Beat>, &BotSlot, Option<http::Webhook>),
     stopped: async_channel::Receiver<()>,
 ) -> Result<Option<HttpServer>, AppError> {
     let cfg = &l.cfg.http;
@@ -429,7 +442,8 @@ fn http_server(
         cfg: cfg.clone(),
         home: l.home.dir.clone(),
         token,
-        telegram: tg.enabled.then(|| (polled.clone(), stale)),
+        // Webhook mode has no poll whose age could tell anything.
+        telegram: (tg.enabled && webhook.is_none()).then(|| (polled.clone(), stale)),
         metrics: Some(metrics_body(db.clone(), bot.clone())),
         board: http::page::Board {
             provider: l.cfg.provider.kind.name().into(),
@@ -438,6 +452,7 @@ fn http_server(
             timezone: l.cfg.agent.timezone.clone(),
             budget: l.cfg.budget.clone(),
         },
+        webhook,
         grace: Duration::from_millis(TURN_GRACE_MS),
         drain: Duration::from_millis(SHUTDOWN_LIMIT_MS),
     };
@@ -487,6 +502,8 @@ struct Telegram<'a> {
     stop: Stop,
     /// Marked by every `getUpdates` that answers.
     polled: Arc<Beat>,
+    /// Webhook mode: the updates the HTTP server was posted (no poller runs).
+    posted: Option<(async_channel::Receiver<Posted>, String)>,
 }
 
 /// The rest of the daemon, as [`serve_telegram`] sees it.
@@ -561,16 +578,29 @@ async fn serve_telegram(
         );
     }
     let (tx, rx) = async_channel::bounded(INBOUND_QUEUE_LEN);
-    {
+    let posted = t.posted.clone();
+    if let Some((_, secret)) = &posted {
+        drop(tx);
+        let (api, w, url) = (t.api.clone(), workers.clone(), tg.webhook_url.clone());
+        let (secret, backoff, stop) = (secret.clone(), t.backoff, t.stop.clone());
+        ex.spawn(set_webhook(api, w, (url, secret), backoff, stop))
+            .detach();
+    } else {
         let poll_timeout = tg.poll_timeout_secs;
         let api = Api::new(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
         let (offset, stop, backoff) = (bot.next_offset(), t.stop.clone(), t.backoff);
         let polled = t.polled.clone();
         spawn_thread("yc-tg-poll", move || {
+            // A webhook left set (webhook mode before) makes every getUpdates a 409.
+            let mut webhook_checked = false;
+            leave_webhook(&api);
             let fetch = |off| {
                 let got = api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
                 if got.is_ok() {
                     polled.mark();
+                } else if matches!(got, Err(ApiError::Conflict { .. })) && !webhook_checked {
+                    webhook_checked = true;
+                    leave_webhook(&api);
                 }
                 got
             };
@@ -582,16 +612,20 @@ async fn serve_telegram(
     crate::heap::trim();
     crate::heap::release_free_pages();
     log::info!(
-        "gateway: serving Telegram as @{} via {} (allow_from: {} entries, groups: {:?}, streaming: {})",
+        "gateway: serving Telegram as @{} via {} ({}, allow_from: {} entries, groups: {:?}, streaming: {})",
         me.username,
         t.api.host(),
+        tg.mode.name(),
         allow_len,
         tg.group_mode,
         if agent.streams() { "on" } else { "off" }
     );
 
     let serve = async {
-        bot.serve(ex, rx).await;
+        match posted {
+            Some((posted, _)) => bot.serve_posted(ex, posted).await,
+            None => bot.serve(ex, rx).await,
+        }
         false
     };
     let signalled = async {
@@ -608,6 +642,76 @@ async fn serve_telegram(
     shutdown(&bot, &t.outbox).await;
     log::info!("gateway: stopped");
     Ok(())
+}
+
+/// Webhook mode's secret from its variable, checked for the shape Telegram takes
+/// (1–256 of `A-Z a-z 0-9 _ -`; never printed); `None` in polling mode or with
+/// Telegram off.
+fn webhook_secret(l: &Loaded) -> Result<Option<String>, AppError> {
+    let tg = &l.cfg.telegram;
+    if !tg.enabled || tg.mode != TelegramMode::Webhook {
+        return Ok(None);
+    }
+    let var = &tg.webhook_secret_env;
+    let secret = l
+        .env
+        .get(var)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    if !crate::config::webhook_secret_ok(&secret) {
+        return Err(AppError::Usage(format!(
+            "telegram.mode is \"webhook\" but {var} is not a usable secret: put 1 to 256 letters, digits, _ or - (a long random string) in secrets.env or the environment"
+        )));
+    }
+    crate::security::scrub::install_secret_literals([secret.clone()]);
+    Ok(Some(secret))
+}
+
+/// `setWebhook` with the configured URL and secret, retried on failures until it
+/// works (updates posted meanwhile under an older registration are still taken).
+async fn set_webhook(
+    api: Api,
+    workers: Workers,
+    (url, secret): (String, String),
+    backoff: Backoff,
+    stop: Stop,
+) {
+    let mut delay = ErrorDelay::new(&backoff);
+    while !stop.is_set() {
+        let (a, url, sec) = (api.clone(), url.clone(), secret.clone());
+        let e = match workers.run(move || a.set_webhook(&url, &sec)).await {
+            Ok(Ok(())) => {
+                log::info!("telegram: webhook set: Telegram posts updates to telegram.webhook_url");
+                return;
+            }
+            Ok(Err(e)) => e,
+            Err(_) => return, // the workers stopped: shutting down
+        };
+        let wait = match &e {
+            ApiError::RateLimited { retry_after_secs } => backoff.retry_after(*retry_after_secs),
+            _ => delay.next_delay(),
+        };
+        log::warn!(
+            "telegram: setWebhook failed ({e}): check telegram.webhook_url (public, https); retrying in {} ms",
+            wait.as_millis()
+        );
+        smol::Timer::after(wait).await;
+    }
+}
+
+/// Polling mode: a webhook still set (from webhook mode) is deleted, keeping the updates
+/// that wait, so `getUpdates` gets them. A failure is logged; polling goes on.
+fn leave_webhook(api: &Api) {
+    match api.webhook_info() {
+        Ok(info) if info.url.is_empty() => {}
+        Ok(_) => match api.delete_webhook() {
+            Ok(()) => log::info!(
+                "telegram: deleted the webhook left set (telegram.mode is \"polling\"); polling now"
+            ),
+            Err(e) => log::warn!("telegram: cannot delete the webhook left set ({e})"),
+        },
+        Err(e) => log::debug!("telegram: getWebhookInfo failed ({e}); polling anyway"),
+    }
 }
 
 /// The bot token from its variable, checked for shape (never printed).

@@ -580,3 +580,47 @@ fn the_injection_screen_is_configured_and_bad_patterns_are_named() {
     }
     assert!(parse_str(r#"{"security": {"injection": {"action": "drop"}}}"#).is_err());
 }
+
+#[test]
+fn webhook_mode_needs_the_server_an_https_url_and_a_secret_variable() {
+    let d = Config::default().telegram;
+    assert_eq!(d.mode, TelegramMode::Polling);
+    assert_eq!(d.webhook_secret_env, "YOCTOCLAW_TELEGRAM_WEBHOOK_SECRET");
+    let cfg = |tg: &str, http: bool| {
+        parse_str(&format!(
+            r#"{{"telegram":{{"enabled":true,"mode":"webhook"{tg}}},"http":{{"enabled":{http}}}}}"#
+        ))
+    };
+    let url = r#","webhook_url":"https://bot.example.org/webhook/telegram""#;
+    let c = cfg(url, true).unwrap();
+    assert_eq!(c.telegram.mode, TelegramMode::Webhook);
+    assert_eq!(
+        c.telegram.webhook_url,
+        "https://bot.example.org/webhook/telegram"
+    );
+    let e = cfg(url, false).unwrap_err().to_string();
+    assert!(
+        e.contains("telegram.mode") && e.contains("http.enabled"),
+        "{e}"
+    );
+    for bad in [
+        "",
+        r#","webhook_url":"http://bot.example.org/x""#,
+        r#","webhook_url":"https://""#,
+    ] {
+        let e = cfg(bad, true).unwrap_err().to_string();
+        assert!(
+            e.contains("telegram.webhook_url") && e.contains("https://"),
+            "{bad}: {e}"
+        );
+    }
+    let e = cfg(&format!(r#"{url},"webhook_secret_env":" ""#), true).unwrap_err();
+    assert!(e.to_string().contains("telegram.webhook_secret_env"), "{e}");
+    // Telegram off: the mode is not checked.
+    assert!(parse_str(r#"{"telegram":{"mode":"webhook"}}"#).is_ok());
+    let e = parse_str(r#"{"telegram":{"mode":"hook"}}"#).unwrap_err();
+    assert!(e.to_string().contains("telegram.mode"), "{e}");
+    assert!(webhook_secret_ok("a-Z_9") && webhook_secret_ok(&"x".repeat(256)));
+    assert!(!webhook_secret_ok("") && !webhook_secret_ok(&"x".repeat(257)));
+    assert!(!webhook_secret_ok("has space") && !webhook_secret_ok("é"));
+}

@@ -137,6 +137,32 @@ pub struct TelegramConfig {
     pub group_mode: GroupMode,
     /// `telegram.deny_tools`: tools not offered on Telegram (`tool_rules`).
     pub deny_tools: ToolSet,
+    /// `telegram.mode`: how updates arrive (long poll, or Telegram posting them to
+    /// `POST /webhook/telegram` on the HTTP server).
+    pub mode: TelegramMode,
+    /// `telegram.webhook_url`: the public https URL Telegram posts updates to (a tunnel
+    /// or reverse proxy in front of `http.listen`); empty unless set.
+    pub webhook_url: String,
+    /// `telegram.webhook_secret_env`: the variable holding the webhook's secret token.
+    pub webhook_secret_env: String,
+}
+
+/// How Telegram updates arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TelegramMode {
+    /// `getUpdates` long poll (the default).
+    Polling,
+    /// Telegram posts each update to `POST /webhook/telegram` (`setWebhook`).
+    Webhook,
+}
+
+impl TelegramMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            TelegramMode::Polling => "polling",
+            TelegramMode::Webhook => "webhook",
+        }
+    }
 }
 
 impl Default for TelegramConfig {
@@ -149,6 +175,9 @@ impl Default for TelegramConfig {
             poll_timeout_secs: 50,
             group_mode: GroupMode::Mention,
             deny_tools: ToolSet::default(),
+            mode: TelegramMode::Polling,
+            webhook_url: String::new(),
+            webhook_secret_env: "YOCTOCLAW_TELEGRAM_WEBHOOK_SECRET".into(),
         }
     }
 }
@@ -537,6 +566,15 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
             _ => GroupMode::Mention,
         },
         deny_tools: deny_list(&mut s, "telegram.deny_tools")?,
+        mode: match s
+            .choice("mode", "polling", &["polling", "webhook"])?
+            .as_str()
+        {
+            "webhook" => TelegramMode::Webhook,
+            _ => TelegramMode::Polling,
+        },
+        webhook_url: s.string("webhook_url", &dt.webhook_url)?.trim().to_string(),
+        webhook_secret_env: s.string("webhook_secret_env", &dt.webhook_secret_env)?,
     };
     check_url(&telegram.api_base, "telegram.api_base")?;
     s.finish()?;
@@ -721,10 +759,13 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     let http = read_http(&mut s)?;
     s.finish()?;
 
+    check_webhook(&telegram, &http)?;
+
     let own_secrets: Vec<&str> = [provider.api_key_env.as_str(), telegram.token_env.as_str()]
         .into_iter()
         .chain(fallbacks.iter().map(|f| f.api_key_env.as_str()))
         .chain([transcription.api_key_env.as_str(), http.token_env.as_str()])
+        .chain([telegram.webhook_secret_env.as_str()])
         .chain([
             tools.web_search.brave_key_env.as_str(),
             tools.web_search.tavily_key_env.as_str(),
@@ -758,6 +799,49 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         mcp,
         security,
         log_level,
+    })
+}
+
+/// Whether `s` is a secret token `setWebhook` takes: 1 to 256 of `A-Z a-z 0-9 _ -`.
+pub fn webhook_secret_ok(s: &str) -> bool {
+    (1..=256).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Webhook mode (with Telegram on) needs the HTTP server, an https URL and a secret's
+/// variable; the secret itself is read at the gateway's start.
+fn check_webhook(t: &TelegramConfig, http: &HttpConfig) -> Result<(), ConfigError> {
+    if !t.enabled || t.mode != TelegramMode::Webhook {
+        return Ok(());
+    }
+    let url_ok = t.webhook_url.len() > 8
+        && t.webhook_url[..8].eq_ignore_ascii_case("https://")
+        && !t
+            .webhook_url
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control());
+    let (key, expected) = if !http.enabled {
+        (
+            "telegram.mode",
+            "\"polling\" while http.enabled is false: webhook mode needs the HTTP server, an https telegram.webhook_url and the secret named by telegram.webhook_secret_env",
+        )
+    } else if !url_ok {
+        (
+            "telegram.webhook_url",
+            "the public https:// URL Telegram posts updates to (like https://bot.example.org/webhook/telegram) in webhook mode",
+        )
+    } else if t.webhook_secret_env.trim().is_empty() {
+        (
+            "telegram.webhook_secret_env",
+            "the name of the variable holding the webhook's secret in webhook mode",
+        )
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::BadValue {
+        key: key.into(),
+        expected: expected.into(),
     })
 }
 

@@ -447,9 +447,47 @@ fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
                 "telegram.allow_from is empty, so the bot answers nobody: add your numeric user id",
             ));
         }
+        if t.mode == crate::config::TelegramMode::Webhook {
+            out.push(webhook_check(t, env, &where_from));
+        }
     }
     out.push(search_check(&cfg.tools.web_search, env));
     out
+}
+
+/// Webhook mode: the configuration already holds http.enabled and an https URL (it
+/// does not load otherwise); the secret is checked here.
+fn webhook_check(
+    t: &crate::config::TelegramConfig,
+    env: &Env,
+    where_from: &dyn Fn(&str) -> &'static str,
+) -> Check {
+    let var = &t.webhook_secret_env;
+    match env.get(var).as_deref().map(str::trim) {
+        Some(s) if crate::config::webhook_secret_ok(s) => Check::new(
+            Verdict::Ok,
+            "telegram webhook",
+            format!(
+                "webhook mode: Telegram posts to {} (https), {var} is set (from {}), http.enabled",
+                t.webhook_url,
+                where_from(var)
+            ),
+        ),
+        Some(_) => Check::new(
+            Verdict::Fail,
+            "telegram webhook",
+            format!(
+                "{var} must be 1 to 256 letters, digits, _ or -: put a long random string there (openssl rand -hex 32)"
+            ),
+        ),
+        None => Check::new(
+            Verdict::Fail,
+            "telegram webhook",
+            format!(
+                "telegram.mode is \"webhook\" but {var} is not set: put a long random string in secrets.env (openssl rand -hex 32)"
+            ),
+        ),
+    }
 }
 
 /// `web_search`'s backends, in order, and the keys that are missing (a backend without

@@ -2,7 +2,8 @@
 //! `sendMessage` and `editMessageText` calls, then Telegram-like behaviour (updates from
 //! the requested offset, a short hold when there is nothing new), `sendMessageDraft`
 //! only when switched on (else 404 like an older server), and a record of every call
-//! with its arrival time.
+//! with its arrival time. `setWebhook`, `deleteWebhook` and `getWebhookInfo` keep one URL;
+//! while it is set `getUpdates` answers 409 as Telegram does.
 #![allow(dead_code)]
 
 use super::fake_http::{FakeServer, Request, Response, json_str};
@@ -35,6 +36,9 @@ struct State {
     ignore_offset: bool,
     /// Files by `file_id`: `(file_path, bytes, size getFile announces)`.
     files: Vec<FakeFile>,
+    /// The URL `setWebhook` set (empty: none); while set, `getUpdates` is 409 as on
+    /// Telegram.
+    webhook: String,
 }
 
 /// `(file_id, file_path, bytes, size getFile announces)`.
@@ -211,6 +215,25 @@ impl FakeTelegram {
             .collect()
     }
 
+    /// The webhook URL set now (empty: none).
+    pub fn webhook(&self) -> String {
+        self.with(|s| s.webhook.clone())
+    }
+
+    /// Set a webhook as an earlier run would have.
+    pub fn set_webhook(&self, url: &str) {
+        self.with(|s| s.webhook = url.to_string());
+    }
+
+    /// The JSON bodies of every call to `method` so far.
+    pub fn calls(&self, method: &str) -> Vec<String> {
+        self.server
+            .requests_to(&format!("/{method}"))
+            .into_iter()
+            .map(|r| r.body)
+            .collect()
+    }
+
     pub fn polls(&self) -> usize {
         self.server.requests_to("/getUpdates").len()
     }
@@ -330,6 +353,10 @@ fn handle(state: &Mutex<State>, req: &Request) -> Response {
                 r#"{{"id":{BOT_ID},"is_bot":true,"first_name":"YC","username":"{BOT_USERNAME}"}}"#
             ))
         }),
+        "getUpdates" if !s.webhook.is_empty() => Response::json(
+            409,
+            r#"{"ok":false,"error_code":409,"description":"Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"}"#,
+        ),
         "getUpdates" => {
             if let Some(r) = s.poll_script.pop_front() {
                 return r;
@@ -369,6 +396,38 @@ fn handle(state: &Mutex<State>, req: &Request) -> Response {
             }
             ok(r#"{"message_id":1,"chat":{"id":1,"type":"private"},"date":1,"edit_date":2}"#)
         }
+        "setWebhook" => {
+            let v = yoctoclaw::json::parse_value(&req.body).ok();
+            match v.as_ref().and_then(|v| yoctoclaw::json::str_at(v, "url")) {
+                Some(u) if u.starts_with("https://") => {
+                    s.webhook = u.to_string();
+                    Response::json(
+                        200,
+                        r#"{"ok":true,"result":true,"description":"Webhook was set"}"#,
+                    )
+                }
+                _ => Response::json(
+                    400,
+                    r#"{"ok":false,"error_code":400,"description":"Bad Request: bad webhook: An HTTPS URL must be provided for webhook"}"#,
+                ),
+            }
+        }
+        "deleteWebhook" => {
+            let was = std::mem::take(&mut s.webhook);
+            let d = if was.is_empty() {
+                "Webhook is already deleted"
+            } else {
+                "Webhook was deleted"
+            };
+            Response::json(
+                200,
+                &format!(r#"{{"ok":true,"result":true,"description":"{d}"}}"#),
+            )
+        }
+        "getWebhookInfo" => ok(&format!(
+            r#"{{"url":{},"has_custom_certificate":false,"pending_update_count":0,"max_connections":1}}"#,
+            json_str(&s.webhook)
+        )),
         "sendMessageDraft" if s.drafts => ok("true"),
         "sendChatAction" => ok("true"),
         _ => Response::json(

@@ -8,7 +8,8 @@
 //! body's framing, `conn` runs a connection (keep-alive, timeouts, bodies, answers),
 //! `routes` decides what a request gets, `auth` the token, `limit` the rate per address,
 //! `turns` the order of the API's turns, `openai` the JSON shapes, `health` the health
-//! report, `respond` answers and errors.
+//! report, `respond` answers and errors, `webhook` Telegram's `POST /webhook/telegram`
+//! (its secret header instead of the token; the update goes to the bot's inbox).
 //!
 //! A request goes: head read (within `http.header_timeout_secs`; a kept-alive connection
 //! waits `HTTP_SERVER_IDLE_SECS` for it) → rate limit of its address (429 before any
@@ -48,6 +49,7 @@ pub mod parse;
 pub mod respond;
 mod routes;
 pub mod turns;
+mod webhook;
 
 use crate::agent::Agent;
 use crate::config::HttpConfig;
@@ -82,10 +84,20 @@ pub struct Deps {
     pub metrics: Option<Box<dyn Fn(usize, usize) -> String>>,
     /// What the status page (`GET /`) says about the configuration.
     pub board: page::Board,
+    /// Telegram's webhook (`telegram.mode: "webhook"`); `None`: `POST /webhook/telegram`
+    /// is not served (404 like any unknown path).
+    pub webhook: Option<Webhook>,
     /// How long turns running at shutdown may still take.
     pub grace: Duration,
     /// How long [`Server::serve`] waits for its connections after the signal.
     pub drain: Duration,
+}
+
+/// What `POST /webhook/telegram` needs: the secret Telegram sends back, and the bot's
+/// queue of posted updates (bounded: `INBOUND_QUEUE_LEN`).
+pub struct Webhook {
+    pub secret: String,
+    pub updates: async_channel::Sender<crate::channels::telegram::api::Posted>,
 }
 
 /// The server's state, shared by its connections.

@@ -139,7 +139,7 @@ fn content_text(content: Option<&Value>) -> Option<String> {
 
 /// An upper bound of the values in a JSON text: separators and openers outside strings,
 /// plus one.
-fn count_values(text: &str) -> usize {
+pub(super) fn count_values(text: &str) -> usize {
     let (mut n, mut in_str, mut esc) = (1usize, false, false);
     for b in text.bytes() {
         if in_str {

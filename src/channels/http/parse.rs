@@ -53,6 +53,8 @@ pub struct Head {
     pub authorization: Option<String>,
     /// `X-Session-Id`.
     pub session: Option<String>,
+    /// `X-Telegram-Bot-Api-Secret-Token` (the webhook's secret).
+    pub telegram_secret: Option<String>,
     /// What the status page's login reads: `Host`, `Cookie`, `Origin`, `Referer`
     /// and whether `X-Forwarded-Proto` says `https`.
     pub page: PageHeaders,
@@ -114,6 +116,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
         body: BodyKind::None,
         expect_continue: false,
         authorization: None,
+        telegram_secret: None,
         session: None,
         page: PageHeaders::default(),
     };
@@ -165,6 +168,8 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
                 return Err(refuse(417, "The only expectation taken is 100-continue."));
             }
             head.expect_continue = true;
+        } else if name.eq_ignore_ascii_case("x-telegram-bot-api-secret-token") {
+            head.telegram_secret = value.map(str::to_string);
         } else if name.eq_ignore_ascii_case("authorization") {
             head.authorization = value.map(str::to_string);
         } else if name.eq_ignore_ascii_case("x-session-id") {

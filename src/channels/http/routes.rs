@@ -9,6 +9,7 @@
 //! | `/v1/chat/completions` | POST | yes |
 //! | `/` (status page) | GET, HEAD | no: its login cookie (`page`), else a login form |
 //! | `/login`, `/logout` | POST | no: the token in the form (`page`, `login`) |
+//! | `/webhook/telegram` | POST | no: Telegram's secret header instead (webhook mode only) |
 //!
 //! Anything else needs the token too, then is 404 (or 405 with `Allow` for a known path):
 //! nothing about the server is told to a client without it. No token configured: 503
@@ -27,6 +28,7 @@ use super::openai;
 use super::page;
 use super::parse::{Head, Method};
 use super::respond::Response;
+use super::webhook;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -38,6 +40,8 @@ pub enum Route {
     Page,
     Login,
     Logout,
+    /// `POST /webhook/telegram`.
+    TelegramWebhook,
     NotFound,
     /// A known path asked with another method; the value is its `Allow`.
     Method(&'static str),
@@ -46,7 +50,10 @@ pub enum Route {
 impl Route {
     /// The handler reads the request's body.
     pub fn takes_body(self) -> bool {
-        matches!(self, Route::Completions | Route::Login)
+        matches!(
+            self,
+            Route::Completions | Route::Login | Route::TelegramWebhook
+        )
     }
 }
 
@@ -72,6 +79,7 @@ pub fn route(h: &Head) -> Route {
         "/logout" if h.method == Method::Post => Route::Logout,
         "/" => Route::Method("GET, HEAD"),
         "/login" | "/logout" => Route::Method("POST"),
+        "/webhook/telegram" if h.method == Method::Post => Route::TelegramWebhook,
         _ => Route::NotFound,
     }
 }
@@ -82,6 +90,13 @@ pub fn authorize(srv: &Server, h: &Head, route: Route) -> Result<(), Response> {
     let page = matches!(route, Route::Page | Route::Login | Route::Logout);
     if page || route == Route::Health || route == Route::Metrics && cfg.metrics_public {
         return Ok(());
+    }
+    // Telegram's posts carry the webhook's secret, never the token. Outside webhook
+    // mode the path is unknown: the token, then 404, like any other.
+    if route == Route::TelegramWebhook
+        && let Some(w) = &srv.deps.webhook
+    {
+        return webhook::authorize(h, w);
     }
     let Some(token) = &srv.deps.token else {
         return Err(Response::error(
@@ -141,13 +156,21 @@ pub async fn handle(
         Route::Page => page::get(srv, h),
         Route::Login => page::login(srv, h, body.as_ref().map_or(&[][..], |b| &b.data), c.ip),
         Route::Logout => page::logout(srv, h),
-        Route::NotFound => Response::error(
-            404,
-            "No such route: the API is POST /v1/chat/completions and GET /v1/models.",
-        ),
+        Route::TelegramWebhook => match (body, &srv.deps.webhook) {
+            (Some(body), Some(w)) => webhook::post(srv, w, &body.data).await,
+            _ => not_found(),
+        },
+        Route::NotFound => not_found(),
         Route::Method(allow) => Response::error(405, &format!("This route takes {allow} only."))
             .with_header("Allow", allow),
     })
+}
+
+fn not_found() -> Response {
+    Response::error(
+        404,
+        "No such route: the API is POST /v1/chat/completions and GET /v1/models.",
+    )
 }
 
 fn health_report(srv: &Server) -> (u16, String) {

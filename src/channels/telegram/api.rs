@@ -24,7 +24,7 @@
 //! Every method on [`Api`] blocks until Telegram answers or the timeout ends: call
 //! them on the poller or sender thread, or through `Workers`.
 
-use crate::json::{self, as_array, as_bool, as_i64, get, path, str_at};
+use crate::json::{self, as_array, as_bool, as_i64, as_object, get, path, str_at};
 use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::provider::http::{self, HttpError};
 use crate::security::scrub::scrub;
@@ -270,6 +270,27 @@ pub enum FetchError {
     Disk(std::io::Error),
 }
 
+/// An update Telegram posted to the webhook, and where to say it was handled (committed
+/// to the inbox, or dropped as a repeat or as polling drops it): the HTTP answer waits
+/// for that, so Telegram hears 200 only after the commit.
+pub struct Posted {
+    pub update: Update,
+    pub done: async_channel::Sender<()>,
+}
+
+/// What `getWebhookInfo` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebhookInfo {
+    /// The webhook's URL; empty when none is set (polling works).
+    pub url: String,
+    /// Telegram's last error delivering an update there.
+    pub last_error: Option<String>,
+    pub pending: i64,
+}
+
+/// Longest URL or error text kept from `getWebhookInfo`.
+const MAX_WEBHOOK_TEXT_BYTES: usize = 512;
+
 /// One update; `message` is `None` for kinds we do not handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Update {
@@ -360,6 +381,32 @@ impl Api {
         let body = updates_request(offset, timeout_secs, limit);
         let (status, text, retry_after) = self.call_raw("getUpdates", &body)?;
         updates_from_body(status, &text, retry_after)
+    }
+
+    /// `setWebhook`: Telegram posts updates to `url` with `secret` in the
+    /// `X-Telegram-Bot-Api-Secret-Token` header, one at a time (`max_connections` 1: the
+    /// order the bot's offset check relies on), the same kinds the poll asks for.
+    pub fn set_webhook(&self, url: &str, secret: &str) -> Result<(), ApiError> {
+        self.call("setWebhook", &webhook_request(url, secret))
+            .map(|_| ())
+    }
+
+    /// `deleteWebhook`, keeping the updates that wait (the poll gets them next).
+    pub fn delete_webhook(&self) -> Result<(), ApiError> {
+        self.call("deleteWebhook", r#"{"drop_pending_updates":false}"#)
+            .map(|_| ())
+    }
+
+    /// `getWebhookInfo`: the URL set (empty: none) and the last delivery error.
+    pub fn webhook_info(&self) -> Result<WebhookInfo, ApiError> {
+        let r = self.call("getWebhookInfo", "{}")?;
+        Ok(WebhookInfo {
+            url: cut(str_at(&r, "url").unwrap_or(""), MAX_WEBHOOK_TEXT_BYTES),
+            last_error: str_at(&r, "last_error_message").map(|e| cut(e, MAX_WEBHOOK_TEXT_BYTES)),
+            pending: get(&r, "pending_update_count")
+                .and_then(as_i64)
+                .unwrap_or(0),
+        })
     }
 
     /// Send one message (at most 4096 UTF-16 units: split before calling). Returns the
@@ -546,6 +593,27 @@ impl Api {
 
 fn int(n: i64) -> Value {
     Value::Number(Number::I64(n))
+}
+
+/// The `setWebhook` request body.
+pub fn webhook_request(url: &str, secret: &str) -> String {
+    let allowed = ALLOWED_UPDATES.iter().map(|s| json::string(*s)).collect();
+    json::to_string(&json::object([
+        ("url", json::string(url)),
+        ("secret_token", json::string(secret)),
+        ("allowed_updates", json::array(allowed)),
+        ("max_connections", json::number(1)),
+    ]))
+}
+
+/// One update as Telegram posts it to a webhook (a JSON `Update` object), read exactly
+/// as an element of a `getUpdates` result. `None`: not JSON, or no `update_id`.
+pub fn webhook_update(body: &str) -> Option<Update> {
+    let v = json::parse_value(body).ok()?;
+    as_object(&v)?;
+    parse_updates(&Value::Array(vec![v].into_iter().collect()))
+        .ok()?
+        .pop()
 }
 
 /// The `getUpdates` request body.

@@ -30,7 +30,7 @@
 //! Nothing here blocks the executor: SQLite calls are short, HTTP runs on the sender
 //! thread and the worker pool.
 
-use super::api::{BotIdentity, Incoming, Update};
+use super::api::{BotIdentity, Incoming, Posted, Update};
 use super::inbound::{self, Action, AllowList, RefusalLimiter, Rules};
 use super::media::{self, Media};
 use super::outbox::{Job, Outbox};
@@ -162,6 +162,24 @@ impl Bot {
     ) {
         while let Ok(u) = updates.recv().await {
             self.handle(ex, u).await;
+        }
+    }
+
+    /// Handle updates Telegram posted to the webhook (`channels::http`) until their
+    /// channel closes: each exactly as a polled one, then committed to the disk (a full
+    /// sync: Telegram forgets an update once answered 200), then acknowledged.
+    pub async fn serve_posted(
+        self: &Rc<Self>,
+        ex: &smol::LocalExecutor<'static>,
+        posted: async_channel::Receiver<Posted>,
+    ) {
+        while let Ok(p) = posted.recv().await {
+            self.handle(ex, p.update).await;
+            let db = &self.db;
+            if let Err(e) = db.set_state(OFFSET_KEY, &self.next_offset.get().to_string()) {
+                log::warn!("telegram: cannot store the update offset: {e}");
+            }
+            let _ = p.done.try_send(());
         }
     }
 
