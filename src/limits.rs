@@ -239,3 +239,11 @@ pub const HTTP_MAX_SESSION_KEY_BYTES: usize = 64;
 /// Seconds between keep-alive comments on a streamed answer while nothing is written
 /// (tools running), so proxies and clients keep the connection.
 pub const HTTP_SSE_PING_SECS: u64 = 15;
+/// Largest WebSocket message (`GET /ws`), its fragments joined; past it the connection
+/// is closed with 1009.
+pub const WS_MAX_MESSAGE_BYTES: usize = 64 * 1024;
+/// Seconds a WebSocket may stay quiet before the server pings it...
+pub const WS_IDLE_SECS: u64 = 30;
+/// ...and seconds after that ping within which something must come back, else the
+/// connection is closed.
+pub const WS_PONG_SECS: u64 = 15;

@@ -45,6 +45,7 @@ pub mod parse;
 pub mod respond;
 mod routes;
 pub mod turns;
+pub mod ws;
 
 use crate::agent::Agent;
 use crate::config::HttpConfig;

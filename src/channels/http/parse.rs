@@ -53,6 +53,25 @@ pub struct Head {
     pub authorization: Option<String>,
     /// `X-Session-Id`.
     pub session: Option<String>,
+    /// What a WebSocket upgrade needs (`ws`); filled whatever the route.
+    pub ws: WsHead,
+}
+
+/// The headers of a WebSocket opening handshake (RFC 6455 §4.2.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WsHead {
+    /// `Upgrade` has the token `websocket`.
+    pub upgrade: bool,
+    /// `Connection` has the token `upgrade`.
+    pub connection_upgrade: bool,
+    /// The request line says HTTP/1.1.
+    pub http11: bool,
+    pub version: Option<String>,
+    pub key: Option<String>,
+    /// `Sec-WebSocket-Protocol` (all lines joined with commas).
+    pub protocols: Option<String>,
+    pub origin: Option<String>,
+    pub host: Option<String>,
 }
 
 /// Why a head is refused: the status and one sentence for the client.
@@ -101,6 +120,10 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
         expect_continue: false,
         authorization: None,
         session: None,
+        ws: WsHead {
+            http11: req.version == Some(1),
+            ..WsHead::default()
+        },
     };
     let (mut host, mut length, mut chunked) = (false, None::<u64>, false);
     for h in req.headers.iter() {
@@ -108,6 +131,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
         let name = h.name;
         if name.eq_ignore_ascii_case("host") {
             host = true;
+            head.ws.host = value.map(str::to_string);
         } else if name.eq_ignore_ascii_case("content-length") {
             let n = value
                 .filter(|v| !v.is_empty() && v.len() <= 18 && v.bytes().all(|b| b.is_ascii_digit()))
@@ -130,7 +154,9 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
             chunked = true;
         } else if name.eq_ignore_ascii_case("connection") {
             for token in value.unwrap_or("").split(',').map(str::trim) {
-                if token.eq_ignore_ascii_case("close") {
+                if token.eq_ignore_ascii_case("upgrade") {
+                    head.ws.connection_upgrade = true;
+                } else if token.eq_ignore_ascii_case("close") {
                     head.keep_alive = false;
                 } else if token.eq_ignore_ascii_case("keep-alive") && http10 {
                     head.keep_alive = true;
@@ -145,6 +171,23 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
             head.authorization = value.map(str::to_string);
         } else if name.eq_ignore_ascii_case("x-session-id") {
             head.session = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("upgrade") {
+            head.ws.upgrade |= value
+                .unwrap_or("")
+                .split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("websocket"));
+        } else if name.eq_ignore_ascii_case("sec-websocket-version") {
+            head.ws.version = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("sec-websocket-key") {
+            head.ws.key = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("sec-websocket-protocol") {
+            let v = value.unwrap_or("");
+            head.ws.protocols = Some(match head.ws.protocols.take() {
+                Some(p) => format!("{p}, {v}"),
+                None => v.to_string(),
+            });
+        } else if name.eq_ignore_ascii_case("origin") {
+            head.ws.origin = value.map(str::to_string);
         }
     }
     if !host && !http10 {

@@ -7,6 +7,7 @@
 //! | `/metrics` | GET, HEAD | unless `http.metrics_public` |
 //! | `/v1/models` | GET, HEAD | yes |
 //! | `/v1/chat/completions` | POST | yes |
+//! | `/ws` | GET (WebSocket upgrade) | yes (or as the subprotocol `bearer.<token>`) |
 //!
 //! Anything else needs the token too, then is 404 (or 405 with `Allow` for a known path):
 //! nothing about the server is told to a client without it. No token configured: 503
@@ -24,6 +25,7 @@ use super::health::{self, Facts};
 use super::openai;
 use super::parse::{Head, Method};
 use super::respond::Response;
+use super::ws;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -31,6 +33,8 @@ pub enum Route {
     Metrics,
     Models,
     Completions,
+    /// `GET /ws`: a WebSocket chat (`ws`).
+    Ws,
     NotFound,
     /// A known path asked with another method; the value is its `Allow`.
     Method(&'static str),
@@ -60,6 +64,8 @@ pub fn route(h: &Head) -> Route {
         "/health" | "/metrics" | "/v1/models" => Route::Method("GET, HEAD"),
         "/v1/chat/completions" if h.method == Method::Post => Route::Completions,
         "/v1/chat/completions" => Route::Method("POST"),
+        "/ws" if h.method == Method::Get => Route::Ws,
+        "/ws" => Route::Method("GET"),
         _ => Route::NotFound,
     }
 }
@@ -80,6 +86,14 @@ pub fn authorize(srv: &Server, h: &Head, route: Route) -> Result<(), Response> {
         ));
     };
     if auth::authorized(h.authorization.as_deref(), token) {
+        return Ok(());
+    }
+    // A browser cannot set Authorization on a WebSocket: the token as a subprotocol.
+    if route == Route::Ws
+        && h.authorization.is_none()
+        && ws::protocol_token(h.ws.protocols.as_deref())
+            .is_some_and(|t| auth::ct_eq(t.as_bytes(), token.as_bytes()))
+    {
         return Ok(());
     }
     Err(Response::error(
@@ -125,6 +139,11 @@ pub async fn handle(
             }
             None => Response::error(400, "The request has no body."),
         },
+        Route::Ws => {
+            let chat: std::pin::Pin<Box<dyn Future<Output = Outcome> + '_>> =
+                Box::pin(ws::serve(c, h));
+            return chat.await;
+        }
         Route::NotFound => Response::error(
             404,
             "No such route: the API is POST /v1/chat/completions and GET /v1/models.",
