@@ -1,12 +1,13 @@
 //! The gateway's HTTP server (`http.enabled`): `GET /health` for monitors, and an
 //! OpenAI-compatible API (`POST /v1/chat/completions`, streamed or not, `GET /v1/models`)
-//! whose conversations are the board's sessions, answered by the agent with its tools;
+//! whose conversations are the board's sessions, answered by the agent with its tools,
+//! and the same chat over a WebSocket (`GET /ws`, `ws`);
 //! `GET /metrics` is routed, its body handed in by the gateway ([`Deps::metrics`]).
 //!
 //! HTTP/1.1 on the executor, no framework: `parse` reads a head (with `httparse`) and the
 //! body's framing, `conn` runs a connection (keep-alive, timeouts, bodies, answers),
 //! `routes` decides what a request gets, `auth` the token, `limit` the rate per address,
-//! `turns` the order of the API's turns, `openai` the JSON shapes, `health` the health
+//! `turns` the order of the API's turns, `ws` the WebSocket chat, `openai` the JSON shapes, `health` the health
 //! report, `respond` answers and errors.
 //!
 //! A request goes: head read (within `http.header_timeout_secs`; a kept-alive connection
