@@ -26,8 +26,9 @@
 //!   turn running gets `Deps::grace`, then an error and 1001.
 //!
 //! # Bounds
-//! A message of `WS_MAX_MESSAGE_BYTES` (its frames read into the connection's buffer, at
-//! most that plus one frame's header plus one read); one turn per connection; every
+//! A message of `WS_MAX_MESSAGE_BYTES`, its fragments together (a frame's declared length
+//! is checked before its payload is read): per connection the message being joined and
+//! one frame being read, each at most that, plus one read; one turn per connection; every
 //! write within `HTTP_SERVER_WRITE_TIMEOUT_SECS`; the connection counts against
 //! `http.max_connections` while it lives.
 //!
