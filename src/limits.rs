@@ -263,3 +263,11 @@ pub const HTTP_PAGE_MAX_ROWS: usize = 20;
 /// A wrong token given to the status page's login counts as this many requests against
 /// the address's rate limit (`http.rate_per_minute`), so guessing is slower still.
 pub const HTTP_LOGIN_FAILURE_WEIGHT: usize = 10;
+/// Largest WebSocket message (`GET /ws`), its fragments joined; past it the connection
+/// is closed with 1009.
+pub const WS_MAX_MESSAGE_BYTES: usize = 64 * 1024;
+/// Seconds a WebSocket may stay quiet before the server pings it...
+pub const WS_IDLE_SECS: u64 = 30;
+/// ...and seconds after that ping within which something must come back, else the
+/// connection is closed.
+pub const WS_PONG_SECS: u64 = 15;

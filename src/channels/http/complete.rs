@@ -42,7 +42,7 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::Duration;
 
-const SHUTTING_DOWN: &str = "yoctoclaw is restarting: ask again in a minute.";
+pub(super) const SHUTTING_DOWN: &str = "yoctoclaw is restarting: ask again in a minute.";
 
 /// Answer a completion request whose body was read.
 pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool) -> Outcome {
@@ -187,7 +187,7 @@ async fn turn(
 }
 
 /// The session key: `given` (trimmed) when it is a fit name, `default` when absent.
-fn session_key(given: Option<&str>) -> Result<String, Response> {
+pub(super) fn session_key(given: Option<&str>) -> Result<String, Response> {
     let Some(k) = given.map(str::trim).filter(|k| !k.is_empty()) else {
         return Ok("default".into());
     };
@@ -205,7 +205,7 @@ fn session_key(given: Option<&str>) -> Result<String, Response> {
 }
 
 /// The answer to a turn that failed.
-fn failed(session: &str, e: &AgentError) -> Response {
+pub(super) fn failed(session: &str, e: &AgentError) -> Response {
     log::warn!("http: the turn in {session} failed: {e}");
     let status = match e {
         AgentError::Budget(_) => 429,
@@ -228,8 +228,8 @@ enum Step {
 
 /// The text a streamed turn has written and the stream has not sent yet.
 #[derive(Default)]
-struct Pending {
-    text: String,
+pub(super) struct Pending {
+    pub text: String,
     /// Some of the current attempt's text was sent (it cannot be taken back).
     sent: bool,
     /// This request's answer had text (a separator follows it when tools run next).
@@ -239,7 +239,7 @@ struct Pending {
 }
 
 impl Pending {
-    fn take(&mut self) -> String {
+    pub fn take(&mut self) -> String {
         if !self.text.is_empty() {
             self.sent = true;
             self.any = true;
@@ -249,7 +249,7 @@ impl Pending {
 }
 
 /// The turn's view of the stream.
-struct SseSink(Rc<RefCell<Pending>>);
+pub(super) struct SseSink(pub Rc<RefCell<Pending>>);
 
 impl StreamSink for SseSink {
     fn text(&mut self, delta: &str) {

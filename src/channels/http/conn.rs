@@ -111,11 +111,11 @@ impl Drop for Body<'_> {
 /// One connection's state.
 pub(super) struct Conn<'a> {
     pub srv: &'a Server,
-    stream: Async<TcpStream>,
+    pub(super) stream: Async<TcpStream>,
     pub ip: IpAddr,
     /// Bytes read and not yet used (a head being read, the start of a body, a pipelined
-    /// request).
-    buf: Vec<u8>,
+    /// request, a WebSocket's frames).
+    pub(super) buf: Vec<u8>,
     /// When the connection was accepted (the first head's deadline counts from it).
     accepted: Instant,
 }
@@ -323,7 +323,7 @@ impl<'a> Conn<'a> {
     /// Close after an answer given early: stop writing, then read and drop what the client
     /// still sends (at most `HTTP_SERVER_LINGER_BYTES`, for at most `time`), so it reads
     /// the answer rather than a reset.
-    async fn linger(&mut self, time: Duration) {
+    pub(super) async fn linger(&mut self, time: Duration) {
         let _ = self.stream.get_ref().shutdown(Shutdown::Write);
         let until = Instant::now() + time;
         let mut dropped = 0;

@@ -122,14 +122,17 @@ pub fn same_origin(p: &PageHeaders) -> bool {
         (None, Some(r)) => r.as_str(),
         (None, None) => return true,
     };
-    let rest = from
-        .strip_prefix("http://")
-        .or_else(|| from.strip_prefix("https://"));
-    let Some(rest) = rest else {
+    let (rest, default) = if let Some(r) = from.strip_prefix("http://") {
+        (r, ":80")
+    } else if let Some(r) = from.strip_prefix("https://") {
+        (r, ":443")
+    } else {
         return false;
     };
+    // The scheme's own port may be written or left out on either side.
+    let strip = |h: &str| h.strip_suffix(default).unwrap_or(h).to_ascii_lowercase();
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    authority.eq_ignore_ascii_case(host)
+    strip(authority) == strip(host)
 }
 
 /// The `token` field of an `application/x-www-form-urlencoded` body.
@@ -212,6 +215,25 @@ mod tests {
             Some("http://board:18790/")
         )));
         assert!(!same_origin(&p(None, Some("http://board:1879/"))));
+        // The scheme's own port, written on one side only; no Host at all.
+        let q = |origin: &str, host: Option<&str>| PageHeaders {
+            host: host.map(str::to_string),
+            origin: Some(origin.to_string()),
+            ..PageHeaders::default()
+        };
+        assert!(same_origin(&q(
+            "https://Board.local",
+            Some("board.local:443")
+        )));
+        assert!(same_origin(&q(
+            "http://board.local:80",
+            Some("board.local")
+        )));
+        assert!(!same_origin(&q(
+            "https://board.local",
+            Some("board.local:80")
+        )));
+        assert!(!same_origin(&q("http://board.local", None)));
         assert!(set_cookie("ab", true).ends_with("; Secure"));
         assert!(!set_cookie("ab", false).contains("Secure"));
     }

@@ -1,15 +1,17 @@
 //! The gateway's HTTP server (`http.enabled`): `GET /health` for monitors, and an
 //! OpenAI-compatible API (`POST /v1/chat/completions`, streamed or not, `GET /v1/models`)
-//! whose conversations are the board's sessions, answered by the agent with its tools;
-//! `GET /metrics` is routed, its body handed in by the gateway ([`Deps::metrics`]); `GET /`
-//! is a status page for a browser, opened by a login with the token (`page`, `login`).
+//! whose conversations are the board's sessions, answered by the agent with its tools,
+//! and the same chat over a WebSocket (`GET /ws`, `ws`); `GET /metrics` is routed, its
+//! body handed in by the gateway ([`Deps::metrics`]); `GET /` is a status page for a
+//! browser, opened by a login with the token (`page`, `login`).
 //!
 //! HTTP/1.1 on the executor, no framework: `parse` reads a head (with `httparse`) and the
 //! body's framing, `conn` runs a connection (keep-alive, timeouts, bodies, answers),
 //! `routes` decides what a request gets, `auth` the token, `limit` the rate per address,
-//! `turns` the order of the API's turns, `openai` the JSON shapes, `health` the health
-//! report, `respond` answers and errors, `webhook` Telegram's `POST /webhook/telegram`
-//! (its secret header instead of the token; the update goes to the bot's inbox).
+//! `turns` the order of the API's turns, `ws` the WebSocket chat, `openai` the JSON shapes,
+//! `health` the health report, `respond` answers and errors, `webhook` Telegram's
+//! `POST /webhook/telegram` (its secret header instead of the token; the update goes to
+//! the bot's inbox).
 //!
 //! A request goes: head read (within `http.header_timeout_secs`; a kept-alive connection
 //! waits `HTTP_SERVER_IDLE_SECS` for it) → rate limit of its address (429 before any
@@ -50,6 +52,7 @@ pub mod respond;
 mod routes;
 pub mod turns;
 mod webhook;
+pub mod ws;
 
 use crate::agent::Agent;
 use crate::config::HttpConfig;

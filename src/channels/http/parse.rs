@@ -55,9 +55,11 @@ pub struct Head {
     pub session: Option<String>,
     /// `X-Telegram-Bot-Api-Secret-Token` (the webhook's secret).
     pub telegram_secret: Option<String>,
-    /// What the status page's login reads: `Host`, `Cookie`, `Origin`, `Referer`
-    /// and whether `X-Forwarded-Proto` says `https`.
+    /// What the status page's login and the WebSocket's origin check read: `Host`,
+    /// `Cookie`, `Origin`, `Referer` and whether `X-Forwarded-Proto` says `https`.
     pub page: PageHeaders,
+    /// What a WebSocket upgrade needs (`ws`); filled whatever the route.
+    pub ws: WsHead,
 }
 
 /// The headers the status page's login reads (`login`).
@@ -69,6 +71,21 @@ pub struct PageHeaders {
     pub referer: Option<String>,
     /// `X-Forwarded-Proto: https` (a TLS proxy in front).
     pub forwarded_https: bool,
+}
+
+/// The headers of a WebSocket opening handshake (RFC 6455 §4.2.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WsHead {
+    /// `Upgrade` has the token `websocket`.
+    pub upgrade: bool,
+    /// `Connection` has the token `upgrade`.
+    pub connection_upgrade: bool,
+    /// The request line says HTTP/1.1.
+    pub http11: bool,
+    pub version: Option<String>,
+    pub key: Option<String>,
+    /// `Sec-WebSocket-Protocol` (all lines joined with commas).
+    pub protocols: Option<String>,
 }
 
 /// Why a head is refused: the status and one sentence for the client.
@@ -119,6 +136,10 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
         telegram_secret: None,
         session: None,
         page: PageHeaders::default(),
+        ws: WsHead {
+            http11: req.version == Some(1),
+            ..WsHead::default()
+        },
     };
     let (mut host, mut length, mut chunked) = (false, None::<u64>, false);
     for h in req.headers.iter() {
@@ -157,7 +178,9 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
             chunked = true;
         } else if name.eq_ignore_ascii_case("connection") {
             for token in value.unwrap_or("").split(',').map(str::trim) {
-                if token.eq_ignore_ascii_case("close") {
+                if token.eq_ignore_ascii_case("upgrade") {
+                    head.ws.connection_upgrade = true;
+                } else if token.eq_ignore_ascii_case("close") {
                     head.keep_alive = false;
                 } else if token.eq_ignore_ascii_case("keep-alive") && http10 {
                     head.keep_alive = true;
@@ -174,6 +197,21 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
             head.authorization = value.map(str::to_string);
         } else if name.eq_ignore_ascii_case("x-session-id") {
             head.session = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("upgrade") {
+            head.ws.upgrade |= value
+                .unwrap_or("")
+                .split(',')
+                .any(|t| t.trim().eq_ignore_ascii_case("websocket"));
+        } else if name.eq_ignore_ascii_case("sec-websocket-version") {
+            head.ws.version = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("sec-websocket-key") {
+            head.ws.key = value.map(str::to_string);
+        } else if name.eq_ignore_ascii_case("sec-websocket-protocol") {
+            let v = value.unwrap_or("");
+            head.ws.protocols = Some(match head.ws.protocols.take() {
+                Some(p) => format!("{p}, {v}"),
+                None => v.to_string(),
+            });
         }
     }
     if !host && !http10 {

@@ -10,6 +10,7 @@
 //! | `/` (status page) | GET, HEAD | no: its login cookie (`page`), else a login form |
 //! | `/login`, `/logout` | POST | no: the token in the form (`page`, `login`) |
 //! | `/webhook/telegram` | POST | no: Telegram's secret header instead (webhook mode only) |
+//! | `/ws` | GET (WebSocket upgrade) | yes (or as the subprotocol `bearer.<token>`) |
 //!
 //! Anything else needs the token too, then is 404 (or 405 with `Allow` for a known path):
 //! nothing about the server is told to a client without it. No token configured: 503
@@ -29,6 +30,7 @@ use super::page;
 use super::parse::{Head, Method};
 use super::respond::Response;
 use super::webhook;
+use super::ws;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -42,6 +44,8 @@ pub enum Route {
     Logout,
     /// `POST /webhook/telegram`.
     TelegramWebhook,
+    /// `GET /ws`: a WebSocket chat (`ws`).
+    Ws,
     NotFound,
     /// A known path asked with another method; the value is its `Allow`.
     Method(&'static str),
@@ -80,6 +84,8 @@ pub fn route(h: &Head) -> Route {
         "/" => Route::Method("GET, HEAD"),
         "/login" | "/logout" => Route::Method("POST"),
         "/webhook/telegram" if h.method == Method::Post => Route::TelegramWebhook,
+        "/ws" if h.method == Method::Get => Route::Ws,
+        "/ws" => Route::Method("GET"),
         _ => Route::NotFound,
     }
 }
@@ -108,6 +114,14 @@ pub fn authorize(srv: &Server, h: &Head, route: Route) -> Result<(), Response> {
         ));
     };
     if auth::authorized(h.authorization.as_deref(), token) {
+        return Ok(());
+    }
+    // A browser cannot set Authorization on a WebSocket: the token as a subprotocol.
+    if route == Route::Ws
+        && h.authorization.is_none()
+        && ws::protocol_token(h.ws.protocols.as_deref())
+            .is_some_and(|t| auth::ct_eq(t.as_bytes(), token.as_bytes()))
+    {
         return Ok(());
     }
     Err(Response::error(
@@ -160,6 +174,11 @@ pub async fn handle(
             (Some(body), Some(w)) => webhook::post(srv, w, &body.data).await,
             _ => not_found(),
         },
+        Route::Ws => {
+            let chat: std::pin::Pin<Box<dyn Future<Output = Outcome> + '_>> =
+                Box::pin(ws::serve(c, h));
+            return chat.await;
+        }
         Route::NotFound => not_found(),
         Route::Method(allow) => Response::error(405, &format!("This route takes {allow} only."))
             .with_header("Allow", allow),
