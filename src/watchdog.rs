@@ -60,6 +60,8 @@ pub struct Watchdog {
     /// Send `WATCHDOG=1` every tick (systemd asked for a watchdog for this process).
     systemd_pings: bool,
     device: Option<File>,
+    /// A feed already failed (logged once).
+    feed_failed: std::cell::Cell<bool>,
     tick: Duration,
     beat: Arc<Beat>,
 }
@@ -137,6 +139,7 @@ impl Watchdog {
             notify,
             systemd_pings: systemd.is_some(),
             device: device.map(|(f, _)| f),
+            feed_failed: std::cell::Cell::new(false),
             tick: tick.max(MIN_TICK),
             beat,
         }
@@ -151,10 +154,10 @@ impl Watchdog {
     /// character so the kernel does not reset the board.
     pub fn stopping(&mut self) {
         self.send(b"STOPPING=1");
-        if let Some(mut f) = self.device.take() {
-            if let Err(e) = f.write_all(b"V") {
-                log::warn!("watchdog: magic close failed ({e}): the board may reset");
-            }
+        if let Some(mut f) = self.device.take()
+            && let Err(e) = f.write_all(b"V")
+        {
+            log::warn!("watchdog: magic close failed ({e}): the board may reset");
         }
     }
 
@@ -167,10 +170,12 @@ impl Watchdog {
             if self.systemd_pings {
                 self.send(b"WATCHDOG=1");
             }
-            if let Some(mut f) = self.device.as_ref() {
-                if let Err(e) = f.write_all(b"\0") {
-                    log::warn!("watchdog: cannot feed the device: {e}");
-                }
+            if let Some(mut f) = self.device.as_ref()
+                && let Err(e) = f.write_all(b"\0")
+                && !self.feed_failed.replace(true)
+            {
+                // Once: a device that fails keeps failing, and the log is bounded.
+                log::warn!("watchdog: cannot feed the device: {e}");
             }
             if block_after.is_some_and(|n| self.beat.ticks.load(Ordering::Relaxed) >= n) {
                 log::warn!("watchdog: test hook: blocking the executor");
@@ -239,10 +244,10 @@ fn notify_socket() -> Option<(UnixDatagram, NotifyAddr)> {
 
 /// systemd's watchdog interval for this process, when it asked for pings.
 fn systemd_interval() -> Option<Duration> {
-    if let Ok(pid) = std::env::var("WATCHDOG_PID") {
-        if pid.trim().parse::<u32>().ok() != Some(std::process::id()) {
-            return None;
-        }
+    if let Ok(pid) = std::env::var("WATCHDOG_PID")
+        && pid.trim().parse::<u32>().ok() != Some(std::process::id())
+    {
+        return None;
     }
     let usec: u64 = std::env::var("WATCHDOG_USEC").ok()?.trim().parse().ok()?;
     (usec > 0).then(|| Duration::from_micros(usec))

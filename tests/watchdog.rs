@@ -19,7 +19,7 @@ const BLOCK_AFTER: &str = "YOCTOCLAW_TEST_WATCHDOG_BLOCK_AFTER";
 /// A gateway home without Telegram and heartbeat (the gateway is then a cron daemon that
 /// serves nothing but its watchdogs), with `watchdog` set to `wd`.
 fn home(tag: &str, wd: &str) -> TempHome {
-    let home = TempHome::onboarded(
+    TempHome::onboarded(
         tag,
         &config_for(
             "http://127.0.0.1:9",
@@ -27,8 +27,7 @@ fn home(tag: &str, wd: &str) -> TempHome {
                 r#""telegram":{{"enabled":false}},"heartbeat":{{"enabled":false}},"watchdog":{{{wd}}}"#
             ),
         ),
-    );
-    home
+    )
 }
 
 /// The next datagram, within [`PATIENCE`].

@@ -327,7 +327,7 @@ impl Default for SerialConfig {
     }
 }
 
-/// `watchdog`: the hardware watchdog device and the stall detector (`crate::watchdog`).
+/// `watchdog`: the hardware watchdog device and the stall detector (the `watchdog` module).
 #[derive(Debug, Clone, PartialEq)]
 pub struct WatchdogConfig {
     /// `watchdog.device`: a kernel watchdog device (e.g. `/dev/watchdog`); empty = none.
@@ -475,7 +475,7 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub tools: ToolsConfig,
     pub serial: SerialConfig,
-    /// `watchdog` (`crate::watchdog`).
+    /// `watchdog` (the `watchdog` module).
     pub watchdog: WatchdogConfig,
     pub hardware: HardwareConfig,
     pub budget: BudgetConfig,
