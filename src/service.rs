@@ -355,7 +355,9 @@ Description=yoctoclaw personal AI assistant (gateway)
 {S}After=network-online.target time-sync.target
 
 [Service]
-Type=simple
+Type=notify
+NotifyAccess=main
+WatchdogSec=60
 User={U}
 ExecStart={X} --home {H} gateway
 Restart=on-failure

@@ -161,6 +161,10 @@ fn systemd_system_unit_is_written_idempotent_and_removed_exactly() {
             &format!("User={who}"),
             &format!("ExecStart={} --home {home} gateway", exe()),
             "Restart=on-failure",
+            // The gateway's sd_notify (src/watchdog.rs): READY=1, then WATCHDOG=1 pings.
+            "Type=notify",
+            "NotifyAccess=main",
+            "WatchdogSec=60",
             &format!("ReadWritePaths={home}"),
             "ProtectSystem=strict",
             "NoNewPrivileges=yes",

@@ -199,7 +199,14 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
         ))
         .detach();
     }
-    smol::block_on(ex.run(async {
+    let mut wd = crate::watchdog::Watchdog::start(&crate::watchdog::Settings {
+        device: &l.cfg.watchdog.device,
+        timeout_secs: l.cfg.watchdog.timeout_secs,
+        stall_secs: l.cfg.watchdog.stall_secs,
+    });
+    let res = smol::block_on(ex.run(async {
+        // Every channel is spawned: the gateway serves.
+        wd.ready();
         // The HTTP server runs beside the channels until the signal, then drains.
         let serve_http = async {
             if let Some((server, listener)) = http {
@@ -238,14 +245,20 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
                 }
             }
         };
-        let (res, ()) = smol::future::zip(main, serve_http).await;
-        // The servers stop before the store closes, and their last state is recorded.
-        if let Some(m) = &mcp {
-            m.shutdown().await;
-            record_servers(&db, m, crate::time::clock::now());
-        }
-        res
-    }))
+        let served = async {
+            let (res, ()) = smol::future::zip(main, serve_http).await;
+            // The servers stop before the store closes, and their last state is recorded.
+            if let Some(m) = &mcp {
+                m.shutdown().await;
+                record_servers(&db, m, crate::time::clock::now());
+            }
+            res
+        };
+        // The watchdogs are fed from this executor until the gateway has stopped.
+        smol::future::or(served, wd.run()).await
+    }));
+    wd.stopping();
+    res
 }
 
 /// Run `task` until the channel closes.

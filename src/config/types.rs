@@ -369,6 +369,27 @@ impl Default for SerialConfig {
     }
 }
 
+/// `watchdog`: the hardware watchdog device and the stall detector (the `watchdog` module).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchdogConfig {
+    /// `watchdog.device`: a kernel watchdog device (e.g. `/dev/watchdog`); empty = none.
+    pub device: String,
+    /// `watchdog.timeout_secs`: the device's timeout to set; `None` keeps the driver's.
+    pub timeout_secs: Option<u64>,
+    /// `watchdog.stall_secs`: exit when the executor has not turned this long; 0 = off.
+    pub stall_secs: u64,
+}
+
+impl Default for WatchdogConfig {
+    fn default() -> Self {
+        WatchdogConfig {
+            device: String::new(),
+            timeout_secs: None,
+            stall_secs: 120,
+        }
+    }
+}
+
 /// Outgoing HTTPS (`provider::tls`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TlsConfig {
@@ -496,6 +517,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     pub tools: ToolsConfig,
     pub serial: SerialConfig,
+    /// `watchdog` (the `watchdog` module).
+    pub watchdog: WatchdogConfig,
     pub hardware: HardwareConfig,
     pub budget: BudgetConfig,
     pub tls: TlsConfig,
@@ -522,6 +545,7 @@ impl Default for Config {
             memory: MemoryConfig::default(),
             tools: ToolsConfig::default(),
             serial: SerialConfig::default(),
+            watchdog: WatchdogConfig::default(),
             hardware: HardwareConfig::default(),
             budget: BudgetConfig::default(),
             tls: TlsConfig::default(),
@@ -707,6 +731,18 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
+    let mut s = top.section("watchdog")?;
+    let dw = WatchdogConfig::default();
+    let watchdog = WatchdogConfig {
+        device: s.string("device", &dw.device)?,
+        timeout_secs: match s.uint("timeout_secs", 0, 0, 65_535)? {
+            0 => None,
+            t => Some(t),
+        },
+        stall_secs: s.uint("stall_secs", dw.stall_secs, 0, 86_400)?,
+    };
+    s.finish()?;
+
     let mut s = top.section("hardware")?;
     let entries = s.string_list_sep("allow", ';')?;
     let hardware = HardwareConfig {
@@ -790,6 +826,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         memory,
         tools,
         serial,
+        watchdog,
         hardware,
         budget,
         tls,

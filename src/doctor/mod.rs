@@ -452,6 +452,7 @@ fn key_checks(cfg: &Config, env: &Env) -> Vec<Check> {
         }
     }
     out.push(search_check(&cfg.tools.web_search, env));
+    out.push(watchdog_check(&cfg.watchdog));
     out
 }
 
@@ -488,6 +489,26 @@ fn webhook_check(
             ),
         ),
     }
+}
+
+/// Which watchdogs the gateway feeds. The device is looked at, never opened (opening
+/// one starts it).
+fn watchdog_check(w: &crate::config::WatchdogConfig) -> Check {
+    let s = crate::watchdog::Settings {
+        device: &w.device,
+        timeout_secs: w.timeout_secs,
+        stall_secs: w.stall_secs,
+    };
+    let what = crate::watchdog::describe(&s, false);
+    let text = format!("{what}; systemd's too when run by the unit from `service install`");
+    if !w.device.is_empty() && std::fs::metadata(&w.device).is_err() {
+        return Check::new(
+            Verdict::Warn,
+            "watchdog",
+            format!("{text}; but watchdog.device does not exist: load the driver or fix the path"),
+        );
+    }
+    Check::new(Verdict::Ok, "watchdog", text)
 }
 
 /// `web_search`'s backends, in order, and the keys that are missing (a backend without

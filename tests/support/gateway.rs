@@ -127,6 +127,23 @@ impl Gateway {
         });
     }
 
+    /// Wait for the gateway to exit by itself within `limit` (killed and a panic after).
+    pub fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                // Let the reader threads see end of file.
+                std::thread::sleep(Duration::from_millis(50));
+                return st;
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!("the gateway did not exit in {limit:?}:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// SIGTERM; returns the status, how long the exit took, and all output.
     pub fn stop(mut self) -> (ExitStatus, Duration, String) {
         let pid = self.child.id().to_string();
