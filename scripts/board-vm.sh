@@ -25,8 +25,14 @@
 #   --arch riscv64    the riscv64gc build instead (Milk-V Duo class): qemu-system-riscv64
 #                     -M virt, Debian sid's riscv64 kernel (bookworm has no riscv64 port);
 #                     160 MB of RAM, as that kernel alone is a 37 MB image
+#   --arch armv6      the arm-unknown-linux-musleabihf build (Raspberry Pi Zero W / Pi 1):
+#                     qemu-system-arm -M raspi0 (BCM2835, ARM1176, its fixed 512 MB),
+#                     Debian bookworm armel's linux-image-rpi with bcm2835-rpi-zero.dtb,
+#                     networking over qemu's usb-net on the DWC2 port (usb0), the home
+#                     on the SD card slot; the guest also checks uname -m and /proc/cpuinfo
 #   --bin PATH        the binary (default dist/aarch64-unknown-linux-musl/yoctoclaw, or
-#                     dist/riscv64gc-unknown-linux-musl/yoctoclaw with --arch riscv64)
+#                     dist/riscv64gc-unknown-linux-musl/yoctoclaw with --arch riscv64, or
+#                     dist/arm-unknown-linux-musleabihf/yoctoclaw with --arch armv6)
 #   --no-build        do not build a missing binary (scripts/build-boards.sh) or vm_fakes
 #   --no-install      do not apt-get install qemu-system-arm/cpio (skip instead)
 #   --disk MB         the home on an ext4 disk of MB (virtio-blk, like the board's SD card;
@@ -83,7 +89,8 @@ hb_mins=5
 case $arch in
     arm64|aarch64) arch=arm64 T=aarch64-unknown-linux-musl elf=aarch64 cpu="cortex-a53, 64 MB" ;;
     riscv64|riscv64gc) arch=riscv64 T=riscv64gc-unknown-linux-musl elf=RISC-V cpu="rv64gc, ${YC_VM_RISCV64_MEM:-160M}" ;;
-    *) echo "board-vm: --arch must be arm64 or riscv64" >&2; exit 2 ;;
+    armv6|arm) arch=armv6 T=arm-unknown-linux-musleabihf elf=ARM cpu="raspi0: ARM1176, 512 MB" ;;
+    *) echo "board-vm: --arch must be arm64, riscv64 or armv6" >&2; exit 2 ;;
 esac
 name=board-vm; [ $arch = arm64 ] || name=board-vm-$arch
 
@@ -194,9 +201,16 @@ if [ "$disk_mb" -gt 0 ]; then
         truncate -s "${disk_mb}M" "$work/disk.img" && "$mkfs" -q -F -L yc-home "$work/disk.img" \
             || { failed=$((failed + 1)); say "FAIL: mkfs.ext4 on a $disk_mb MB image"; finish; }
         # shellcheck disable=SC2054 # qemu's -drive value holds commas
-        disk_args=(-drive "file=$work/disk.img,if=none,format=raw,id=d0" -device virtio-blk-pci,drive=d0)
-        disk_mods=(--module virtio_blk --module ext4 --module crc32c_generic)
-        echo "DISK=/dev/vda" >>"$work/env"
+        if [ $arch = armv6 ]; then
+            # The Pi's own SD card slot (BCM2835 SDHOST; the driver is built in).
+            disk_args=(-drive "file=$work/disk.img,if=sd,format=raw")
+            disk_mods=(--module ext4 --module crc32c_generic)
+            echo "DISK=/dev/mmcblk0" >>"$work/env"
+        else
+            disk_args=(-drive "file=$work/disk.img,if=none,format=raw,id=d0" -device virtio-blk-pci,drive=d0)
+            disk_mods=(--module virtio_blk --module ext4 --module crc32c_generic)
+            echo "DISK=/dev/vda" >>"$work/env"
+        fi
     else
         say "no mkfs.ext4 (e2fsprogs): the home stays on the VM's RAM-backed root"
     fi
@@ -206,14 +220,22 @@ fi
 files=(--file "$work/env:/test/env")
 [ -n "$ca_file" ] && files+=(--file "$ca_file:/etc/yc-ca.pem")
 s=$(date +%s)
+net_mods=(--module virtio_net --module virtio_pci)
+# raspi0 has no NIC: qemu's usb-net (CDC Ethernet) on the SoC's DWC2 USB port is usb0.
+[ $arch = armv6 ] && net_mods=(--module cdc_ether)
+[ $arch = armv6 ] && printf 'EXPECT_MACHINE=armv6l\nEXPECT_CPU=ARMv6\n' >>"$work/env"
 if ! vm_initramfs --out "$work/initrd.gz" --bin "$bin" --script "$ROOT/scripts/vm/board-guest.sh" \
-    --net --module virtio_net --module virtio_pci "${disk_mods[@]}" "${files[@]}"; then
+    --net "${net_mods[@]}" "${disk_mods[@]}" "${files[@]}"; then
     failed=$((failed + 1)); say "FAIL: building the initramfs"; finish
 fi
 say "initramfs ready in $(( $(date +%s) - s )) s; booting (timeout $timeout s)"
 log="$work/console.log"
+# shellcheck disable=SC2054 # qemu's -device values hold commas
+net_dev=(-device virtio-net-pci,netdev=n0,romfile=)
+# shellcheck disable=SC2054
+[ $arch = armv6 ] && net_dev=(-device usb-net,netdev=n0)
 vm_boot $arch "$work/initrd.gz" "$log" "$timeout" "cma=0" -- \
-    -rtc base=1970-01-02 -netdev user,id=n0 -device virtio-net-pci,netdev=n0,romfile= "${disk_args[@]}"
+    -rtc base=1970-01-02 -netdev user,id=n0 "${net_dev[@]}" "${disk_args[@]}"
 boot_rc=$?
 say "VM ran $VM_SECS s, test script status $VM_RC"
 

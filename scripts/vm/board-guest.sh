@@ -50,6 +50,17 @@ if [ -n "${DISK:-}" ]; then
     else check FAIL "mount -t ext4 $DISK /root"; fi
 fi
 
+# ---- (armv6) the machine is the one asked for ----
+if [ -n "${EXPECT_MACHINE:-}" ]; then
+    m=$(uname -m); cpu=$(sed -n 's/^model name[^:]*: *//p; s/^Processor[^:]*: *//p' /proc/cpuinfo | head -n 1)
+    part=$(sed -n 's/^CPU part[^:]*: *//p' /proc/cpuinfo | head -n 1)
+    if [ "$m" = "$EXPECT_MACHINE" ] && echo "$cpu" | grep -q "${EXPECT_CPU:-.}"; then
+        check PASS "uname -m: $m; /proc/cpuinfo: $cpu, CPU part $part"
+    else
+        check FAIL "uname -m: $m (expected $EXPECT_MACHINE); /proc/cpuinfo: $cpu (expected ${EXPECT_CPU:-})"
+    fi
+fi
+
 # ---- 1. clock ----
 if [ "$(date +%Y)" = 1970 ]; then check PASS "clock starts in 1970 ($(date))"
 else check FAIL "clock is $(date), expected 1970 (-rtc base=1970-01-02)"; fi

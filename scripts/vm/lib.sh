@@ -6,9 +6,10 @@
 #
 # What it does, per VM:
 #   1. vm_fetch ARCH          Debian kernel (+ its modules) and busybox-static for ARCH
-#                             (arm64, amd64, riscv64), downloaded with apt-get through a
-#                             private apt state under the cache (the host's apt setup and
-#                             dpkg architectures are not touched), extracted once, cached.
+#                             (arm64, amd64, riscv64; armv6: armel's rpi kernel and
+#                             its DTBs), downloaded with apt-get through a private apt
+#                             state under the cache (the host's apt setup and dpkg
+#                             architectures are not touched), extracted once, cached.
 #   2. vm_initramfs ...       a gzip'd cpio: busybox, the kernel modules asked for (and
 #                             their dependencies, from modules.dep, loaded in order), the
 #                             yoctoclaw binary, extra files, and a generated /init that
@@ -62,9 +63,19 @@ vm_suite() { # arch
     case $1 in riscv64) echo "$YC_VM_SUITE_riscv64" ;; *) vm_host_suite ;; esac
 }
 
+# Debian's architecture and kernel flavour for ARCH: armv6 (BCM2835, ARM1176) is armel's
+# rpi flavour (linux-image-rpi); the others are their own architecture's default flavour.
+vm_deb_arch() { # arch
+    case $1 in armv6) echo armel ;; *) echo "$1" ;; esac
+}
+vm_kflavour() { # arch
+    case $1 in armv6) echo rpi ;; *) echo "$1" ;; esac
+}
+
 vm_qemu_bin() { # arch
     case $1 in
         arm64) echo qemu-system-aarch64 ;;
+        armv6) echo qemu-system-arm ;;
         amd64) echo qemu-system-x86_64 ;;
         riscv64) echo qemu-system-riscv64 ;;
         *) echo "" ;;
@@ -73,7 +84,7 @@ vm_qemu_bin() { # arch
 
 vm_qemu_pkg() { # arch -> the Debian package with its qemu-system binary
     case $1 in
-        arm64) echo qemu-system-arm ;;
+        arm64|armv6) echo qemu-system-arm ;;
         amd64) echo qemu-system-x86 ;;
         riscv64) echo "qemu-system-misc opensbi" ;;
     esac
@@ -152,12 +163,13 @@ vm_apt_update() { # arch suite [force]
     touch "$d/updated"
 }
 
-# The kernel package of ARCH's metapackage (linux-image-ARCH -> linux-image-<abi>-ARCH),
-# its -unsigned twin when there is one (the same kernel without the EFI signature).
-vm_kernel_pkg() { # arch suite
-    local arch=$1 suite=$2 dep
-    dep=$(vm_apt "$arch" "$suite" apt-cache depends "linux-image-$arch" 2>/dev/null \
-        | sed -n "s/^ *Depends: \(linux-image-[^ ]*-$arch\)\$/\1/p" | head -n 1)
+# The kernel package of a flavour's metapackage (linux-image-FLAVOUR ->
+# linux-image-<abi>-FLAVOUR; the flavour is the architecture but for armel's rpi), its
+# -unsigned twin when there is one (the same kernel without the EFI signature).
+vm_kernel_pkg() { # debian-arch suite [flavour]
+    local arch=$1 suite=$2 fl=${3:-$1} dep
+    dep=$(vm_apt "$arch" "$suite" apt-cache depends "linux-image-$fl" 2>/dev/null \
+        | sed -n "s/^ *Depends: \(linux-image-[^ ]*-$fl\)\$/\1/p" | head -n 1)
     [ -n "$dep" ] || return 1
     if vm_apt "$arch" "$suite" apt-cache show "$dep-unsigned" >/dev/null 2>&1; then
         echo "$dep-unsigned"
@@ -178,35 +190,37 @@ vm_download() { # arch suite pkg destdir -> prints the .deb path
 }
 
 # Fetch and cache the kernel, modules and busybox for ARCH. Sets VM_KERNEL (the image),
-# VM_MODDIR (lib/modules/<version>), VM_KVER, VM_BUSYBOX, VM_KPKG.
+# VM_MODDIR (lib/modules/<version>), VM_KVER, VM_BUSYBOX, VM_KPKG, VM_DTBS (the kernel's
+# device trees, when its package ships them: armv6's rpi kernel).
 vm_fetch() { # arch
-    local arch=$1 suite dir kpkg deb tmp
+    local arch=$1 suite dir kpkg deb tmp darch fl
     suite=$(vm_suite "$arch")
+    darch=$(vm_deb_arch "$arch") fl=$(vm_kflavour "$arch")
     dir="$YC_VM_CACHE/$arch"
     mkdir -p "$dir" || { vm_skip "cannot create $dir"; return; }
     if [ ! -f "$dir/ready" ]; then
-        vm_apt_update "$arch" "$suite" || return
-        kpkg=$(vm_kernel_pkg "$arch" "$suite")
+        vm_apt_update "$darch" "$suite" || return
+        kpkg=$(vm_kernel_pkg "$darch" "$suite" "$fl")
         if [ -z "$kpkg" ]; then
-            vm_apt_update "$arch" "$suite" 1 || return
-            kpkg=$(vm_kernel_pkg "$arch" "$suite") \
-                || { vm_skip "no linux-image-$arch in Debian $suite ($arch): apt-cache depends linux-image-$arch found nothing"; return; }
+            vm_apt_update "$darch" "$suite" 1 || return
+            kpkg=$(vm_kernel_pkg "$darch" "$suite" "$fl") \
+                || { vm_skip "no linux-image-$fl in Debian $suite ($darch): apt-cache depends linux-image-$fl found nothing"; return; }
         fi
-        vm_say "downloading $kpkg and busybox-static ($suite, $arch)"
+        vm_say "downloading $kpkg and busybox-static ($suite, $darch)"
         tmp="$dir/tmp"; rm -rf "$tmp"; mkdir -p "$tmp"
-        deb=$(vm_download "$arch" "$suite" "$kpkg" "$tmp") && [ -n "$deb" ] \
-            || { vm_skip "apt-get download $kpkg:$arch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
+        deb=$(vm_download "$darch" "$suite" "$kpkg" "$tmp") && [ -n "$deb" ] \
+            || { vm_skip "apt-get download $kpkg:$darch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
         dpkg-deb -x "$deb" "$tmp/k" || { vm_skip "dpkg-deb -x $deb failed"; return; }
         # Newer Debian kernels (sid) split the image package into linux-binary-ABI (the
         # kernel) and linux-modules-ABI (the modules), which it depends on.
         local part
         for part in $(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed -n 's/^ *\(linux-\(binary\|modules\)-[^ ]*\).*/\1/p'); do
-            deb=$(vm_download "$arch" "$suite" "$part" "$tmp") && [ -n "$deb" ] \
-                || { vm_skip "apt-get download $part:$arch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
+            deb=$(vm_download "$darch" "$suite" "$part" "$tmp") && [ -n "$deb" ] \
+                || { vm_skip "apt-get download $part:$darch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
             dpkg-deb -x "$deb" "$tmp/k" || { vm_skip "dpkg-deb -x $deb failed"; return; }
         done
-        deb=$(vm_download "$arch" "$suite" busybox-static "$tmp") && [ -n "$deb" ] \
-            || { vm_skip "apt-get download busybox-static:$arch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
+        deb=$(vm_download "$darch" "$suite" busybox-static "$tmp") && [ -n "$deb" ] \
+            || { vm_skip "apt-get download busybox-static:$darch failed: $(grep -m1 '^E: ' "$tmp/download.log" | cut -c1-160)"; return; }
         dpkg-deb -x "$deb" "$tmp/b" || { vm_skip "dpkg-deb -x $deb failed"; return; }
         local img mods bb
         img=$(ls "$tmp"/k/boot/vmlinu[xz]-* "$tmp"/k/usr/lib/modules/*/vmlinu[xz] "$tmp"/k/lib/modules/*/vmlinu[xz] 2>/dev/null | head -n 1)
@@ -214,10 +228,14 @@ vm_fetch() { # arch
         bb=$(ls "$tmp"/b/bin/busybox "$tmp"/b/usr/bin/busybox 2>/dev/null | head -n 1)
         [ -n "$img" ] && [ -n "$mods" ] && [ -n "$bb" ] \
             || { vm_skip "unexpected package layout in $kpkg or busybox-static (kernel image, modules or busybox missing)"; return; }
-        rm -rf "${dir:?}/boot" "${dir:?}/modules" "${dir:?}/busybox"
+        rm -rf "${dir:?}/boot" "${dir:?}/modules" "${dir:?}/busybox" "${dir:?}/dtbs"
         mkdir -p "$dir/boot"
         mv "$img" "$dir/boot/vmlinuz" && mv "$mods" "$dir/modules" && mv "$bb" "$dir/busybox" \
             || { vm_skip "cannot move the extracted files into $dir"; return; }
+        # The device trees an ARM board's kernel ships (usr/lib/linux-image-<version>/).
+        local dtbs
+        dtbs=$(ls -d "$tmp"/k/usr/lib/linux-image-* 2>/dev/null | head -n 1)
+        [ -z "$dtbs" ] || mv "$dtbs" "$dir/dtbs" || { vm_skip "cannot move the device trees into $dir"; return; }
         basename "$mods" >"$dir/kver"
         echo "$kpkg" >"$dir/kpkg"
         rm -rf "$tmp"
@@ -228,6 +246,7 @@ vm_fetch() { # arch
     VM_KVER=$(cat "$dir/kver")
     VM_KPKG=$(cat "$dir/kpkg")
     VM_BUSYBOX="$dir/busybox"
+    VM_DTBS="$dir/dtbs"
     return 0
 }
 
@@ -358,7 +377,14 @@ while read -r m p; do
 done < /lib/modules/load
 ip link set lo up
 if [ $net = 1 ]; then
-    ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 \
+    # eth0 (virtio-net), or usb0 (a USB network device, which enumerates seconds later).
+    i=0 nif=""
+    while [ -z "\$nif" ] && [ \$i -lt 60 ]; do
+        for d in eth0 usb0; do [ -e /sys/class/net/\$d ] && nif=\$d && break; done
+        [ -n "\$nif" ] || sleep 0.5
+        i=\$((i + 1))
+    done
+    ip link set "\${nif:-eth0}" up && ip addr add 10.0.2.15/24 dev "\${nif:-eth0}" && ip route add default via 10.0.2.2 \
         || echo "YC-VM: network setup failed"
 fi
 cd /root
@@ -392,12 +418,33 @@ vm_boot() { # arch initrd log timeout [append-extra] [-- qemu args...]
                    && grep -qw -e vmx -e svm /proc/cpuinfo; then args+=(-accel kvm); fi ;;
         # Debian's riscv64 kernel is a 37 MB image: 64M leaves no room for the initramfs.
         riscv64) args=(-M virt -m "${YC_VM_RISCV64_MEM:-160M}"); append="console=ttyS0 $append" ;;
+        # Raspberry Pi Zero (BCM2835, ARM1176): its RAM is fixed at 512 MB. QEMU has no
+        # BCM2835 ASB block (bcm2835-power faults on it: left out) and no PM watchdog, so
+        # poweroff only halts the CPU: the run ends when the console says YC-VM-RESULT.
+        # The PL011 console comes up only with earlycon on it. With tickless idle and
+        # high-resolution timers on the BCM2835 system timer the guest froze at random
+        # points of a run (2 runs of 2); periodic ticks (nohz=off highres=off) did not.
+        armv6) args=(-M raspi0 -dtb "$VM_DTBS/bcm2835-rpi-zero.dtb")
+               append="console=ttyAMA0 earlycon=pl011,0x20201000 initcall_blacklist=bcm2835_power_driver_init nohz=off highres=off $append" ;;
     esac
     local t0 t1; t0=$(date +%s.%N)
+    : >"$log"
     timeout --kill-after=5 "$timeout" "$q" "${args[@]}" -display none -monitor none -no-reboot \
         -serial "file:$log" -kernel "$VM_KERNEL" -initrd "$initrd" \
-        -append "$append loglevel=4 panic=1" "$@" </dev/null >"$log.qemu" 2>&1
-    local qrc=$?
+        -append "$append loglevel=4 panic=1" "$@" </dev/null >"$log.qemu" 2>&1 &
+    local qpid=$! qrc
+    if [ "$arch" = armv6 ]; then
+        # The machine cannot power off: stop qemu once the result line is out (and the
+        # guest's sync has had a moment), or when the timeout ends it.
+        while kill -0 "$qpid" 2>/dev/null; do
+            if grep -q 'YC-VM-RESULT rc=' "$log" 2>/dev/null; then sleep 2; kill "$qpid" 2>/dev/null; break; fi
+            sleep 1
+        done
+        wait "$qpid"; qrc=$?
+        grep -q 'YC-VM-RESULT rc=' "$log" && qrc=0
+    else
+        wait "$qpid"; qrc=$?
+    fi
     t1=$(date +%s.%N)
     VM_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
     VM_RC=$(sed -n 's/.*YC-VM-RESULT rc=\([0-9]*\).*/\1/p' "$log" | tail -n 1)
