@@ -40,7 +40,7 @@ BIN=${1:-dist/aarch64-unknown-linux-musl/yoctoclaw}
 [ -f "$BIN" ] || { echo "e2e-board: $BIN missing (scripts/build-boards.sh builds it)" >&2; exit 2; }
 BIN=$(realpath "$BIN")
 
-SUITES=${E2E_SUITES:-"watchdog agent_cli config_cli cron_heartbeat doctor_cli gateway_wiring local_model_fit local_model_formats memory migrate_cli providers security serial_cli service_cli status_cli telegram_gateway telegram_inbox telegram_media tls tool_rules tools mcp_cli mcp_gateway mcp_gateway_edges metrics http_gateway http_bad_input web_search"}
+SUITES=${E2E_SUITES:-"watchdog agent_cli config_cli cron_heartbeat doctor_cli gateway_wiring local_model_fit local_model_formats memory migrate_cli providers security serial_cli service_cli status_cli telegram_gateway telegram_inbox telegram_media tls tool_rules tools mcp_cli mcp_gateway mcp_gateway_edges metrics http_gateway http_bad_input web_search http_ws http_status_page telegram_webhook audit injection"}
 
 # Tests that need a test hook: "suite test-name  hook". YOCTOCLAW_TEST_NOW puts the binary
 # at another time (1970 on a board without an RTC, a job overdue, a day later): the board
@@ -61,6 +61,8 @@ tls the_certificate_clock_follows_the_wall_clock_past_the_build_time  YOCTOCLAW_
 tls with_the_clock_in_1970_a_certificate_valid_at_build_time_is_accepted  YOCTOCLAW_TEST_NOW
 tls with_the_clock_in_1970_the_time_comes_from_the_date_of_an_https_answer  YOCTOCLAW_TEST_NOW
 watchdog a_blocked_executor_stops_the_pings_and_the_stall_detector_exits  YOCTOCLAW_TEST_WATCHDOG_BLOCK_AFTER
+audit retention_deletes_rows_older_than_audit_days  YOCTOCLAW_TEST_NOW
+audit a_full_database_while_the_trail_is_written_loses_no_turn  YOCTOCLAW_TEST_AUDIT_FULL
 "
 
 # Tests that cannot run under qemu-user (7.2, Debian 12's): "suite test-name  reason".

@@ -9,7 +9,7 @@ mod support;
 use std::io::Write;
 use std::process::{Output, Stdio};
 use support::fake_http::{FakeServer, Response, openai_text, openai_tool_calls};
-use support::{TempHome, config_for, succeeded, text};
+use support::{TempHome, config_for, hook, succeeded, text};
 
 const KEY: &str = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH";
 
@@ -176,8 +176,12 @@ fn retention_deletes_rows_older_than_audit_days() {
         .as_secs();
     let old = (now - 40 * 86_400).to_string();
     let recent = (now - 20 * 86_400).to_string();
-    succeeded(&agent(&home, "old", &[("YOCTOCLAW_TEST_NOW", &old)]));
-    succeeded(&agent(&home, "recent", &[("YOCTOCLAW_TEST_NOW", &recent)]));
+    succeeded(&agent(&home, "old", &[(hook("YOCTOCLAW_TEST_NOW"), &old)]));
+    succeeded(&agent(
+        &home,
+        "recent",
+        &[(hook("YOCTOCLAW_TEST_NOW"), &recent)],
+    ));
     assert_eq!(rows(&audit(&home, &[])).len(), 2);
     // `agent` runs retention at start: the 40-day-old row goes, the 20-day-old stays.
     succeeded(&agent(&home, "now", &[]));
@@ -204,7 +208,7 @@ fn a_full_database_while_the_trail_is_written_loses_no_turn() {
     let out = agent(
         &home,
         "first question",
-        &[("YOCTOCLAW_TEST_AUDIT_FULL", "1")],
+        &[(hook("YOCTOCLAW_TEST_AUDIT_FULL"), "1")],
     );
     assert_eq!(succeeded(&out).trim(), "done");
     let stderr = text(&out.stderr);
