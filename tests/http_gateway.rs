@@ -382,6 +382,22 @@ fn keep_alive_pipelining_continue_and_chunked_bodies() {
         "{events:?}"
     );
     assert_eq!(events[events.len() - 1], "data: [DONE]");
+    // An HTTP/1.0 client has no chunked coding, even when it asks to keep the connection:
+    // the stream comes as it is and the close ends it.
+    let mut old = Client::new(port);
+    old.send(format!("POST /v1/chat/completions HTTP/1.0\r\nConnection: keep-alive\r\nAuthorization: Bearer {HTTP_TOKEN}\r\nContent-Length: {}\r\n\r\n{body}", body.len()).as_bytes());
+    let s = old.read_reply().unwrap();
+    assert_eq!(s.status, 200);
+    assert_eq!(s.header("transfer-encoding"), None, "{s:?}");
+    assert_eq!(s.header("connection"), Some("close"), "{s:?}");
+    assert!(s.body.starts_with("data: {"), "{:?}", s.body);
+    assert!(
+        s.body.contains(r#""content":"You said: streamed""#),
+        "{:?}",
+        s.body
+    );
+    assert!(s.body.ends_with("data: [DONE]\n\n"), "{:?}", s.body);
+    assert!(old.closed());
     // Connection: close is honoured.
     c.send(b"GET /health HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n");
     let last = c.read_reply().unwrap();

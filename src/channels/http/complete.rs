@@ -79,7 +79,7 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
         model: req.model.clone(),
     };
     let agent = &srv.deps.agent;
-    let mut sse = req.stream.then(|| Sse::new(c, &ids, keep));
+    let mut sse = req.stream.then(|| Sse::new(c, &ids, keep, !h.http10));
     let pending = Rc::new(RefCell::new(Pending::default()));
     let result = match commands::handle(agent, &session, &req.text) {
         Some(answer) => Ok((answer, Tokens::default())),
@@ -279,11 +279,13 @@ impl StreamSink for SseSink {
     }
 }
 
-/// A streamed answer on a connection: SSE events, each one HTTP chunk, gathered and
-/// written by [`Sse::flush`].
+/// A streamed answer on a connection: SSE events, each one HTTP chunk (an HTTP/1.0
+/// client has no chunked coding: the events go as they are and the connection's close
+/// ends them), gathered and written by [`Sse::flush`].
 struct Sse<'c, 'a> {
     c: &'c mut Conn<'a>,
     ids: &'c Ids,
+    chunked: bool,
     /// Written at the next flush.
     out: Vec<u8>,
     /// No write failed yet (after one, nothing more is written).
@@ -292,14 +294,24 @@ struct Sse<'c, 'a> {
 
 impl<'c, 'a> Sse<'c, 'a> {
     /// The answer's head and the role's chunk, to be flushed.
-    fn new(c: &'c mut Conn<'a>, ids: &'c Ids, keep: bool) -> Sse<'c, 'a> {
+    fn new(c: &'c mut Conn<'a>, ids: &'c Ids, keep: bool, chunked: bool) -> Sse<'c, 'a> {
         let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n{}\r\n",
-            if keep { "" } else { "Connection: close\r\n" }
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n{}{}\r\n",
+            if chunked {
+                "Transfer-Encoding: chunked\r\n"
+            } else {
+                ""
+            },
+            if keep && chunked {
+                ""
+            } else {
+                "Connection: close\r\n"
+            }
         );
         let mut s = Sse {
             c,
             ids,
+            chunked,
             out: head.into_bytes(),
             alive: true,
         };
@@ -307,8 +319,12 @@ impl<'c, 'a> Sse<'c, 'a> {
         s
     }
 
-    /// One HTTP chunk.
+    /// One HTTP chunk (or the bytes alone, unchunked).
     fn chunk(&mut self, data: &[u8]) {
+        if !self.chunked {
+            self.out.extend_from_slice(data);
+            return;
+        }
         self.out
             .extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
         self.out.extend_from_slice(data);
@@ -333,7 +349,9 @@ impl<'c, 'a> Sse<'c, 'a> {
             Err(r) => self.event(&r.body),
         }
         self.event("[DONE]");
-        self.out.extend_from_slice(b"0\r\n\r\n");
+        if self.chunked {
+            self.out.extend_from_slice(b"0\r\n\r\n");
+        }
     }
 
     /// Write what was gathered; whether the connection is still good.

@@ -260,7 +260,10 @@ impl<'a> Conn<'a> {
                 }
                 self.answer(&head, r, unread, last).await
             }
-            Outcome::Streamed(ok) => ok && head.keep_alive && !last && !self.srv.stopping(),
+            // An HTTP/1.0 stream is not chunked: its end is the connection's close.
+            Outcome::Streamed(ok) => {
+                ok && head.keep_alive && !head.http10 && !last && !self.srv.stopping()
+            }
         }
     }
 

@@ -53,6 +53,9 @@ pub struct Head {
     pub authorization: Option<String>,
     /// `X-Session-Id`.
     pub session: Option<String>,
+    /// The request line says HTTP/1.0: a streamed answer cannot be chunked (it ends
+    /// when the connection closes).
+    pub http10: bool,
     /// `X-Telegram-Bot-Api-Secret-Token` (the webhook's secret).
     pub telegram_secret: Option<String>,
     /// What the status page's login and the WebSocket's origin check read: `Host`,
@@ -130,6 +133,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<(Head, usize)>, HeadError> {
         method,
         path: path_of(req.path.unwrap_or("")),
         keep_alive: !http10,
+        http10,
         body: BodyKind::None,
         expect_continue: false,
         authorization: None,
