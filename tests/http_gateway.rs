@@ -12,7 +12,6 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::TempHome;
@@ -194,26 +193,12 @@ fn the_openai_python_client_gets_the_boards_answers_whole_and_streamed() {
     );
     let home = TempHome::onboarded("http-openai", &config);
     let (mut g, port) = start(&home, true, true);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/http/openai_client.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(format!("http://127.0.0.1:{port}/v1"))
-        .arg(HTTP_TOKEN)
-        .output()
-        .expect("run the client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        g.log()
+    let v = python_client(
+        &g,
+        "openai_client.py",
+        &format!("http://127.0.0.1:{port}/v1"),
     );
-    let v = yoctoclaw::json::parse_value(stdout.trim()).expect("the client's JSON");
-    let s = |path: &[&str]| {
-        yoctoclaw::json::path(&v, path)
-            .map(yoctoclaw::json::to_string)
-            .unwrap_or_default()
-    };
+    let s = |path: &[&str]| json_at(&v, path);
     assert_eq!(s(&["whole", "object"]), r#""chat.completion""#);
     assert_eq!(s(&["whole", "content"]), r#""You said: hello board""#);
     assert_eq!(s(&["whole", "role"]), r#""assistant""#);
@@ -222,7 +207,8 @@ fn the_openai_python_client_gets_the_boards_answers_whole_and_streamed() {
     // The model streams without a usage chunk: the board's estimate.
     assert!(
         s(&["whole", "total_tokens"]).parse::<u64>().unwrap() > 0,
-        "{stdout}"
+        "{}",
+        yoctoclaw::json::to_string(&v)
     );
     let parts: Vec<String> = yoctoclaw::json::path(&v, &["stream", "parts"])
         .and_then(yoctoclaw::json::as_array)
@@ -236,7 +222,8 @@ fn the_openai_python_client_gets_the_boards_answers_whole_and_streamed() {
     assert_eq!(s(&["stream", "objects"]), r#"["chat.completion.chunk"]"#);
     assert!(
         s(&["stream", "total_tokens"]).parse::<u64>().unwrap() > 0,
-        "{stdout}"
+        "{}",
+        yoctoclaw::json::to_string(&v)
     );
     assert_eq!(s(&["models"]), r#"["yoctoclaw"]"#);
     assert_eq!(s(&["wrong_token"]), "401");

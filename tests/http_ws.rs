@@ -15,7 +15,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::TempHome;
@@ -62,26 +61,8 @@ fn the_websockets_python_client_chats_streamed() {
     let tg = FakeTelegram::start();
     let home = TempHome::onboarded("http-ws-py", &streaming_config(&llm, &tg, ""));
     let (mut g, port) = start(&home, true, true);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/http/ws_client.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .arg(format!("ws://127.0.0.1:{port}/ws"))
-        .arg(HTTP_TOKEN)
-        .output()
-        .expect("run the client");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        g.log()
-    );
-    let v = yoctoclaw::json::parse_value(stdout.trim()).expect("the client's JSON");
-    let s = |path: &[&str]| {
-        yoctoclaw::json::path(&v, path)
-            .map(yoctoclaw::json::to_string)
-            .unwrap_or_default()
-    };
+    let v = python_client(&g, "ws_client.py", &format!("ws://127.0.0.1:{port}/ws"));
+    let s = |path: &[&str]| json_at(&v, path);
     let deltas: Vec<String> = yoctoclaw::json::path(&v, &["first", "deltas"])
         .and_then(yoctoclaw::json::as_array)
         .unwrap()

@@ -340,3 +340,33 @@ pub fn until(what: &str, mut cond: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// Run `tests/fixtures/http/<script>` (a real Python client) against `url` with the API
+/// token and read the JSON it prints; a failed run fails the test with its output and
+/// the gateway's log.
+pub fn python_client(g: &Gateway, script: &str, url: &str) -> miniserde::json::Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/http")
+        .join(script);
+    let out = std::process::Command::new("python3")
+        .arg(path)
+        .arg(url)
+        .arg(HTTP_TOKEN)
+        .output()
+        .expect("run the client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        g.log()
+    );
+    yoctoclaw::json::parse_value(stdout.trim()).expect("the client's JSON")
+}
+
+/// The JSON text at `path` in `v` (empty when there is none).
+pub fn json_at(v: &miniserde::json::Value, path: &[&str]) -> String {
+    yoctoclaw::json::path(v, path)
+        .map(yoctoclaw::json::to_string)
+        .unwrap_or_default()
+}
