@@ -18,9 +18,6 @@ use crate::config::tool_rules::WORKER_TOOLS;
 use crate::store::workers::Worker;
 use crate::tools::{Args, CallContext, ToolError, workers};
 
-/// The `state` key naming the workers running now: `PID NAME…` (`status`).
-pub const RUNNING_KEY: &str = "workers.running";
-
 /// A worker's turn: what `answer_once` needs besides its session.
 pub(super) struct Run {
     pub def: Worker,
@@ -68,7 +65,7 @@ impl Drop for Slot<'_> {
 fn publish(agent: &Agent, running: &[String]) {
     let v = format!("{} {}", std::process::id(), running.join(" "));
     let db = &agent.db;
-    if let Err(e) = db.deferred_sync(|| db.set_state(RUNNING_KEY, &v)) {
+    if let Err(e) = db.deferred_sync(|| db.set_state(crate::status::WORKERS_RUNNING_KEY, &v)) {
         log::warn!("the running workers were not recorded: {e}");
     }
 }
