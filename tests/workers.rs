@@ -48,7 +48,9 @@ fn parent(role: &str, content: &str) -> String {
 }
 
 fn agent(home: &TempHome, msg: &str) -> Output {
-    home.cmd(&["agent", "-m", msg]).output().expect("run yoctoclaw")
+    home.cmd(&["agent", "-m", msg])
+        .output()
+        .expect("run yoctoclaw")
 }
 
 #[test]
@@ -66,11 +68,17 @@ fn a_worker_is_spawned_saved_delegated_to_and_cannot_spawn_another() {
     }
     let (m, seen) = model(parent, worker);
     let home = TempHome::onboarded("workers-spawn", &config_for(&m.url(), ""));
-    assert_eq!(succeeded(&home.run(&["workers"])).trim(), "No saved workers.");
+    assert_eq!(
+        succeeded(&home.run(&["workers"])).trim(),
+        "No saved workers."
+    );
     let spawn = r#"spawn_worker {"name":"french","instructions":"Answer in French.\nBe brief.","task":"greet","save":true}"#;
     let out = succeeded(&agent(&home, spawn));
     assert!(out.starts_with("parent saw: "), "{out}");
-    assert!(out.contains("bonjour"), "the worker's answer is the result: {out}");
+    assert!(
+        out.contains("bonjour"),
+        "the worker's answer is the result: {out}"
+    );
     assert!(
         out.contains("a worker cannot start or manage workers"),
         "recursion refused: {out}"
@@ -80,27 +88,54 @@ fn a_worker_is_spawned_saved_delegated_to_and_cannot_spawn_another() {
         assert_eq!(seen.len(), 2, "two worker requests");
         assert!(seen[0].contains("Answer in French."), "its instructions");
         assert!(seen[0].contains("greet"), "its task");
-        assert!(!seen[0].contains("\"name\":\"spawn_worker\""), "no worker tools offered");
-        assert!(seen[0].contains("\"name\":\"list_dir\""), "the parent's other tools");
+        assert!(
+            !seen[0].contains("\"name\":\"spawn_worker\""),
+            "no worker tools offered"
+        );
+        assert!(
+            seen[0].contains("\"name\":\"list_dir\""),
+            "the parent's other tools"
+        );
     }
     let listed = succeeded(&home.run(&["workers"]));
     assert_eq!(listed.trim(), "french: Answer in French.", "{listed}");
 
-    let out = succeeded(&agent(&home, r#"delegate {"worker":"french","task":"again"}"#));
+    let out = succeeded(&agent(
+        &home,
+        r#"delegate {"worker":"french","task":"again"}"#,
+    ));
     assert!(out.contains("bonjour"), "{out}");
     assert!(seen.lock().unwrap()[2].contains("again"));
 
     // The audit trail: the parent's calls, and the worker's refused one under its session.
     let trail = succeeded(&home.run(&["audit"]));
-    let worker_rows: Vec<&str> = trail.lines().filter(|l| l.contains("/worker:french")).collect();
+    let worker_rows: Vec<&str> = trail
+        .lines()
+        .filter(|l| l.contains("/worker:french"))
+        .collect();
     assert_eq!(worker_rows.len(), 2, "{trail}");
-    assert!(worker_rows.iter().all(|l| l.contains("denied") && l.contains("spawn_worker")));
-    assert!(trail.lines().any(|l| l.contains("delegate") && l.contains(" run ")), "{trail}");
+    assert!(
+        worker_rows
+            .iter()
+            .all(|l| l.contains("denied") && l.contains("spawn_worker"))
+    );
+    assert!(
+        trail
+            .lines()
+            .any(|l| l.contains("delegate") && l.contains(" run ")),
+        "{trail}"
+    );
 
     let status = succeeded(&home.run(&["status"]));
-    assert!(status.contains("workers:    1 saved, none running"), "{status}");
+    assert!(
+        status.contains("workers:    1 saved, none running"),
+        "{status}"
+    );
     succeeded(&home.run(&["workers", "remove", "french"]));
-    assert_eq!(succeeded(&home.run(&["workers"])).trim(), "No saved workers.");
+    assert_eq!(
+        succeeded(&home.run(&["workers"])).trim(),
+        "No saved workers."
+    );
     let gone = home.run(&["workers", "remove", "french"]);
     assert_eq!(gone.status.code(), Some(2));
 }
@@ -124,9 +159,16 @@ fn a_looping_worker_stops_at_its_turn_cap_with_its_last_text() {
     let out = succeeded(&out);
     assert!(out.starts_with("parent saw: "), "{out}");
     let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 3, "two tool rounds, then one request without tools");
+    assert_eq!(
+        seen.len(),
+        3,
+        "two tool rounds, then one request without tools"
+    );
     assert!(seen[1].contains("\"tools\""));
-    assert!(!seen[2].contains("\"tools\""), "the last request offers no tools");
+    assert!(
+        !seen[2].contains("\"tools\""),
+        "the last request offers no tools"
+    );
     assert!(seen[2].contains("You have used all tool rounds"));
 }
 
@@ -144,7 +186,10 @@ fn bad_names_huge_instructions_unknown_workers_and_a_cap_of_zero_are_refused() {
             "a worker name is 1 to 32 of a-z, 0-9, _ and -",
         ),
         (
-            format!(r#"spawn_worker {{"name":"{}","instructions":"x","task":"y"}}"#, "a".repeat(33)),
+            format!(
+                r#"spawn_worker {{"name":"{}","instructions":"x","task":"y"}}"#,
+                "a".repeat(33)
+            ),
             "a worker name is 1 to 32",
         ),
         (
@@ -176,4 +221,60 @@ fn bad_names_huge_instructions_unknown_workers_and_a_cap_of_zero_are_refused() {
     ));
     assert!(out.contains("agent.max_workers is 0"), "{out}");
     assert!(seen.lock().unwrap().is_empty(), "no worker ran");
+}
+
+#[test]
+fn the_cap_holds_across_turns_status_shows_the_worker_and_shutdown_cancels_it() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+    use support::http_client::{ask, complete, http_config, start, until};
+    let held = Arc::new(AtomicUsize::new(0));
+    let release = Arc::new(AtomicBool::new(false));
+    let (h, r) = (held.clone(), release.clone());
+    // The worker "slow" gets no answer until released (at most 20 s, a hang guard).
+    let m = FakeServer::start(move |req| {
+        let (role, content) = last_message(&req.body);
+        if req.body.contains(r#"You are the worker \"slow\""#) {
+            h.fetch_add(1, Ordering::SeqCst);
+            let start = Instant::now();
+            while !r.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(20) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            return Response::json(200, &openai_text("late"));
+        }
+        Response::json(200, &parent(&role, &content))
+    });
+    let home = TempHome::onboarded(
+        "workers-gateway",
+        &http_config(&m, None, "", r#","agent":{"max_workers":1}"#),
+    );
+    let (g, port) = start(&home, true, false);
+    let spawn = |name: &str| {
+        ask(
+            &format!(r#"spawn_worker {{"name":"{name}","instructions":"x","task":"y"}}"#),
+            "",
+        )
+    };
+    let slow = spawn("slow");
+    let a = std::thread::spawn(move || complete(port, &slow, "X-Session-Id: a\r\n"));
+    until("the slow worker's request", || {
+        held.load(Ordering::SeqCst) == 1
+    });
+    until("the running worker in status", || {
+        succeeded(&home.run(&["status"])).contains("workers:    0 saved, 1 running: slow@")
+    });
+    let b = complete(port, &spawn("fast"), "X-Session-Id: b\r\n");
+    let answer = support::http_client::answer_of(&b);
+    assert!(
+        answer.contains("1 worker(s) running, agent.max_workers is 1"),
+        "{answer}"
+    );
+    // Shutdown ends the parent turn, and with it the worker waiting on its model.
+    let (status, took, log) = g.stop();
+    assert!(status.success(), "{log}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let a = a.join().unwrap();
+    assert_ne!(a.status, 200, "{}", a.body);
+    release.store(true, Ordering::SeqCst);
+    assert_eq!(held.load(Ordering::SeqCst), 1, "the worker asked once");
 }

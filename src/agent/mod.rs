@@ -501,7 +501,8 @@ impl Agent {
                     .collect();
                 round_msgs.push(said);
                 for call in &calls {
-                    let (r, images, entry) = self.run_tool(call, &ctx, &mut room, &mut hits, w).await;
+                    let (r, images, entry) =
+                        self.run_tool(call, &ctx, &mut room, &mut hits, w).await;
                     trail.push(entry);
                     let mut m = Message::new(Role::Tool, r);
                     m.tool_call_id = Some(call.id.clone());
@@ -581,12 +582,12 @@ impl Agent {
                 let (name, args) = (&call.name, &call.arguments);
                 let started = std::time::Instant::now();
                 let r = if matches!(name.as_str(), "spawn_worker" | "delegate") {
-                    self.run_worker(call, ctx).await.map(|text| {
-                        crate::tools::ToolOutput {
+                    self.run_worker(call, ctx)
+                        .await
+                        .map(|text| crate::tools::ToolOutput {
                             text,
                             images: Vec::new(),
-                        }
-                    })
+                        })
                 } else {
                     self.tools.call_seeing(name, args, ctx, *room).await
                 };

@@ -42,9 +42,11 @@ impl Run {
                 "a worker cannot start or manage workers; do the task yourself".into(),
             ));
         }
-        self.def.deny.split(' ').any(|d| d == name).then(|| {
-            ToolError::Denied(format!("{name} is denied to this worker"))
-        })
+        self.def
+            .deny
+            .split(' ')
+            .any(|d| d == name)
+            .then(|| ToolError::Denied(format!("{name} is denied to this worker")))
     }
 }
 

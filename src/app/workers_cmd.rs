@@ -22,7 +22,11 @@ pub fn run(db: &Db, words: &[String], out: &mut impl Write) -> Result<(), AppErr
             }
             format!("Removed worker {name}.")
         }
-        _ => return Err(AppError::Usage("usage: yoctoclaw workers [remove NAME]".into())),
+        _ => {
+            return Err(AppError::Usage(
+                "usage: yoctoclaw workers [remove NAME]".into(),
+            ));
+        }
     };
     writeln!(out, "{text}").map_err(|e| AppError::Runtime(e.to_string()))
 }

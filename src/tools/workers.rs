@@ -91,9 +91,7 @@ pub fn spawned(args: &Args, now: i64) -> Result<(Worker, String, bool), ToolErro
 pub fn delegated(db: &Db, args: &Args) -> Result<(Worker, String), ToolError> {
     let name = check_name(args.str("worker")?)?;
     let w = db.worker(name).map_err(failed)?.ok_or_else(|| {
-        ToolError::BadArgs(format!(
-            "no saved worker {name:?}: list_workers names them"
-        ))
+        ToolError::BadArgs(format!("no saved worker {name:?}: list_workers names them"))
     })?;
     Ok((w, args.str("task")?.to_string()))
 }
