@@ -39,6 +39,7 @@ pub enum Cmd {
     Cron(CronCmd),
     Memory(MemoryCmd),
     Audit(AuditCmd),
+    Workers(WorkersCmd),
     Migrate(MigrateCmd),
     Status(StatusCmd),
     Doctor(DoctorCmd),
@@ -65,6 +66,14 @@ pub struct AuditCmd {
     /// show at most this many, the newest (default 50, at most 1000)
     #[argh(option)]
     pub limit: Option<usize>,
+}
+
+#[derive(FromArgs, Debug)]
+/// List the saved workers, or `remove NAME` one.
+#[argh(subcommand, name = "workers")]
+pub struct WorkersCmd {
+    #[argh(positional)]
+    pub words: Vec<String>,
 }
 
 #[derive(FromArgs, Debug)]

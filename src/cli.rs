@@ -117,6 +117,10 @@ unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
             let mut out = std::io::stdout().lock();
             app::audit_cmd::run(&db, &a, crate::time::now(), &mut out)
         }
+        Cmd::Workers(w) => {
+            let db = open_db(&load(home, true)?)?;
+            app::workers_cmd::run(&db, &w.words, &mut std::io::stdout().lock())
+        }
         Cmd::Gateway(_) => app::gateway::run(&load(home, false)?),
         // Not quiet: this runs from a crontab, and its log is its output.
         Cmd::Heartbeat(_) => commands::heartbeat_command(&load(home, false)?),

@@ -271,3 +271,11 @@ pub const WS_IDLE_SECS: u64 = 30;
 /// ...and seconds after that ping within which something must come back, else the
 /// connection is closed.
 pub const WS_PONG_SECS: u64 = 15;
+
+/// Saved worker definitions (`spawn_worker` with `save`) kept at most; saving one more
+/// is refused until one is removed.
+pub const MAX_SAVED_WORKERS: usize = 32;
+/// Longest worker name (`[a-z0-9_-]`).
+pub const MAX_WORKER_NAME_BYTES: usize = 32;
+/// Longest worker instructions (its system prompt's own part).
+pub const MAX_WORKER_INSTRUCTIONS_BYTES: usize = 4096;

@@ -46,6 +46,8 @@ use std::path::Path;
 
 /// State key of the gateway's status record.
 pub const GATEWAY_STATUS_KEY: &str = "gateway.status";
+/// The `state` key naming the workers a process runs now: `PID NAME@SESSION…`.
+pub const WORKERS_RUNNING_KEY: &str = "workers.running";
 /// State key: Unix seconds of the last heartbeat check-in.
 pub const HEARTBEAT_LAST_RUN_KEY: &str = "heartbeat.last_run";
 /// State key: one line on how the last heartbeat went.
@@ -234,6 +236,20 @@ pub fn write_gateway_record(
     // anyway. An idle gateway then costs the SD card no sync a minute (docs/DECISIONS.md,
     // 95); the next answer's commit, or the kernel's writeback, puts it on the card.
     db.deferred_sync(|| db.set_state(GATEWAY_STATUS_KEY, &r.encode()))
+}
+
+/// The workers the running gateway runs now (by its record's pid).
+fn running(db: &Db, gateway: &Gateway) -> String {
+    let v = db.get_state(WORKERS_RUNNING_KEY).ok().flatten();
+    let mut words = v.as_deref().unwrap_or("").split(' ');
+    let pid = words.next().and_then(|p| p.parse::<u32>().ok());
+    let names: Vec<&str> = words.filter(|w| !w.is_empty()).collect();
+    match gateway {
+        Gateway::Running(r) if pid == Some(r.pid) && !names.is_empty() => {
+            format!("{} running: {}", names.len(), names.join(" "))
+        }
+        _ => "none running".into(),
+    }
 }
 
 /// Whether a gateway is running, by its record.
@@ -455,6 +471,8 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
         _ => "none live".to_string(),
     };
     let _ = writeln!(s, "sessions:   {stored} stored, {live}");
+    let saved = db.workers().map_or(0, |w| w.len());
+    let _ = writeln!(s, "workers:    {saved} saved, {}", running(&db, &gateway));
     let _ = writeln!(s, "memory:     {}", memory_text(&db));
     let _ = writeln!(s, "cron:       {}", cron_text(&db, tz));
     let _ = writeln!(s, "heartbeat:  {}", heartbeat_text(cfg, &db, tz));

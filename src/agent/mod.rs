@@ -44,6 +44,7 @@ pub mod streaming;
 pub mod think;
 pub mod toolcall;
 pub mod untrusted;
+pub mod workers;
 
 use crate::chat::ChannelKind;
 use crate::chat::media::ToolImage;
@@ -152,6 +153,8 @@ pub struct Agent {
     /// The injection screen for untrusted tool results (`untrusted`); `None` when
     /// `security.injection.enabled` is off (results are still fenced).
     screen: Option<crate::security::injection::Screen>,
+    /// The workers running now (`NAME@PARENT`), at most `agent.max_workers` (`workers`).
+    running_workers: RefCell<Vec<String>>,
 }
 
 impl Agent {
@@ -189,6 +192,7 @@ impl Agent {
             think_starts: RefCell::new(vec![None; n]),
             last_provider: Cell::new(None),
             screen,
+            running_workers: RefCell::new(Vec::new()),
         }
     }
 
@@ -236,7 +240,7 @@ impl Agent {
                 now_secs(),
             )
         })?;
-        self.answer(session, channel, Some(&text), sink).await
+        self.answer(session, channel, Some(&text), sink, None).await
     }
 
     /// Answer a session whose history already ends with what is to be answered: the
@@ -250,7 +254,7 @@ impl Agent {
         sink: &mut dyn StreamSink,
     ) -> Result<String, AgentError> {
         self.check_budget()?;
-        self.answer(session, channel, None, sink).await
+        self.answer(session, channel, None, sink, None).await
     }
 
     fn check_budget(&self) -> Result<(), AgentError> {
@@ -270,10 +274,11 @@ impl Agent {
         channel: ChannelKind,
         text: Option<&str>,
         sink: &mut dyn StreamSink,
+        w: Option<&workers::Run>,
     ) -> Result<String, AgentError> {
         let mut retried_overflow = false;
         loop {
-            match self.answer_once(session, channel, text, sink).await {
+            match self.answer_once(session, channel, text, sink, w).await {
                 Err(AgentError::Provider(ProviderError::ContextOverflow { .. }))
                     if !retried_overflow =>
                 {
@@ -315,6 +320,7 @@ impl Agent {
         channel: ChannelKind,
         text: Option<&str>,
         sink: &mut dyn StreamSink,
+        w: Option<&workers::Run>,
     ) -> Result<String, AgentError> {
         let sink = &mut scrub_sink::ScrubSink::new(sink);
         compact::maybe_compact(self, session).await;
@@ -331,21 +337,27 @@ impl Agent {
                 .rev()
                 .find(|m| m.role == Role::User && !m.content.starts_with("<tool_result"));
             let text = text.or(typed.map(|m| m.content.as_str())).unwrap_or("");
-            Ok((
-                self.system_prompt_sized(session, channel, text, small),
-                history,
-            ))
+            let system = match w {
+                Some(w) => w.prompt(),
+                None => self.system_prompt_sized(session, channel, text, small),
+            };
+            Ok((system, history))
         })?;
+        // A worker's tools act for its parent's chat (approvals, send_message).
         let ctx = CallContext {
-            session: session.to_string(),
+            session: w.map_or(session, |w| &w.parent).to_string(),
             channel,
         };
-        let max_rounds = self.cfg.agent.max_tool_iterations as usize;
+        let a = &self.cfg.agent;
+        let max_rounds = w.map_or(a.max_tool_iterations, |_| a.worker_max_turns) as usize;
         let mut mode = self.tool_mode();
         let mut all_specs = match mode {
             ToolMode::None => Vec::new(),
             _ => self.tools.specs(channel),
         };
+        if let Some(w) = w {
+            all_specs.retain(|t| w.refuses(&t.name).is_none());
+        }
         if small {
             all_specs = fit::small_specs(&all_specs);
         }
@@ -468,7 +480,7 @@ impl Agent {
                 let mut images = Vec::new();
                 for call in &calls {
                     let (r, mut shown, entry) =
-                        self.run_tool(call, &ctx, &mut room, &mut hits).await;
+                        self.run_tool(call, &ctx, &mut room, &mut hits, w).await;
                     trail.push(entry);
                     results.push_str(&format!(
                         "<tool_result name=\"{}\">\n{}\n</tool_result>\n",
@@ -489,7 +501,8 @@ impl Agent {
                     .collect();
                 round_msgs.push(said);
                 for call in &calls {
-                    let (r, images, entry) = self.run_tool(call, &ctx, &mut room, &mut hits).await;
+                    let (r, images, entry) =
+                        self.run_tool(call, &ctx, &mut room, &mut hits, w).await;
                     trail.push(entry);
                     let mut m = Message::new(Role::Tool, r);
                     m.tool_call_id = Some(call.id.clone());
@@ -546,21 +559,38 @@ impl Agent {
         ctx: &CallContext,
         room: &mut Option<usize>,
         hits: &mut Vec<untrusted::Hit>,
+        w: Option<&workers::Run>,
     ) -> (String, Vec<ToolImage>, audit::Entry) {
-        log::info!("tool {} in {}", call.name, ctx.session);
+        // A worker's calls are logged and audited under its own session.
+        let session = w.map_or(&ctx.session, |w| &w.session);
+        log::info!("tool {} in {session}", call.name);
         let mut entry = audit::Entry::new(
             now_secs(),
             ctx.channel.as_str(),
-            &ctx.session,
+            session,
             &call.name,
             &crate::tools::output::scrub_json(&call.arguments),
         );
-        let result = match self.authorize(call, ctx).await {
+        let refused = w.and_then(|w| w.refuses(&call.name));
+        let authorized = match refused {
+            Some(e) => Err((audit::Verdict::Denied, e)),
+            None => self.authorize(call, ctx).await,
+        };
+        let result = match authorized {
             Ok(verdict) => {
                 entry.verdict = verdict;
                 let (name, args) = (&call.name, &call.arguments);
                 let started = std::time::Instant::now();
-                let r = self.tools.call_seeing(name, args, ctx, *room).await;
+                let r = if matches!(name.as_str(), "spawn_worker" | "delegate") {
+                    self.run_worker(call, ctx)
+                        .await
+                        .map(|text| crate::tools::ToolOutput {
+                            text,
+                            images: Vec::new(),
+                        })
+                } else {
+                    self.tools.call_seeing(name, args, ctx, *room).await
+                };
                 entry.ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
                 r
             }

@@ -56,6 +56,8 @@ pub fn screen(cfg: &InjectionConfig) -> Option<Screen> {
 pub fn source(tool: &str, arguments: &str, mcp: bool) -> Option<String> {
     match tool {
         "web_fetch" | "web_search" => Some(tool.to_string()),
+        // A worker's answer may pass on what it read.
+        "spawn_worker" | "delegate" => Some("worker".to_string()),
         _ if mcp => Some(tool.to_string()),
         "read_file" if reads_inbox(arguments) => Some("inbox".to_string()),
         _ => None,

@@ -25,6 +25,7 @@ pub mod gateway;
 pub mod mcp_cmd;
 pub mod mcp_seam;
 pub mod memory_cmd;
+pub mod workers_cmd;
 
 use crate::agent::Agent;
 use crate::channels::deliver::Delivery;

@@ -21,7 +21,7 @@ use super::{Config, ConfigError};
 use crate::chat::ChannelKind;
 
 /// Every tool the model can be offered, in bit order (`tools` checks its table matches).
-pub const TOOL_NAMES: [&str; 20] = [
+pub const TOOL_NAMES: [&str; 24] = [
     "read_file",
     "write_file",
     "edit_file",
@@ -37,6 +37,10 @@ pub const TOOL_NAMES: [&str; 20] = [
     "cron_remove",
     "send_message",
     "send_file",
+    "spawn_worker",
+    "delegate",
+    "list_workers",
+    "remove_worker",
     "system_info",
     "gpio",
     "i2c",
@@ -47,8 +51,11 @@ pub const TOOL_NAMES: [&str; 20] = [
 /// The hardware tools (offered only with a `hardware.allow`).
 pub const HARDWARE_TOOLS: &[&str] = &["gpio", "i2c", "spi", "serial_port"];
 
+/// The sub-agent tools (never offered to a worker itself).
+pub const WORKER_TOOLS: &[&str] = &["spawn_worker", "delegate", "list_workers", "remove_worker"];
+
 /// The groups a deny list may name, with their tools.
-pub const TOOL_GROUPS: [(&str, &[&str]); 9] = [
+pub const TOOL_GROUPS: [(&str, &[&str]); 10] = [
     ("fs_read", &["read_file", "list_dir"]),
     ("fs_write", &["write_file", "edit_file"]),
     ("exec", &["exec"]),
@@ -60,6 +67,7 @@ pub const TOOL_GROUPS: [(&str, &[&str]); 9] = [
     ("cron", &["cron_add", "cron_list", "cron_remove"]),
     ("messaging", &["send_message", "send_file"]),
     ("system", &["system_info"]),
+    ("workers", WORKER_TOOLS),
     ("hardware", HARDWARE_TOOLS),
 ];
 

@@ -214,6 +214,10 @@ pub struct AgentConfig {
     pub compact_after_tokens: u64,
     /// Newest messages kept verbatim by compaction, 2..=200, defaults to 10.
     pub keep_recent_messages: u64,
+    /// Workers (`spawn_worker`, `delegate`) running at once, 0..=8 (0: none), defaults to 3.
+    pub max_workers: u64,
+    /// Tool rounds a worker may take, 1..=50, defaults to 15.
+    pub worker_max_turns: u64,
 }
 
 impl Default for AgentConfig {
@@ -230,6 +234,8 @@ impl Default for AgentConfig {
             compact_after_messages: 30,
             compact_after_tokens: 16_000,
             keep_recent_messages: 10,
+            max_workers: 3,
+            worker_max_turns: 15,
         }
     }
 }
@@ -648,6 +654,8 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
             1_000_000,
         )?,
         keep_recent_messages: s.uint("keep_recent_messages", da.keep_recent_messages, 2, 200)?,
+        max_workers: s.uint("max_workers", da.max_workers, 0, 8)?,
+        worker_max_turns: s.uint("worker_max_turns", da.worker_max_turns, 1, 50)?,
     };
     s.finish()?;
 

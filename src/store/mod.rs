@@ -32,6 +32,7 @@ pub mod state;
 pub mod summary;
 pub mod usage;
 mod vocab;
+pub mod workers;
 
 use crate::limits::{DB_BUSY_TIMEOUT_MS, DB_STATEMENT_CACHE};
 use rusqlite::Connection;
@@ -41,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Current schema version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Page size of a new database file, in bytes. Every commit writes each page it changed
 /// to the WAL whole, and a turn changes a few rows on a handful of pages (history, its
@@ -227,6 +228,15 @@ CREATE TABLE audit (
     ms      INTEGER NOT NULL,
     bytes   INTEGER NOT NULL,
     error   TEXT
+);
+"#,
+    // 4: saved worker definitions (`workers`), at most MAX_SAVED_WORKERS rows.
+    r#"
+CREATE TABLE workers (
+    name         TEXT PRIMARY KEY,
+    instructions TEXT NOT NULL,
+    deny         TEXT NOT NULL,
+    at           INTEGER NOT NULL
 );
 "#,
 ];

@@ -44,6 +44,7 @@ pub mod process;
 pub mod search;
 pub mod sysinfo;
 pub mod web;
+pub mod workers;
 pub mod write;
 
 pub use args::Args;
@@ -166,6 +167,10 @@ const ALL: &[ToolSpec] = &[
     cron::CRON_REMOVE,
     message::SEND_MESSAGE,
     message::SEND_FILE,
+    workers::SPAWN_WORKER,
+    workers::DELEGATE,
+    workers::LIST_WORKERS,
+    workers::REMOVE_WORKER,
     sysinfo::SYSTEM_INFO,
     // The hardware tools stay last: `specs` cuts them off when `hardware.allow` is empty.
     hardware::GPIO,
@@ -382,6 +387,8 @@ impl Tools {
             "send_message" => message::send_message(self, ctx, &args).await,
             "send_file" => message::send_file(self, ctx, &args).await,
             "system_info" => sysinfo::system_info(self).await,
+            "list_workers" => workers::list(&self.db),
+            "remove_worker" => workers::remove(&self.db, &args),
             "gpio" | "i2c" | "spi" | "serial_port" => hardware::call(self, name, &args).await,
             other => Err(ToolError::Unknown(other.to_string())),
         }
