@@ -149,6 +149,23 @@ unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
                 Err(e) => Err(AppError::Runtime(e.to_string())),
             }
         }
+        Cmd::Update(u) => {
+            let l = load(home, true)?;
+            let o = crate::update::Options {
+                check: u.check,
+                rollback: u.rollback,
+                from: u.from.as_deref(),
+                root: &u.root,
+            };
+            match crate::update::command(&l.home, &l.cfg, &o) {
+                Ok(out) => {
+                    println!("{out}");
+                    Ok(())
+                }
+                Err(e) if e.is_usage() => Err(AppError::Usage(e.to_string())),
+                Err(e) => Err(AppError::Runtime(e.to_string())),
+            }
+        }
         Cmd::Service(s) => match crate::service::command(&s, home) {
             Ok(out) => {
                 println!("{out}");
