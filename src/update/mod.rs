@@ -480,10 +480,10 @@ pub fn read_pending(home: &Home) -> Option<Pending> {
 
 /// The health mark: a gateway that has started well clears the pending update.
 pub fn confirm(home: &Home) {
-    if let Some(p) = read_pending(home) {
-        if std::fs::remove_file(home.dir.join(PENDING_FILE)).is_ok() {
-            log::info!("update: {} confirmed (its health mark)", p.version);
-        }
+    if let Some(p) = read_pending(home)
+        && std::fs::remove_file(home.dir.join(PENDING_FILE)).is_ok()
+    {
+        log::info!("update: {} confirmed (its health mark)", p.version);
     }
 }
 
