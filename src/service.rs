@@ -965,6 +965,43 @@ mod tests {
     }
 
     #[test]
+    fn the_restart_follows_the_installed_service() {
+        let root = std::env::temp_dir().join(format!("yc-svc-restart-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(restart(&root), None);
+        let put = |rel: &str, text: &str| {
+            let p = under(&root, rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let ours = format!("# {MARK}\n");
+        let argv = |a: &[&str]| Some(Restart::Run(a.iter().map(|s| s.to_string()).collect()));
+        put("/etc/inittab", "::sysinit:/etc/init.d/rcS\n");
+        assert_eq!(restart(&root), None, "an inittab without our line");
+        put(
+            "/etc/inittab",
+            &format!("{ours}::respawn:/bin/sh -c 'exec /x gateway'\n"),
+        );
+        assert_eq!(restart(&root), Some(Restart::Respawn));
+        put("/etc/init.d/S99yoctoclaw", &ours);
+        let sysv = under(&root, "/etc/init.d/S99yoctoclaw");
+        assert_eq!(restart(&root), argv(&[sysv.to_str().unwrap(), "restart"]));
+        put("/etc/init.d/yoctoclaw", &ours);
+        assert_eq!(
+            restart(&root),
+            argv(&["rc-service", "yoctoclaw", "restart"])
+        );
+        put("/etc/systemd/system/yoctoclaw.service", "not ours\n");
+        assert_eq!(
+            restart(&root),
+            argv(&["rc-service", "yoctoclaw", "restart"])
+        );
+        put("/etc/systemd/system/yoctoclaw.service", &ours);
+        assert_eq!(restart(&root), argv(&["systemctl", "restart", "yoctoclaw"]));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
     fn unsafe_paths_are_refused() {
         assert_eq!(
             safe(Path::new("/home/pi/.yoctoclaw"), true).unwrap(),

@@ -612,3 +612,57 @@ fn package_sh_signs_its_archives_and_writes_an_index_update_reads() {
     assert!(said.contains(&format!("updated to {v}")), "{said}");
     assert!(w.installed().contains("v-new"));
 }
+
+#[test]
+fn with_telegram_the_health_mark_waits_for_an_answered_poll() {
+    use support::fake_http::Response;
+    use support::fake_telegram::FakeTelegram;
+    use support::gateway::{Gateway, fast_backoff};
+    let tg = FakeTelegram::start();
+    // Two polls fail, the third fails slowly: no poll has been answered while it waits.
+    tg.script_polls(vec![
+        Response::json(500, r#"{"ok":false,"error_code":500,"description":"x"}"#),
+        Response::json(500, r#"{"ok":false,"error_code":500,"description":"x"}"#),
+        Response::Delay(
+            Duration::from_secs(2),
+            Box::new(Response::json(
+                500,
+                r#"{"ok":false,"error_code":500,"description":"x"}"#,
+            )),
+        ),
+    ]);
+    let home = TempHome::onboarded(
+        "upd-tg",
+        &format!(
+            r#"{{"provider":{{"base_url":"http://127.0.0.1:9/v1","model":"m"}},"telegram":{{"enabled":true,"api_base":"{}","allow_from":["1"],"poll_timeout_secs":1}}}}"#,
+            tg.url()
+        ),
+    );
+    // An update installed at `exe`, within its deadline.
+    let exe = home.dir.join("installed-yoctoclaw");
+    std::fs::write(&exe, "x").unwrap();
+    use std::os::unix::fs::MetadataExt;
+    let ino = std::fs::metadata(&exe).unwrap().ino();
+    let pending = home.dir.join("update-pending");
+    std::fs::write(
+        &pending,
+        format!(
+            "exe={}\nino={ino}\ndeadline=99999999999\nversion=9.9.9\n",
+            exe.display()
+        ),
+    )
+    .unwrap();
+    let mut gw = Gateway::start(&home, &[fast_backoff()]);
+    let start = Instant::now();
+    while tg.polls() < 3 {
+        assert!(start.elapsed() < PATIENCE, "no third poll:\n{}", gw.log());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        pending.exists(),
+        "marked before any poll was answered:\n{}",
+        gw.log()
+    );
+    gw.wait_for_log("update: 9.9.9 confirmed");
+    assert!(!pending.exists());
+}

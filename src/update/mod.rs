@@ -132,7 +132,7 @@ impl std::fmt::Display for UpdateError {
             E::Pending => f.write_str("an update is still waiting for the new gateway to confirm its start: wait, or run yoctoclaw update --rollback"),
             E::NoPrevious => f.write_str("there is no previous version (yoctoclaw.prev) to go back to"),
             E::NoExe => f.write_str("cannot tell where this yoctoclaw binary is"),
-            E::Restart(m) => write!(f, "the new binary is installed but the service did not restart ({m}): restart it by hand"),
+            E::Restart(m) => write!(f, "the service could not be restarted ({m}): the installed version is unchanged; check the service, then try again"),
             E::RolledBack(s) => write!(f, "the new version did not confirm its start within {s} s: the previous version is back and was restarted"),
         }
     }
@@ -211,9 +211,6 @@ pub fn command(home: &Home, cfg: &Config, o: &Options) -> Result<String, UpdateE
             (archive, String::from_utf8_lossy(&sig).into_owned())
         }
     };
-    if o.check {
-        return Err(UpdateError::Usage("--check needs update.url, not --from"));
-    }
     let keys = trusted_keys(cfg)?;
     minisign::verify(&keys, &archive, &sig).map_err(UpdateError::Signature)?;
     if gateway_busy(home, cfg) {
@@ -249,7 +246,8 @@ pub fn command(home: &Home, cfg: &Config, o: &Options) -> Result<String, UpdateE
         cfg.update.confirm_secs
     );
     if let Err(e) = restart(&how, home, cfg) {
-        let _ = rollback(home, cfg, &exe, o.root, "");
+        // The service manager refused: the previous binary goes back, as it was.
+        put_back(home, &exe, "")?;
         return Err(e);
     }
     if wait_for_mark(home, cfg.update.confirm_secs) {
@@ -608,5 +606,58 @@ pub fn doctor_line(home: &Home) -> String {
             p.version
         ),
         None => format!("version {VERSION}; no update pending"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_home(tag: &str) -> Home {
+        let dir = std::env::temp_dir().join(format!("yc-update-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Home { dir }
+    }
+
+    #[test]
+    fn a_running_turn_in_the_status_record_holds_the_update_back() {
+        let home = temp_home("busy");
+        let cfg = Config::default();
+        assert!(!gateway_busy(&home, &cfg), "no database: not busy");
+        let db = crate::store::Db::open(&home.db_file(), 128).unwrap();
+        let now = crate::time::clock::now();
+        let me = std::process::id();
+        crate::status::write_gateway_record(&db, me, Default::default(), 0, now).unwrap();
+        assert!(!gateway_busy(&home, &cfg), "running, no turn");
+        crate::status::write_gateway_record(&db, me, Default::default(), 1, now).unwrap();
+        assert!(gateway_busy(&home, &cfg), "a turn running");
+        let _ = std::fs::remove_dir_all(&home.dir);
+    }
+
+    #[test]
+    fn the_pending_record_reads_back_and_a_stale_one_is_dropped_at_start() {
+        let home = temp_home("pending");
+        let exe = home.dir.join("yoctoclaw");
+        std::fs::write(&exe, "x").unwrap();
+        let ino = inode(&exe).unwrap();
+        write_pending(&home, &exe, ino, 42, "9.9.9").unwrap();
+        let p = read_pending(&home).unwrap();
+        assert_eq!(
+            (p.exe, p.ino, p.deadline, p.version.as_str()),
+            (exe.clone(), ino, 42, "9.9.9")
+        );
+        assert!(doctor_line(&home).contains("update to 9.9.9 waiting"));
+        // The installed file is no longer the update's (replaced by hand): forgotten.
+        write_pending(&home, &exe, ino + 1, 42, "9.9.9").unwrap();
+        assert_eq!(at_start(&home), Ok(false));
+        assert!(read_pending(&home).is_none());
+        // Within its deadline: a mark is owed; confirm clears it.
+        write_pending(&home, &exe, ino, i64::MAX, "9.9.9").unwrap();
+        assert_eq!(at_start(&home), Ok(true));
+        confirm(&home);
+        assert!(read_pending(&home).is_none());
+        assert!(doctor_line(&home).contains("no update pending"));
+        let _ = std::fs::remove_dir_all(&home.dir);
     }
 }
