@@ -150,7 +150,11 @@ unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
             }
         }
         Cmd::Update(u) => {
-            let l = load(home, true)?;
+            // Under sudo (the binary's folder is root's), the service's home, as
+            // `service install` found it.
+            let h = crate::service::home_of(std::path::Path::new("/"), home)
+                .map_err(|e| AppError::Usage(e.to_string()))?;
+            let l = load(Some(&h.dir), true)?;
             let o = crate::update::Options {
                 check: u.check,
                 rollback: u.rollback,

@@ -235,7 +235,7 @@ pub fn command(c: &ServiceCmd, home_flag: Option<&Path>) -> Result<String, Servi
 
 /// The home the service runs on: `--home`, `$YOCTOCLAW_HOME`, and under `sudo` the
 /// invoking user's `~/.yoctoclaw` (sudo sets `HOME` to root's), else `~/.yoctoclaw`.
-fn home_of(root: &Path, flag: Option<&Path>) -> Result<Home, ServiceError> {
+pub fn home_of(root: &Path, flag: Option<&Path>) -> Result<Home, ServiceError> {
     let sudo_user = std::env::var("SUDO_USER").ok().filter(|u| u != "root");
     if let (None, None, Some(user), true) = (
         flag,

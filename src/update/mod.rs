@@ -456,7 +456,8 @@ fn write_pending(
         "exe={}\nino={ino}\ndeadline={deadline}\nversion={version}\n",
         exe.to_string_lossy()
     );
-    write_atomic(&home.dir.join(PENDING_FILE), text.as_bytes(), 0o600)
+    // Readable by the service's account when `update` runs as root (sudo); not secret.
+    write_atomic(&home.dir.join(PENDING_FILE), text.as_bytes(), 0o644)
         .map_err(io("record the pending update"))
 }
 
@@ -525,7 +526,7 @@ fn put_back(home: &Home, exe: &Path, note: &str) -> Result<(), UpdateError> {
     sync_dir(dir);
     let _ = std::fs::remove_file(home.dir.join(PENDING_FILE));
     if !note.is_empty() {
-        let _ = write_atomic(&home.dir.join(NOTE_FILE), note.as_bytes(), 0o600);
+        let _ = write_atomic(&home.dir.join(NOTE_FILE), note.as_bytes(), 0o644);
     }
     Ok(())
 }
@@ -591,8 +592,12 @@ pub fn at_start(home: &Home) -> Result<bool, String> {
     match put_back(home, &p.exe, &line) {
         Ok(()) => Err(format!("{line}; the service starts it again")),
         Err(e) => {
-            log::warn!("update: {e}");
-            let _ = std::fs::remove_file(home.dir.join(PENDING_FILE));
+            // Its folder is not writable here (systemd's ProtectSystem=strict for a system
+            // unit): the record stays, so `doctor` shows it, and this binary runs on.
+            log::warn!(
+                "update: {} did not confirm its start in time and {e}: run yoctoclaw update --rollback",
+                p.version
+            );
             Ok(false)
         }
     }
