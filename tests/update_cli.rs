@@ -62,7 +62,11 @@ fn write_exec(p: &Path, text: &str) {
 
 /// The fake `systemctl`: logs its arguments; `restart` stops the gateway it started last
 /// and starts the unit's `ExecStart` line in the background.
+/// It finds its state and the unit by its own path (it gets no test variables).
 const SYSTEMCTL: &str = r#"#!/bin/sh
+w=$(dirname "$0")/..
+FAKE_STATE=$w/state
+FAKE_UNIT=$w/sys/etc/systemd/system/yoctoclaw.service
 echo "$*" >> "$FAKE_STATE/calls"
 [ "$1" = restart ] || exit 0
 if [ -f "$FAKE_STATE/pid" ]; then kill "$(cat "$FAKE_STATE/pid")" 2>/dev/null; fi
@@ -205,11 +209,6 @@ impl World {
             .env("HOME", &self.dir)
             .env("YOCTOCLAW_TEST_EXE", self.exe())
             .env("YOCTOCLAW_TEST_ARCH", "aarch64")
-            .env("FAKE_STATE", self.dir.join("state"))
-            .env(
-                "FAKE_UNIT",
-                self.dir.join("sys/etc/systemd/system/yoctoclaw.service"),
-            )
             .env("RUST_LOG", "info");
         c
     }

@@ -66,6 +66,17 @@ const MAX_STATE_BYTES: usize = 4096;
 const DOWNLOAD_TIMEOUT_SECS: u64 = 300;
 /// How often `update` looks for the health mark.
 const MARK_POLL_MS: u64 = 200;
+/// What the service manager's command gets of our environment (`systemctl --user` needs
+/// the session's bus).
+const RESTART_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "LANG",
+    "USER",
+    "LOGNAME",
+    "XDG_RUNTIME_DIR",
+    "DBUS_SESSION_BUS_ADDRESS",
+];
 /// In the home: an installed update waiting for its health mark.
 pub const PENDING_FILE: &str = "update-pending";
 /// In the home: what the last automatic rollback said, for the next start to log.
@@ -335,6 +346,8 @@ fn unpack(archive: &[u8], work: &Path) -> Result<(PathBuf, String), UpdateError>
     let mut child = Command::new("tar")
         .args(["-xzf", "-", "-C"])
         .arg(work)
+        .env_clear()
+        .envs(crate::security::child_env::inherit(&["PATH"], "update"))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -537,6 +550,8 @@ fn restart(how: &crate::service::Restart, home: &Home, cfg: &Config) -> Result<(
         crate::service::Restart::Run(argv) => {
             let ok = Command::new(&argv[0])
                 .args(&argv[1..])
+                .env_clear()
+                .envs(crate::security::child_env::inherit(RESTART_ENV, "update"))
                 .stdin(Stdio::null())
                 .status()
                 .map_err(|_| UpdateError::Restart(format!("cannot run {}", argv[0])))?;
