@@ -359,6 +359,8 @@ impl Agent {
             all_specs.retain(|t| w.refuses(&t.name).is_none());
         }
         if small {
+            // A window this small has no room for a worker's own turn: no worker tools.
+            all_specs.retain(|t| !crate::config::tool_rules::WORKER_TOOLS.contains(&&*t.name));
             all_specs = fit::small_specs(&all_specs);
         }
         let mut system = with_tools_text(&base_system, mode, &all_specs);
