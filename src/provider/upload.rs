@@ -36,13 +36,13 @@ pub const MAX_TRANSCRIPT_RESPONSE_BYTES: u64 = 256 * 1024;
 /// the JSON writer escapes control characters).
 pub const FILE_MARK: char = '\u{1}';
 
-pub use crate::text::base64::{encode_into as base64_into, encoded_len as base64_len};
+pub use crate::security::base64::{encode_into as base64_into, encoded_len as base64_len};
 
 /// The bytes of a base64 text (RFC 4648, the standard alphabet; padding optional, ASCII
 /// whitespace between symbols skipped); `None` when it is not base64 (`-` and `_`, the
 /// URL-safe symbols, included).
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    crate::text::base64::decode(text, crate::text::base64::Alphabet::Standard)
+    crate::security::base64::decode(text, crate::security::base64::Alphabet::Standard)
 }
 
 /// A reader that gives exactly `len` bytes of `inner` and fails when it has fewer (a

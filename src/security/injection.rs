@@ -41,7 +41,7 @@
 //! # Threads
 //! Any thread: pure functions over their arguments, no I/O.
 
-use crate::text::base64::{self, Alphabet};
+use crate::security::base64::{self, Alphabet};
 use regex_lite::Regex;
 use std::fmt;
 

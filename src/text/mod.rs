@@ -1,6 +1,5 @@
-//! Text helpers: cutting text to a byte cap with a marker (`cap_text`), reducing what
-//! tools bring back (`html`: web pages to readable text), and base64 (`base64`: one
-//! encoder, one decoder with an alphabet switch).
+//! Text helpers: cutting text to a byte cap with a marker (`cap_text`), and reducing what
+//! tools bring back (`html`: web pages to readable text).
 //!
 //! Why: fetched pages are mostly markup; the model needs the readable text, and the board
 //! needs it small. Every layer that takes text from outside caps it with [`cap_text`].
@@ -11,7 +10,6 @@
 //! # Threads
 //! Any thread; pure functions.
 
-pub mod base64;
 pub mod html;
 
 /// Cut `s` to at most `max` bytes at a char boundary, with a marker saying how much went.

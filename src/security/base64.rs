@@ -1,4 +1,5 @@
-//! Base64 (RFC 4648): the encoder the upload bodies and the WebSocket handshake use, and
+//! Base64 (RFC 4648), here beside its first user, the injection screen (layer-0 modules
+//! do not import one another): the encoder the upload bodies and the WebSocket handshake use, and
 //! one decoder with an alphabet switch — the standard alphabet alone (what a protocol
 //! sends: MCP images, WebSocket keys) or either alphabet (the injection screen, which
 //! decodes whatever a page holds, URL-safe runs included).
