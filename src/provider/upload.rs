@@ -36,54 +36,13 @@ pub const MAX_TRANSCRIPT_RESPONSE_BYTES: u64 = 256 * 1024;
 /// the JSON writer escapes control characters).
 pub const FILE_MARK: char = '\u{1}';
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Length of the base64 (padded) of `n` bytes.
-pub fn base64_len(n: u64) -> u64 {
-    n.div_ceil(3) * 4
-}
-
-/// Append the base64 of `input` to `out`; `input.len()` must be a multiple of 3 except
-/// for the last piece.
-pub fn base64_into(input: &[u8], out: &mut Vec<u8>) {
-    for c in input.chunks(3) {
-        let n = (c[0] as u32) << 16
-            | (*c.get(1).unwrap_or(&0) as u32) << 8
-            | *c.get(2).unwrap_or(&0) as u32;
-        let sym = |i: u32| B64[(n >> (18 - 6 * i) & 63) as usize];
-        out.push(sym(0));
-        out.push(sym(1));
-        out.push(if c.len() > 1 { sym(2) } else { b'=' });
-        out.push(if c.len() > 2 { sym(3) } else { b'=' });
-    }
-}
+pub use crate::security::base64::{encode_into as base64_into, encoded_len as base64_len};
 
 /// The bytes of a base64 text (RFC 4648, the standard alphabet; padding optional, ASCII
-/// whitespace between symbols skipped); `None` when it is not base64.
+/// whitespace between symbols skipped); `None` when it is not base64 (`-` and `_`, the
+/// URL-safe symbols, included).
 pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let data = text.trim_end_matches(|c: char| c == '=' || c.is_ascii_whitespace());
-    let mut out = Vec::with_capacity(data.len() / 4 * 3 + 2);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for b in data.bytes() {
-        let v = match b {
-            b'A'..=b'Z' => b - b'A',
-            b'a'..=b'z' => b - b'a' + 26,
-            b'0'..=b'9' => b - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b' ' | b'\t' | b'\r' | b'\n' => continue,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    // Symbols left over: 0, 2 or 4 bits; 6 (one symbol alone) cannot be.
-    (bits < 6).then_some(out)
+    crate::security::base64::decode(text, crate::security::base64::Alphabet::Standard)
 }
 
 /// A reader that gives exactly `len` bytes of `inner` and fails when it has fewer (a

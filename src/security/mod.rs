@@ -9,6 +9,8 @@
 //!   and finds the ones that hide what they run.
 //! - [`child_env`]: the few clean variables a child process is given from ours.
 //! - [`injection`]: screens untrusted text for prompt injection and fences it as data.
+//! - [`base64`]: the one base64 encoder and decoder (the screen decodes runs it finds;
+//!   uploads, MCP images and WebSocket keys use it too).
 //! - [`netguard`]: parses `web_fetch` URLs strictly and refuses local and private addresses.
 //!
 //! # Bounds
@@ -18,6 +20,7 @@
 //! Any thread: pure checks, except [`netguard::resolve_checked`], which blocks on the
 //! system resolver and runs on a worker thread (`web_fetch`).
 
+pub mod base64;
 pub mod child_env;
 pub mod confine;
 pub mod exec_policy;
