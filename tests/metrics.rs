@@ -273,11 +273,7 @@ fn a_telegram_turn_with_tools_is_counted_and_the_official_parser_reads_it() {
         let env = Env::isolated(&[("TELEGRAM_BOT_TOKEN", TOKEN)]);
         let cfg = yoctoclaw::config::parse(Some(&config), &dir.join("config.json"), &env)
             .expect("the config parses");
-        let l = Loaded {
-            home: Home { dir },
-            env,
-            cfg: Rc::new(cfg),
-        };
+        let l = Loaded::new(Home { dir }, env, cfg);
         app::gateway::run(&l).map_err(|e| e.to_string())
     });
     tg.push_private(ALICE, "alice", "What is in my workspace?");
