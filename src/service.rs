@@ -1030,7 +1030,10 @@ mod tests {
         let rc = fill(OPENRC, &vals(Some("pi"), None, false));
         assert!(rc.contains("\nextra_started_commands=\"reload\"\n"), "{rc}");
         assert!(rc.contains("\nreload() {\n"), "{rc}");
-        assert!(rc.contains("supervise-daemon \"$RC_SVCNAME\" --signal HUP"), "{rc}");
+        assert!(
+            rc.contains("supervise-daemon \"$RC_SVCNAME\" --signal HUP"),
+            "{rc}"
+        );
         assert_eq!(sysv.matches("start-stop-daemon -S").count(), 1);
         assert!(
             sysv.contains(" -c pi -x /b/yc -- --home /h --log-file /h/gateway.log gateway;;\n")

@@ -741,6 +741,25 @@ mod tests {
     }
 
     #[test]
+    fn reload_records_round_trip_and_belong_to_their_gateway() {
+        let db = Db::open_in_memory().unwrap();
+        assert_eq!(read_reload_record(&db, 7), None);
+        let r = ReloadRecord {
+            pid: 7,
+            generation: 3,
+            at: 1000,
+            applied: false,
+            verdict: "refused, the running configuration is kept: config.json is empty".into(),
+        };
+        write_reload_record(&db, &r).unwrap();
+        assert_eq!(read_reload_record(&db, 7), Some(r));
+        // Another process's record (a gateway since restarted) is not this one's.
+        assert_eq!(read_reload_record(&db, 8), None);
+        db.set_state(GATEWAY_RELOAD_KEY, "7 x").unwrap();
+        assert_eq!(read_reload_record(&db, 7), None);
+    }
+
+    #[test]
     fn gateway_records_round_trip_and_go_stale() {
         let db = Db::open_in_memory().unwrap();
         assert_eq!(read_gateway_record(&db, 1000).unwrap(), Gateway::Never);

@@ -14,7 +14,6 @@ mod support;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 use support::fake_http::{Response, chat_model, json_str, openai_text, openai_tool_calls};
 use support::fake_telegram::FakeTelegram;

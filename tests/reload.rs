@@ -35,11 +35,7 @@ fn config(llm: &FakeServer, tg: &FakeTelegram, allow: &[i64], extra: &str) -> St
 /// `yoctoclaw reload`: (success, stdout, stderr).
 fn reload(home: &TempHome) -> (bool, String, String) {
     let out = home.run(&["reload"]);
-    (
-        out.status.success(),
-        text(&out.stdout),
-        text(&out.stderr),
-    )
+    (out.status.success(), text(&out.stdout), text(&out.stderr))
 }
 
 /// Send `msg` from `user` and wait for a new message to them containing `want`.
@@ -80,7 +76,10 @@ fn the_allowlist_changes_without_a_restart_and_a_broken_file_changes_nothing() {
     let cut = &whole[..whole.len() / 2];
     let cases: [(&str, &str); 4] = [
         (cut, "is not valid JSON at line 1"),
-        ("{\"telegram\": {\"allow_from\": [\"43\",]}}", "is not valid JSON"),
+        (
+            "{\"telegram\": {\"allow_from\": [\"43\",]}}",
+            "is not valid JSON",
+        ),
         ("", "is empty or missing"),
         (
             r#"{"agent":{"autonomy":"yolo"}}"#,
@@ -97,10 +96,19 @@ fn the_allowlist_changes_without_a_restart_and_a_broken_file_changes_nothing() {
             "{err}"
         );
     }
-    assert!(g.log().contains("refused, the running configuration is kept"));
+    assert!(
+        g.log()
+            .contains("refused, the running configuration is kept")
+    );
     // Still Bob only: Bob answered, Alice refused (her refusal is rate-limited, so the
     // running list is shown through Bob, and Alice's refusal after the next reload).
-    said(&mut g, &tg, BOB, "after the broken files", "hello from the model");
+    said(
+        &mut g,
+        &tg,
+        BOB,
+        "after the broken files",
+        "hello from the model",
+    );
 
     // A restart-only key is named (log and output); the rest still applies: Alice back.
     let webhook = r#","webhook_url":"https://bot.example.org/webhook/telegram""#;

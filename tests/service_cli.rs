@@ -425,7 +425,10 @@ fn sysv_script_uses_start_stop_daemon() {
     );
     assert!(s.contains("start-stop-daemon -S -b -m -p $P "));
     assert!(s.contains("start-stop-daemon -K -p $P -s TERM"));
-    assert!(s.contains("\nreload) start-stop-daemon -K -p $P -s HUP;;\n"), "{s}");
+    assert!(
+        s.contains("\nreload) start-stop-daemon -K -p $P -s HUP;;\n"),
+        "{s}"
+    );
     sh_syntax_ok(&r.at(p));
     assert!(r.ok(&["status"]).contains("init:       SysV init"));
     r.ok(&["uninstall"]);

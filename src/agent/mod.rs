@@ -216,8 +216,7 @@ impl Agent {
         search_keys: crate::tools::search::SearchKeys,
     ) {
         *self.tools.search_keys.borrow_mut() = search_keys;
-        *self.screen.borrow_mut() =
-            untrusted::screen(&self.cfg().security.injection).map(Rc::new);
+        *self.screen.borrow_mut() = untrusted::screen(&self.cfg().security.injection).map(Rc::new);
         let Some(providers) = providers else {
             return;
         };

@@ -475,13 +475,7 @@ fn http_server(
         // Webhook mode has no poll whose age could tell anything.
         telegram: (tg.enabled && webhook.is_none()).then(|| (polled.clone(), stale)),
         metrics: Some(metrics_body(db.clone(), bot.clone())),
-        board: http::page::Board {
-            provider: l.cfg.provider.kind.name().into(),
-            model: l.cfg.provider.model.clone(),
-            fallbacks: l.cfg.fallbacks.len(),
-            timezone: l.cfg.agent.timezone.clone(),
-            budget: l.cfg.budget.clone(),
-        },
+        board: board(l.live.clone()),
         webhook,
         grace: Duration::from_millis(TURN_GRACE_MS),
         drain: Duration::from_millis(SHUTDOWN_LIMIT_MS),
@@ -501,6 +495,21 @@ fn http_server(
         );
     }
     Ok(Some((http::Server::new(deps, stopped), listener)))
+}
+
+/// What the status page says about the configuration in use (read at each request: a
+/// reload changes the model and the budget).
+fn board(live: crate::config::Live) -> Box<dyn Fn() -> http::page::Board> {
+    Box::new(move || {
+        let cfg = live.get();
+        http::page::Board {
+            provider: cfg.provider.kind.name().into(),
+            model: cfg.provider.model.clone(),
+            fallbacks: cfg.fallbacks.len(),
+            timezone: cfg.agent.timezone.clone(),
+            budget: cfg.budget.clone(),
+        }
+    })
 }
 
 /// The sender thread and its API client.

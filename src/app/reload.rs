@@ -91,10 +91,11 @@ impl Reloader {
                 (true, format!("applied; needs a restart to change: {names}"))
             }
             Err(e) => {
-                log::warn!(
-                    "reload {generation}: refused, the running configuration is kept: {e}"
-                );
-                (false, format!("refused, the running configuration is kept: {e}"))
+                log::warn!("reload {generation}: refused, the running configuration is kept: {e}");
+                (
+                    false,
+                    format!("refused, the running configuration is kept: {e}"),
+                )
             }
         };
         let r = ReloadRecord {
@@ -231,7 +232,10 @@ pub fn command(home: &Home) -> Result<String, AppError> {
         }
         return match r.applied {
             true => Ok(format!("gateway (pid {}) reloaded: {}", g.pid, r.verdict)),
-            false => Err(runtime(format!("the gateway (pid {}) {}", g.pid, r.verdict))),
+            false => Err(runtime(format!(
+                "the gateway (pid {}) {}",
+                g.pid, r.verdict
+            ))),
         };
     }
     Err(runtime(format!(

@@ -65,14 +65,44 @@ pub fn keep_restart_only(running: &Config, mut loaded: Config) -> (Config, Vec<&
     let mut named = Vec::new();
     let (r, l) = (running, &mut loaded);
     let t = (&r.telegram, &mut l.telegram);
-    keep(&mut named, "telegram.enabled", &mut t.1.enabled, &t.0.enabled);
-    keep(&mut named, "telegram.api_base", &mut t.1.api_base, &t.0.api_base);
-    keep(&mut named, "telegram.token_env", &mut t.1.token_env, &t.0.token_env);
+    keep(
+        &mut named,
+        "telegram.enabled",
+        &mut t.1.enabled,
+        &t.0.enabled,
+    );
+    keep(
+        &mut named,
+        "telegram.api_base",
+        &mut t.1.api_base,
+        &t.0.api_base,
+    );
+    keep(
+        &mut named,
+        "telegram.token_env",
+        &mut t.1.token_env,
+        &t.0.token_env,
+    );
     keep(&mut named, "telegram.mode", &mut t.1.mode, &t.0.mode);
-    keep(&mut named, "telegram.webhook_url", &mut t.1.webhook_url, &t.0.webhook_url);
+    keep(
+        &mut named,
+        "telegram.webhook_url",
+        &mut t.1.webhook_url,
+        &t.0.webhook_url,
+    );
     let (secret_env, poll) = (&t.0.webhook_secret_env, &t.0.poll_timeout_secs);
-    keep(&mut named, "telegram.webhook_secret_env", &mut t.1.webhook_secret_env, secret_env);
-    keep(&mut named, "telegram.poll_timeout_secs", &mut t.1.poll_timeout_secs, poll);
+    keep(
+        &mut named,
+        "telegram.webhook_secret_env",
+        &mut t.1.webhook_secret_env,
+        secret_env,
+    );
+    keep(
+        &mut named,
+        "telegram.poll_timeout_secs",
+        &mut t.1.poll_timeout_secs,
+        poll,
+    );
     let s = (&r.serial, &mut l.serial);
     keep(&mut named, "serial.device", &mut s.1.device, &s.0.device);
     keep(&mut named, "serial.baud", &mut s.1.baud, &s.0.baud);
@@ -85,15 +115,45 @@ pub fn keep_restart_only(running: &Config, mut loaded: Config) -> (Config, Vec<&
     keep(&mut named, "tls", &mut l.tls, &r.tls);
     keep(&mut named, "mcp", &mut l.mcp, &r.mcp);
     keep(&mut named, "media", &mut l.media, &r.media);
-    keep(&mut named, "transcription", &mut l.transcription, &r.transcription);
+    keep(
+        &mut named,
+        "transcription",
+        &mut l.transcription,
+        &r.transcription,
+    );
     let a = (&r.agent, &mut l.agent);
-    keep(&mut named, "agent.max_sessions", &mut a.1.max_sessions, &a.0.max_sessions);
+    keep(
+        &mut named,
+        "agent.max_sessions",
+        &mut a.1.max_sessions,
+        &a.0.max_sessions,
+    );
     let approval = &a.0.approval_timeout_secs;
-    keep(&mut named, "agent.approval_timeout_secs", &mut a.1.approval_timeout_secs, approval);
-    keep(&mut named, "agent.timezone", &mut a.1.timezone, &a.0.timezone);
+    keep(
+        &mut named,
+        "agent.approval_timeout_secs",
+        &mut a.1.approval_timeout_secs,
+        approval,
+    );
+    keep(
+        &mut named,
+        "agent.timezone",
+        &mut a.1.timezone,
+        &a.0.timezone,
+    );
     let cache = &r.memory.cache_kib;
-    keep(&mut named, "memory.cache_kib", &mut l.memory.cache_kib, cache);
-    keep(&mut named, "tools.exec.user", &mut l.tools.exec.user, &r.tools.exec.user);
+    keep(
+        &mut named,
+        "memory.cache_kib",
+        &mut l.memory.cache_kib,
+        cache,
+    );
+    keep(
+        &mut named,
+        "tools.exec.user",
+        &mut l.tools.exec.user,
+        &r.tools.exec.user,
+    );
     (loaded, named)
 }
 
@@ -121,7 +181,8 @@ mod tests {
         loaded.telegram.allow_from = vec!["42".into()];
         loaded.telegram.api_base = "http://127.0.0.1:1".into();
         loaded.http.listen = "127.0.0.1:9".parse().unwrap();
-        loaded.http.deny_tools = crate::config::ToolSet::parse(&["exec".into()], "http.deny_tools").unwrap();
+        loaded.http.deny_tools =
+            crate::config::ToolSet::parse(&["exec".into()], "http.deny_tools").unwrap();
         loaded.serial.device = "/dev/ttyS9".into();
         loaded.budget.daily_tokens = Some(1000);
         let (cfg, named) = keep_restart_only(&running, loaded);

@@ -17,7 +17,8 @@
 //! larger files are refused with an error.
 //!
 //! # Threads
-//! Main thread, at start-up, before the executor runs (small bounded file reads).
+//! Main thread, at start-up, before the executor runs (small bounded file reads); a
+//! reload ([`reload`], `live`) on the gateway's executor thread.
 
 mod env;
 mod fields;
@@ -28,8 +29,8 @@ pub mod tool_rules;
 mod types;
 pub mod web_search;
 
-pub use live::Live;
 pub use env::{Env, load_secrets_file, parse_secrets, secret_line};
+pub use live::Live;
 pub use tool_rules::ToolSet;
 pub use types::*;
 pub use web_search::{SafeSearch, SearchBackend, WebSearchConfig};
