@@ -40,7 +40,7 @@ BIN=${1:-dist/aarch64-unknown-linux-musl/yoctoclaw}
 [ -f "$BIN" ] || { echo "e2e-board: $BIN missing (scripts/build-boards.sh builds it)" >&2; exit 2; }
 BIN=$(realpath "$BIN")
 
-SUITES=${E2E_SUITES:-"watchdog agent_cli config_cli cron_heartbeat doctor_cli gateway_wiring local_model_fit local_model_formats memory migrate_cli providers security serial_cli service_cli status_cli telegram_gateway telegram_inbox telegram_media tls tool_rules tools mcp_cli mcp_gateway mcp_gateway_edges metrics http_gateway http_bad_input web_search http_ws http_status_page telegram_webhook audit injection workers"}
+SUITES=${E2E_SUITES:-"watchdog agent_cli config_cli cron_heartbeat doctor_cli gateway_wiring local_model_fit local_model_formats memory migrate_cli providers security serial_cli service_cli status_cli telegram_gateway telegram_inbox telegram_media tls tool_rules tools mcp_cli mcp_gateway mcp_gateway_edges metrics http_gateway http_bad_input web_search http_ws http_status_page telegram_webhook audit injection workers reload"}
 
 # Tests that need a test hook: "suite test-name  hook". YOCTOCLAW_TEST_NOW puts the binary
 # at another time (1970 on a board without an RTC, a job overdue, a day later): the board

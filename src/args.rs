@@ -42,6 +42,7 @@ pub enum Cmd {
     Workers(WorkersCmd),
     Migrate(MigrateCmd),
     Status(StatusCmd),
+    Reload(ReloadCmd),
     Doctor(DoctorCmd),
     Hw(HwCmd),
     Mcp(McpCmd),
@@ -276,6 +277,11 @@ pub struct MigrateCmd {
 /// Show what is configured and how it is doing.
 #[argh(subcommand, name = "status")]
 pub struct StatusCmd {}
+
+#[derive(FromArgs, Debug)]
+/// Make the running gateway read config.json and secrets.env again, and say what it did.
+#[argh(subcommand, name = "reload")]
+pub struct ReloadCmd {}
 
 #[derive(FromArgs, Debug)]
 /// Check the setup and say what to fix.

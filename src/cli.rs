@@ -105,6 +105,11 @@ unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
             println!("{}", crate::status::report(&l.home, &l.env, &l.cfg));
             Ok(())
         }
+        // Not `load`: a broken config.json is the gateway's to judge (and report).
+        Cmd::Reload(_) => {
+            println!("{}", app::reload::command(&Home::resolve(home)?)?);
+            Ok(())
+        }
         Cmd::Memory(m) => {
             let l = load(home, true)?;
             let db = open_db(&l)?;

@@ -381,6 +381,8 @@ NotifyAccess=main
 WatchdogSec=60
 User={U}
 ExecStart={X} --home {H} gateway
+# systemctl reload: config.json and secrets.env read again; fails when the gateway refused them.
+ExecReload={X} --home {H} reload
 Restart=on-failure
 RestartSec=10
 TimeoutStopSec=20
@@ -416,10 +418,18 @@ command_user={U}
 pidfile=/run/yoctoclaw.pid
 respawn_delay=10
 respawn_max=0
+# rc-service yoctoclaw reload: config.json and secrets.env read again (SIGHUP).
+extra_started_commands=\"reload\"
 
 depend() {
 	need net
 	after ntp-client ntpd chronyd
+}
+
+reload() {
+	ebegin \"Reloading $RC_SVCNAME\"
+	supervise-daemon \"$RC_SVCNAME\" --signal HUP
+	eend $?
 }
 ";
 
@@ -440,7 +450,8 @@ start)
 	start-stop-daemon -S -b -m -p $P -c {U} -x {X} -- --home {H} --log-file {H}/gateway.log gateway;;
 stop) start-stop-daemon -K -p $P -s TERM && rm -f $P;;
 restart) \"$0\" stop; sleep 3; exec \"$0\" start;;
-*) echo \"usage: $0 start|stop|restart\" >&2; exit 1;;
+reload) start-stop-daemon -K -p $P -s HUP;;
+*) echo \"usage: $0 start|stop|restart|reload\" >&2; exit 1;;
 esac
 ";
 
@@ -1094,7 +1105,16 @@ mod tests {
         assert!(s.contains("User=pi\n") && s.contains("MemoryMax=24M\n"));
         assert!(s.contains("ReadWritePaths=/h\n") && s.contains("WantedBy=multi-user.target"));
         assert!(!s.contains("default.target"));
+        assert!(s.contains("\nExecReload=/b/yc --home /h reload\n"), "{s}");
         let sysv = fill(SYSV, &vals(Some("pi"), None, false));
+        assert!(sysv.contains("\nreload) start-stop-daemon -K -p $P -s HUP;;\n"));
+        let rc = fill(OPENRC, &vals(Some("pi"), None, false));
+        assert!(rc.contains("\nextra_started_commands=\"reload\"\n"), "{rc}");
+        assert!(rc.contains("\nreload() {\n"), "{rc}");
+        assert!(
+            rc.contains("supervise-daemon \"$RC_SVCNAME\" --signal HUP"),
+            "{rc}"
+        );
         assert_eq!(sysv.matches("start-stop-daemon -S").count(), 1);
         assert!(
             sysv.contains(" -c pi -x /b/yc -- --home /h --log-file /h/gateway.log gateway;;\n")

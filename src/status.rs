@@ -13,6 +13,9 @@
 //!   `write_gateway_record` every `GATEWAY_RECORD_INTERVAL_SECS`; `pid=… rss_kib=…
 //!   hwm_kib=… live=… at=…`. A record whose process is gone (`/proc/<pid>` missing) or
 //!   older than `GATEWAY_RECORD_STALE_SECS` means the gateway is not running.
+//! - `gateway.reload` (`GATEWAY_RELOAD_KEY`): the running gateway's last reload
+//!   ([`write_reload_record`]): `PID GENERATION AT APPLIED VERDICT`, the verdict one
+//!   line to the end; `yoctoclaw reload` waits for its generation to grow.
 //! - `heartbeat.last_run` (`HEARTBEAT_LAST_RUN_KEY`): Unix seconds, in decimal, of the
 //!   last heartbeat check-in; written by the heartbeat.
 //! - `heartbeat.last_result` (`HEARTBEAT_LAST_RESULT_KEY`): one short line saying how it
@@ -48,6 +51,8 @@ use std::path::Path;
 pub const GATEWAY_STATUS_KEY: &str = "gateway.status";
 /// The `state` key naming the workers a process runs now: `PID NAME@SESSION…`.
 pub const WORKERS_RUNNING_KEY: &str = "workers.running";
+/// State key of the gateway's last reload.
+pub const GATEWAY_RELOAD_KEY: &str = "gateway.reload";
 /// State key: Unix seconds of the last heartbeat check-in.
 pub const HEARTBEAT_LAST_RUN_KEY: &str = "heartbeat.last_run";
 /// State key: one line on how the last heartbeat went.
@@ -250,6 +255,51 @@ fn running(db: &Db, gateway: &Gateway) -> String {
         }
         _ => "none running".into(),
     }
+}
+
+/// A gateway's last reload (`GATEWAY_RELOAD_KEY`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadRecord {
+    /// The gateway process that reloaded.
+    pub pid: u32,
+    /// Reloads that process did (applied or refused), counted from 1.
+    pub generation: u64,
+    /// When (`clock::now`).
+    pub at: i64,
+    /// Whether the new configuration is in use.
+    pub applied: bool,
+    /// The one line the gateway logged.
+    pub verdict: String,
+}
+
+impl ReloadRecord {
+    fn encode(&self) -> String {
+        let applied = u8::from(self.applied);
+        let (pid, generation, at) = (self.pid, self.generation, self.at);
+        format!("{pid} {generation} {at} {applied} {}", self.verdict)
+    }
+
+    fn decode(text: &str) -> Option<ReloadRecord> {
+        let mut f = text.splitn(5, ' ');
+        Some(ReloadRecord {
+            pid: f.next()?.parse().ok()?,
+            generation: f.next()?.parse().ok()?,
+            at: f.next()?.parse().ok()?,
+            applied: f.next()? == "1",
+            verdict: f.next().unwrap_or_default().to_string(),
+        })
+    }
+}
+
+/// Store the gateway's last reload (synced: `yoctoclaw reload` is waiting for it).
+pub fn write_reload_record(db: &Db, r: &ReloadRecord) -> Result<(), StoreError> {
+    db.set_state(GATEWAY_RELOAD_KEY, &r.encode())
+}
+
+/// The last reload of gateway `pid`, if it did one.
+pub fn read_reload_record(db: &Db, pid: u32) -> Option<ReloadRecord> {
+    let text = db.get_state(GATEWAY_RELOAD_KEY).ok()??;
+    ReloadRecord::decode(&text).filter(|r| r.pid == pid)
 }
 
 /// Whether a gateway is running, by its record.
@@ -465,6 +515,17 @@ pub fn report(home: &Home, env: &Env, cfg: &Config) -> String {
     let sys_now = crate::time::clock::system_secs();
     let gateway = read_gateway_record(&db, sys_now).unwrap_or(Gateway::Never);
     let _ = writeln!(s, "gateway:    {}", gateway_text(&gateway, sys_now, tz));
+    if let Gateway::Running(g) = gateway
+        && let Some(r) = read_reload_record(&db, g.pid)
+    {
+        let _ = writeln!(
+            s,
+            "reload:     {} at {}: {}",
+            r.generation,
+            format_at(r.at, tz),
+            cut(&r.verdict)
+        );
+    }
     let stored = db.session_count().unwrap_or(0);
     let live = match gateway {
         Gateway::Running(r) => format!("{} live in the gateway", r.live_sessions),
@@ -695,6 +756,25 @@ mod tests {
             let me = self_rss_kib().unwrap();
             assert!(me.rss_kib > 0 && me.hwm_kib >= me.rss_kib);
         }
+    }
+
+    #[test]
+    fn reload_records_round_trip_and_belong_to_their_gateway() {
+        let db = Db::open_in_memory().unwrap();
+        assert_eq!(read_reload_record(&db, 7), None);
+        let r = ReloadRecord {
+            pid: 7,
+            generation: 3,
+            at: 1000,
+            applied: false,
+            verdict: "refused, the running configuration is kept: config.json is empty".into(),
+        };
+        write_reload_record(&db, &r).unwrap();
+        assert_eq!(read_reload_record(&db, 7), Some(r));
+        // Another process's record (a gateway since restarted) is not this one's.
+        assert_eq!(read_reload_record(&db, 8), None);
+        db.set_state(GATEWAY_RELOAD_KEY, "7 x").unwrap();
+        assert_eq!(read_reload_record(&db, 7), None);
     }
 
     #[test]

@@ -472,13 +472,10 @@ fn in_process(fake: &FakeServer, heartbeat: &str) -> InProcess {
     let text = config(&fake.url(), heartbeat);
     let env = Env::isolated(&[("TELEGRAM_BOT_TOKEN", TOKEN)]);
     let cfg = yoctoclaw::config::parse(Some(&text), &home.dir.join("config.json"), &env).unwrap();
-    let l = Loaded {
-        home: Home {
-            dir: home.dir.clone(),
-        },
-        env,
-        cfg: Rc::new(cfg),
+    let home_dir = Home {
+        dir: home.dir.clone(),
     };
+    let l = Loaded::new(home_dir, env, cfg);
     let db = Rc::new(Db::open(&home.dir.join("yoctoclaw.db"), 64).unwrap());
     let workers = Workers::start(1);
     let out = app::outbound(&l, &workers, None);
@@ -490,7 +487,7 @@ fn in_process(fake: &FakeServer, heartbeat: &str) -> InProcess {
         out.clone(),
         None,
     );
-    let deps = Deps::new(&l.cfg, &db, l.home.workspace(), out);
+    let deps = Deps::new(l.live.clone(), &db, l.home.workspace(), out);
     InProcess {
         _home: home,
         agent,

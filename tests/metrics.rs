@@ -14,7 +14,6 @@ mod support;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 use support::fake_http::{Response, chat_model, json_str, openai_text, openai_tool_calls};
 use support::fake_telegram::FakeTelegram;
@@ -273,11 +272,7 @@ fn a_telegram_turn_with_tools_is_counted_and_the_official_parser_reads_it() {
         let env = Env::isolated(&[("TELEGRAM_BOT_TOKEN", TOKEN)]);
         let cfg = yoctoclaw::config::parse(Some(&config), &dir.join("config.json"), &env)
             .expect("the config parses");
-        let l = Loaded {
-            home: Home { dir },
-            env,
-            cfg: Rc::new(cfg),
-        };
+        let l = Loaded::new(Home { dir }, env, cfg);
         app::gateway::run(&l).map_err(|e| e.to_string())
     });
     tg.push_private(ALICE, "alice", "What is in my workspace?");

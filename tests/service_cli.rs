@@ -160,6 +160,8 @@ fn systemd_system_unit_is_written_idempotent_and_removed_exactly() {
             "[Service]",
             &format!("User={who}"),
             &format!("ExecStart={} --home {home} gateway", exe()),
+            // `systemctl reload`: the gateway reads its files again and says how it went.
+            &format!("ExecReload={} --home {home} reload", exe()),
             "Restart=on-failure",
             // The gateway's sd_notify (src/watchdog.rs): READY=1, then WATCHDOG=1 pings.
             "Type=notify",
@@ -296,6 +298,10 @@ fn openrc_script_uses_supervise_daemon() {
             "pidfile=/run/yoctoclaw.pid",
             "respawn_delay=10",
             "\tneed net",
+            // `rc-service yoctoclaw reload`: SIGHUP through the supervisor.
+            "extra_started_commands=\"reload\"",
+            "reload() {",
+            "\tsupervise-daemon \"$RC_SVCNAME\" --signal HUP",
         ],
     );
     sh_syntax_ok(&r.at(p));
@@ -419,6 +425,10 @@ fn sysv_script_uses_start_stop_daemon() {
     );
     assert!(s.contains("start-stop-daemon -S -b -m -p $P "));
     assert!(s.contains("start-stop-daemon -K -p $P -s TERM"));
+    assert!(
+        s.contains("\nreload) start-stop-daemon -K -p $P -s HUP;;\n"),
+        "{s}"
+    );
     sh_syntax_ok(&r.at(p));
     assert!(r.ok(&["status"]).contains("init:       SysV init"));
     r.ok(&["uninstall"]);

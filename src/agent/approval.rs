@@ -373,7 +373,7 @@ impl Agent {
         if !self.tools.call_needs_approval(&call.name, &call.arguments) {
             return Ok(Verdict::Run);
         }
-        if self.cfg.agent.autonomy == Autonomy::ReadOnly {
+        if self.cfg().agent.autonomy == Autonomy::ReadOnly {
             // An untrusted MCP server's tool may do anything: refused like a change.
             let what = if self.tools.mcp_tool(&call.name).is_some() {
                 "an MCP server's tools may change things and its entry does not say \"trust\": true"
@@ -394,7 +394,7 @@ impl Agent {
                 opaque: None,
             });
         let opaque = approval.opaque.as_deref();
-        match (self.cfg.agent.autonomy, opaque) {
+        match (self.cfg().agent.autonomy, opaque) {
             (Autonomy::Full, None) => Ok(Verdict::Run),
             // Full autonomy has nobody to read it and the deny list cannot: refused.
             (Autonomy::Full, Some(why)) => Err(denied(ToolError::Denied(format!(

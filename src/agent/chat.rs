@@ -114,7 +114,8 @@ impl Agent {
     ) -> Result<(ChatReply, usize), AgentError> {
         let mut failures = Vec::new();
         let mut jitter = Jitter::from_clock();
-        for (index, p) in self.providers.iter().enumerate() {
+        let providers = self.providers();
+        for (index, p) in providers.iter().enumerate() {
             if index > 0 {
                 log::warn!("trying fallback provider {}", p.label());
             }
@@ -410,7 +411,8 @@ impl Agent {
         if let Some(Some(known)) = self.think_starts.borrow().get(index) {
             return *known;
         }
-        let Some(p) = self.providers.get(index) else {
+        let providers = self.providers();
+        let Some(p) = providers.get(index) else {
             return ThinkStart::Unknown;
         };
         let known = match think::recall(&self.db, &p.cfg) {
@@ -433,7 +435,8 @@ impl Agent {
             return;
         };
         let before = self.think_start(index);
-        let Some(p) = self.providers.get(index).filter(|_| now != before) else {
+        let providers = self.providers();
+        let Some(p) = providers.get(index).filter(|_| now != before) else {
             return;
         };
         if let Some(slot) = self.think_starts.borrow_mut().get_mut(index) {
@@ -457,7 +460,8 @@ impl Agent {
 
     /// Record a reply's tokens under the provider that gave it (and in `/metrics`).
     pub(super) fn record_usage(&self, session: &str, provider: usize, reply: &ChatReply) {
-        let (Some(u), Some(p)) = (reply.usage, self.providers.get(provider)) else {
+        let providers = self.providers();
+        let (Some(u), Some(p)) = (reply.usage, providers.get(provider)) else {
             return;
         };
         crate::metrics::tokens(p.metric(), u.prompt_tokens, u.completion_tokens);

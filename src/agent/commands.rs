@@ -86,7 +86,7 @@ pub fn status_text(agent: &Agent, session: &str) -> String {
     let today = crate::store::usage::day_of(now_secs());
     let (p, c) = agent.db.usage_totals(&today).unwrap_or((0, 0));
     let model = agent
-        .providers
+        .providers()
         .first()
         .map(|p| p.label())
         .unwrap_or_default();

@@ -79,11 +79,11 @@ async fn compact_with(
     session: &str,
     force: bool,
 ) -> Result<Outcome, crate::store::StoreError> {
-    let a = &agent.cfg.agent;
+    let a = &agent.cfg().agent;
     let max_messages = a.compact_after_messages.min(a.history_messages).max(2);
     // A known context window lowers the token threshold to half of it, and the
     // transcript sent for summarising to what fits beside the summary's answer.
-    let window = agent.cfg.provider.window();
+    let window = agent.cfg().provider.window();
     let token_limit = window.map_or(a.compact_after_tokens, |w| {
         a.compact_after_tokens.min(w / 2)
     });

@@ -113,12 +113,13 @@ impl From<StoreError> for AgentError {
 /// its providers and tools; what other parts need (config, store, workers) they receive
 /// from the root too, not through the agent.
 pub struct Agent {
-    cfg: Rc<Config>,
+    /// The configuration in use (`config::Live`: a reload swaps it).
+    cfg: crate::config::Live,
     /// The workspace folder (system prompt files, skills).
     workspace: PathBuf,
     db: Rc<Db>,
-    /// Primary first, then fallbacks.
-    providers: Vec<Arc<Provider>>,
+    /// Primary first, then fallbacks (a reload may replace them: [`Agent::reconfigure`]).
+    providers: RefCell<Rc<[Arc<Provider>]>>,
     workers: Workers,
     /// One permit per worker thread: a model request's body is built once it holds one
     /// (`chat`), so turns waiting for a worker hold no body.
@@ -152,7 +153,7 @@ pub struct Agent {
     last_provider: Cell<Option<(std::time::Instant, bool)>>,
     /// The injection screen for untrusted tool results (`untrusted`); `None` when
     /// `security.injection.enabled` is off (results are still fenced).
-    screen: Option<crate::security::injection::Screen>,
+    screen: RefCell<Option<Rc<crate::security::injection::Screen>>>,
     /// The workers running now (`NAME@PARENT`), at most `agent.max_workers` (`workers`).
     running_workers: RefCell<Vec<String>>,
 }
@@ -160,24 +161,26 @@ pub struct Agent {
 impl Agent {
     /// An agent over `providers` (primary first; at least one) and `tools`.
     pub fn new(
-        cfg: Rc<Config>,
+        cfg: impl Into<crate::config::Live>,
         workspace: PathBuf,
         db: Rc<Db>,
         providers: Vec<Arc<Provider>>,
         workers: Workers,
         tools: Tools,
     ) -> Agent {
+        let cfg = cfg.into();
+        let c = cfg.get();
         let approvals = Approvals::new(
-            cfg.agent.max_sessions as usize,
-            Approvals::timeout_from(cfg.agent.approval_timeout_secs),
+            c.agent.max_sessions as usize,
+            Approvals::timeout_from(c.agent.approval_timeout_secs),
         );
         let n = providers.len();
-        let screen = untrusted::screen(&cfg.security.injection);
+        let screen = untrusted::screen(&c.security.injection).map(Rc::new);
         Agent {
             cfg,
             workspace,
             db,
-            providers,
+            providers: RefCell::new(providers.into()),
             model_calls: smol::lock::Semaphore::new(workers.threads()),
             workers,
             tools,
@@ -191,15 +194,49 @@ impl Agent {
             unstreamed_tools: RefCell::new(vec![false; n]),
             think_starts: RefCell::new(vec![None; n]),
             last_provider: Cell::new(None),
-            screen,
+            screen: RefCell::new(screen),
             running_workers: RefCell::new(Vec::new()),
         }
+    }
+
+    /// The configuration in use now.
+    fn cfg(&self) -> Rc<Config> {
+        self.cfg.get()
+    }
+
+    /// The providers in use now, primary first.
+    fn providers(&self) -> Rc<[Arc<Provider>]> {
+        self.providers.borrow().clone()
+    }
+
+    /// After a reload swapped the configuration: the injection screen as it now says, the
+    /// search backends' keys from the new `secrets.env`,
+    /// and `providers` (when the chain changed) in place of the running ones, what was
+    /// learned about the old ones (token ratios, refused tools or images, where answers
+    /// start) forgotten. A turn already asking a provider finishes with it.
+    pub fn reconfigure(
+        &self,
+        providers: Option<Vec<Arc<Provider>>>,
+        search_keys: crate::tools::search::SearchKeys,
+    ) {
+        *self.tools.search_keys.borrow_mut() = search_keys;
+        *self.screen.borrow_mut() = untrusted::screen(&self.cfg().security.injection).map(Rc::new);
+        let Some(providers) = providers else {
+            return;
+        };
+        let n = providers.len();
+        *self.providers.borrow_mut() = providers.into();
+        *self.ratios.borrow_mut() = vec![fit::INITIAL_TOKENS_PER_KIB; n];
+        self.blind.borrow_mut().clear();
+        *self.tools_refused.borrow_mut() = vec![false; n];
+        *self.unstreamed_tools.borrow_mut() = vec![false; n];
+        *self.think_starts.borrow_mut() = vec![None; n];
     }
 
     /// Whether answers stream as they are written (`provider.stream`): channels then show
     /// them growing.
     pub fn streams(&self) -> bool {
-        self.cfg.provider.stream
+        self.cfg().provider.stream
     }
 
     /// Pending approvals: channels register their asker and pass `/yes` `/no` `/always`
@@ -258,7 +295,7 @@ impl Agent {
     }
 
     fn check_budget(&self) -> Result<(), AgentError> {
-        match budget::check(&self.db, &self.cfg.budget, now_secs())? {
+        match budget::check(&self.db, &self.cfg().budget, now_secs())? {
             Ok(()) => Ok(()),
             Err(b) => Err(AgentError::Budget(b)),
         }
@@ -300,7 +337,7 @@ impl Agent {
     /// How tools reach the model now: `provider.tool_mode`, or text once the server
     /// refused native tools.
     fn tool_mode(&self) -> ToolMode {
-        let mode = self.cfg.provider.tool_mode;
+        let mode = self.cfg().provider.tool_mode;
         let refused = self
             .tools_refused
             .borrow()
@@ -325,12 +362,12 @@ impl Agent {
         let sink = &mut scrub_sink::ScrubSink::new(sink);
         compact::maybe_compact(self, session).await;
         let small = self
-            .cfg
+            .cfg()
             .provider
             .window()
             .is_some_and(|w| w <= fit::SMALL_WINDOW_TOKENS);
         let (base_system, mut history) = self.db.read_batch(|| -> Result<_, AgentError> {
-            let limit = self.cfg.agent.history_messages as usize;
+            let limit = self.cfg().agent.history_messages as usize;
             let history = self.db.recent_messages(session, limit)?;
             let typed = history
                 .iter()
@@ -348,7 +385,8 @@ impl Agent {
             session: w.map_or(session, |w| &w.parent).to_string(),
             channel,
         };
-        let a = &self.cfg.agent;
+        let cfg = self.cfg();
+        let a = &cfg.agent;
         let max_rounds = w.map_or(a.max_tool_iterations, |_| a.worker_max_turns) as usize;
         let mut mode = self.tool_mode();
         let mut all_specs = match mode {
@@ -622,7 +660,7 @@ impl Agent {
         } else {
             images.clear();
         }
-        let max = self.cfg.agent.max_tool_result_bytes as usize;
+        let max = self.cfg().agent.max_tool_result_bytes as usize;
         let mcp = self.tools.mcp_tool(&call.name).is_some();
         let Some(source) = untrusted::source(&call.name, &call.arguments, mcp).filter(|_| ran)
         else {
@@ -632,15 +670,16 @@ impl Agent {
         // by what the fence adds (so the fenced result stays within it).
         let max = max.saturating_sub(crate::security::injection::FENCE_RESERVE_BYTES);
         let out = crate::tools::output::scrub_capped(&out, max);
-        let Some(screen) = &self.screen else {
+        let screen = self.screen.borrow().clone();
+        let Some(screen) = screen else {
             return (
                 crate::security::injection::fence(&source, &out, None),
                 images,
                 entry,
             );
         };
-        let action = self.cfg.security.injection.action;
-        let (out, hit) = untrusted::wrap(screen, action, &source, &ctx.session, &out);
+        let action = self.cfg().security.injection.action;
+        let (out, hit) = untrusted::wrap(&screen, action, &source, &ctx.session, &out);
         if let Some(hit) = hit {
             if action == crate::security::injection::Action::Withhold {
                 images.clear();
@@ -662,7 +701,7 @@ impl Agent {
     fn sees(&self) -> bool {
         let blind = self.blind.borrow();
         let sees = |(i, p): (usize, &Arc<Provider>)| p.cfg.vision && !blind.contains(&i);
-        self.providers.iter().enumerate().any(sees)
+        self.providers().iter().enumerate().any(sees)
     }
 
     /// The system prompt for a turn answering `user_text`.
@@ -679,9 +718,9 @@ impl Agent {
         user_text: &str,
         small: bool,
     ) -> String {
-        let now_text = crate::time::clock::format_now(&self.cfg.agent.timezone);
+        let now_text = crate::time::clock::format_now(&self.cfg().agent.timezone);
         let memory =
-            crate::memory::inject::section(&self.db, &self.cfg.memory, user_text, now_secs())
+            crate::memory::inject::section(&self.db, &self.cfg().memory, user_text, now_secs())
                 .unwrap_or_else(|e| {
                     log::warn!("memory left out of the prompt: {e}");
                     None

@@ -97,7 +97,7 @@ impl Agent {
             }
             (def, task)
         };
-        let max = self.cfg.agent.max_workers as usize;
+        let max = self.cfg().agent.max_workers as usize;
         let label = format!("{}@{}", def.name, ctx.session);
         let _slot = {
             let mut r = self.running_workers.borrow_mut();

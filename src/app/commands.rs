@@ -60,7 +60,7 @@ pub fn heartbeat_command(l: &Loaded) -> Result<(), AppError> {
     let out = outbound(l, &workers, None);
     let mcp = mcp_seam::start_now(l, &db);
     let agent = agent(l, &db, &workers, providers, out.clone(), mcp.as_ref());
-    let deps = Deps::new(&l.cfg, &db, l.home.workspace(), out);
+    let deps = Deps::new(l.live.clone(), &db, l.home.workspace(), out);
     let checked = smol::block_on(heartbeat::check_in(
         &agent,
         &deps,

@@ -50,7 +50,6 @@ use crate::channels::http::{self, health::Beat};
 use crate::channels::telegram::api::{Api, ApiError, BotIdentity, Posted};
 use crate::channels::telegram::backoff::{Backoff, ErrorDelay, Stop};
 use crate::channels::telegram::bot::Bot;
-use crate::channels::telegram::inbound::AllowList;
 use crate::channels::telegram::media::{self, Media};
 use crate::channels::telegram::outbox::Outbox;
 use crate::channels::telegram::poller::{POLL_BATCH_UPDATES, POLL_MARGIN_SECS, poll_loop};
@@ -88,8 +87,8 @@ const SHUTDOWN_TICK_MS: u64 = 20;
 /// Yields at the end of shutdown, so woken turns record their delivered answers.
 const SHUTDOWN_YIELDS: usize = 8;
 
-/// The Telegram bot once it is serving (for the status record).
-type BotSlot = Rc<RefCell<Option<Rc<Bot>>>>;
+/// The Telegram bot once it is serving (for the status record and reloads).
+use super::reload::BotSlot;
 
 /// Run the daemon until SIGINT or SIGTERM (exit status 0), or a fatal start-up error.
 ///
@@ -120,6 +119,8 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     let workers = Workers::start(WORKER_THREADS);
     let signals =
         Signals::install().map_err(|e| runtime(format!("cannot watch for signals: {e}")))?;
+    // SIGHUP reloads config.json and secrets.env (`reload`).
+    signals.catch_reload();
     let backoff = test_backoff();
     let tg = &l.cfg.telegram;
     let token = if tg.enabled {
@@ -137,7 +138,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     let out = outbound(l, &workers, sender.as_ref().map(|(_, o)| o.clone()));
     let mcp = mcp_seam::start(l, &db);
     let agent = build_agent(l, &db, &workers, providers, out.clone(), mcp.as_ref());
-    let deps = Rc::new(Deps::new(&l.cfg, &db, l.home.workspace(), out));
+    let deps = Rc::new(Deps::new(l.live.clone(), &db, l.home.workspace(), out));
     memory_retention(&db, &l.cfg);
     announce(&l.cfg, &l.home, &db);
     let ex: smol::LocalExecutor<'static> = smol::LocalExecutor::new();
@@ -163,6 +164,21 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     let http = http_server(l, &agent, &db, (&polled, &bot, webhook), stopped.clone())?;
     ex.spawn(until_closed(
         scheduler_task(agent.clone(), deps),
+        stopped.clone(),
+    ))
+    .detach();
+    let reloader = super::reload::Reloader {
+        home: l.home.clone(),
+        env: RefCell::new(l.env.clone()),
+        live: l.live.clone(),
+        agent: agent.clone(),
+        bot: bot.clone(),
+        db: db.clone(),
+        generation: std::cell::Cell::new(0),
+    };
+    let requests = signals.reloads();
+    ex.spawn(until_closed(
+        async move { reloader.run(requests).await },
         stopped.clone(),
     ))
     .detach();
@@ -240,6 +256,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
                         posted,
                     };
                     let s = Serving {
+                        live: &l.live,
                         agent: &agent,
                         db: &db,
                         workers: &workers,
@@ -294,9 +311,9 @@ async fn until_closed(task: impl Future<Output = ()>, closed: async_channel::Rec
 
 /// The scheduler loop with the gateway's daily hooks (never returns).
 async fn scheduler_task(agent: Rc<Agent>, deps: Rc<Deps>) {
-    let (db, cfg) = (deps.db.clone(), deps.cfg.clone());
+    let (db, live) = (deps.db.clone(), deps.live.clone());
     let opts = scheduler::Options {
-        daily: vec![Box::new(move || memory_retention(&db, &cfg))],
+        daily: vec![Box::new(move || memory_retention(&db, &live.get()))],
         ..scheduler::Options::default()
     };
     scheduler::run(&agent, &deps, opts).await;
@@ -481,13 +498,7 @@ fn http_server(
         // Webhook mode has no poll whose age could tell anything.
         telegram: (tg.enabled && webhook.is_none()).then(|| (polled.clone(), stale)),
         metrics: Some(metrics_body(db.clone(), bot.clone())),
-        board: http::page::Board {
-            provider: l.cfg.provider.kind.name().into(),
-            model: l.cfg.provider.model.clone(),
-            fallbacks: l.cfg.fallbacks.len(),
-            timezone: l.cfg.agent.timezone.clone(),
-            budget: l.cfg.budget.clone(),
-        },
+        board: board(l.live.clone()),
         webhook,
         grace: Duration::from_millis(TURN_GRACE_MS),
         drain: Duration::from_millis(SHUTDOWN_LIMIT_MS),
@@ -507,6 +518,21 @@ fn http_server(
         );
     }
     Ok(Some((http::Server::new(deps, stopped), listener)))
+}
+
+/// What the status page says about the configuration in use (read at each request: a
+/// reload changes the model and the budget).
+fn board(live: crate::config::Live) -> Box<dyn Fn() -> http::page::Board> {
+    Box::new(move || {
+        let cfg = live.get();
+        http::page::Board {
+            provider: cfg.provider.kind.name().into(),
+            model: cfg.provider.model.clone(),
+            fallbacks: cfg.fallbacks.len(),
+            timezone: cfg.agent.timezone.clone(),
+            budget: cfg.budget.clone(),
+        }
+    })
 }
 
 /// The sender thread and its API client.
@@ -544,6 +570,9 @@ struct Telegram<'a> {
 
 /// The rest of the daemon, as [`serve_telegram`] sees it.
 struct Serving<'a> {
+    /// The configuration in use (the allow list and group rule as the last reload left
+    /// them).
+    live: &'a crate::config::Live,
     agent: &'a Rc<Agent>,
     db: &'a Rc<Db>,
     workers: &'a Workers,
@@ -560,6 +589,7 @@ async fn serve_telegram(
     s: Serving<'_>,
 ) -> Result<(), AppError> {
     let Serving {
+        live,
         agent,
         db,
         workers,
@@ -585,10 +615,8 @@ async fn serve_telegram(
         }
     };
 
-    let (allow, bad) = AllowList::parse(&tg.allow_from);
-    for b in bad {
-        log::warn!("telegram.allow_from: ignored \"{b}\": not a numeric id or a @username");
-    }
+    let now_cfg = live.get();
+    let allow = super::reload::allow_list(&now_cfg);
     let allow_len = allow.len();
     if allow.is_empty() {
         log::warn!(
@@ -599,7 +627,7 @@ async fn serve_telegram(
     let bot = Rc::new(Bot::new(
         agent.clone(),
         db.clone(),
-        t.cfg,
+        &now_cfg,
         me.clone(),
         allow,
         t.outbox.clone(),

@@ -9,6 +9,7 @@
 //! - `commands`: the other commands that run the agent or the scheduler (`agent`,
 //!   `heartbeat`, `cron`, `serial`);
 //! - `memory_cmd`: the `memory` command; `audit_cmd`: the `audit` command;
+//! - `reload`: the gateway's live reload (SIGHUP) and the `reload` command;
 //! - `mcp_cmd`: the `mcp` command, the MCP manager as commands build it, and the servers'
 //!   records for `status`;
 //! - `mcp_seam`: the MCP servers' tools handed to the agent's tools.
@@ -25,6 +26,7 @@ pub mod gateway;
 pub mod mcp_cmd;
 pub mod mcp_seam;
 pub mod memory_cmd;
+pub mod reload;
 pub mod workers_cmd;
 
 use crate::agent::Agent;
@@ -84,7 +86,11 @@ pub fn runtime(e: impl fmt::Display) -> AppError {
 pub struct Loaded {
     pub home: Home,
     pub env: Env,
+    /// The configuration as loaded at start.
     pub cfg: Rc<Config>,
+    /// The configuration in use: `cfg` at start; in the gateway a reload swaps it
+    /// (`reload`), and the agent, its tools and the scheduler read it from here.
+    pub live: config::Live,
 }
 
 /// Resolve the home, read secrets.env and config.json, set up logging and the scrubber,
@@ -108,14 +114,7 @@ pub unsafe fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<L
     crate::logging::init(from_env.unwrap_or(log::LevelFilter::Warn));
     let cfg = config::load(&home, &env)?;
     install_ca_file(&home, &cfg)?;
-    let mut secret_names = vec![
-        cfg.provider.api_key_env.clone(),
-        cfg.telegram.token_env.clone(),
-        cfg.http.token_env.clone(),
-    ];
-    secret_names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
-    let ws = &cfg.tools.web_search;
-    secret_names.extend([ws.brave_key_env.clone(), ws.tavily_key_env.clone()]);
+    let secret_names = secret_names(&cfg);
     crate::security::scrub::install_secret_literals(secret_names.iter().filter_map(|n| env.get(n)));
     // SAFETY: this function's own contract (no other thread touches the environment).
     let env = unsafe { hide_secrets(env, &secret_names) };
@@ -130,11 +129,32 @@ pub unsafe fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<L
         }
     });
     crate::logging::init(level);
-    Ok(Loaded {
-        home,
-        env,
-        cfg: Rc::new(cfg),
-    })
+    Ok(Loaded::new(home, env, cfg))
+}
+
+impl Loaded {
+    pub fn new(home: Home, env: Env, cfg: Config) -> Loaded {
+        let cfg = Rc::new(cfg);
+        Loaded {
+            home,
+            env,
+            live: config::Live::new(cfg.clone()),
+            cfg,
+        }
+    }
+}
+
+/// The variables `cfg` names that hold secrets (API keys, tokens).
+fn secret_names(cfg: &Config) -> Vec<String> {
+    let mut names = vec![
+        cfg.provider.api_key_env.clone(),
+        cfg.telegram.token_env.clone(),
+        cfg.http.token_env.clone(),
+    ];
+    names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
+    let ws = &cfg.tools.web_search;
+    names.extend([ws.brave_key_env.clone(), ws.tavily_key_env.clone()]);
+    names
 }
 
 /// Trust the anchors of `tls.ca_file` for every HTTPS connection; a file that cannot be
@@ -223,7 +243,7 @@ pub fn agent(
     let keys = crate::tools::search::SearchKeys::from_env(&l.cfg.tools.web_search, &l.env);
     let mut tools = Tools::new(
         workspace.clone(),
-        l.cfg.clone(),
+        l.live.clone(),
         workers.clone(),
         db.clone(),
         outbound,
@@ -238,7 +258,7 @@ pub fn agent(
         )));
     }
     Rc::new(Agent::new(
-        l.cfg.clone(),
+        l.live.clone(),
         workspace,
         db.clone(),
         providers,

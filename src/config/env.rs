@@ -78,6 +78,14 @@ impl Env {
             .or_else(|| self.file.get(name).cloned())
     }
 
+    /// This environment with `secrets.env`'s entries replaced by `file` (a reload).
+    pub fn with_file(&self, file: BTreeMap<String, String>) -> Env {
+        Env {
+            file,
+            ..self.clone()
+        }
+    }
+
     /// Keep variables taken out of the process environment (their values stay what
     /// [`Env::get`] answers for them).
     pub fn keep_taken(&mut self, vars: impl IntoIterator<Item = (String, String)>) {

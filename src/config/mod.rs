@@ -17,10 +17,12 @@
 //! larger files are refused with an error.
 //!
 //! # Threads
-//! Main thread, at start-up, before the executor runs (small bounded file reads).
+//! Main thread, at start-up, before the executor runs (small bounded file reads); a
+//! reload ([`reload`], `live`) on the gateway's executor thread.
 
 mod env;
 mod fields;
+pub mod live;
 pub mod mcp;
 pub mod security;
 pub mod tool_rules;
@@ -28,6 +30,7 @@ mod types;
 pub mod web_search;
 
 pub use env::{Env, load_secrets_file, parse_secrets, secret_line};
+pub use live::Live;
 pub use tool_rules::ToolSet;
 pub use types::*;
 pub use web_search::{SafeSearch, SearchBackend, WebSearchConfig};
@@ -57,6 +60,9 @@ pub enum ConfigError {
     SecretsMode(PathBuf, u32),
     /// A malformed line in `secrets.env`.
     SecretsLine(PathBuf, usize),
+    /// `config.json` is empty or missing when it is read again (a reload): a file being
+    /// written, never taken for the defaults.
+    Empty(PathBuf),
 }
 
 impl fmt::Display for ConfigError {
@@ -98,6 +104,11 @@ impl fmt::Display for ConfigError {
             ConfigError::SecretsLine(p, n) => write!(
                 f,
                 "{} line {n} is not KEY=VALUE: fix or remove it",
+                p.display()
+            ),
+            ConfigError::Empty(p) => write!(
+                f,
+                "{} is empty or missing: write the whole file, then reload",
                 p.display()
             ),
         }
@@ -161,6 +172,27 @@ pub fn load(home: &Home, env: &Env) -> Result<Config, ConfigError> {
         Err(e) => return Err(ConfigError::Read(path, e)),
     };
     parse(text.as_deref(), &path, env)
+}
+
+/// `config.json` and `secrets.env` read again for a reload, over `env` (the process's
+/// variables as the gateway started with them). Like [`load`] and [`load_secrets_file`],
+/// but a `config.json` that is missing or holds nothing is an error ([`ConfigError::Empty`]),
+/// not the defaults: it is a file being written.
+pub fn reload(home: &Home, env: &Env) -> Result<(Config, Env), ConfigError> {
+    let env = env.with_file(load_secrets_file(&home.secrets_file())?);
+    let path = home.config_file();
+    let text = match std::fs::File::open(&path) {
+        Ok(f) => read_bounded(f, &path)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ConfigError::Empty(path));
+        }
+        Err(e) => return Err(ConfigError::Read(path, e)),
+    };
+    if text.trim().is_empty() {
+        return Err(ConfigError::Empty(path));
+    }
+    let cfg = parse(Some(&text), &path, &env)?;
+    Ok((cfg, env))
 }
 
 fn read_bounded(f: std::fs::File, path: &Path) -> Result<String, ConfigError> {

@@ -203,7 +203,10 @@ fn an_unknown_timezone_is_a_config_error() {
 #[test]
 fn update_keys_are_read_with_their_defaults_and_bounds() {
     let d = Config::default().update;
-    assert_eq!((d.url.as_str(), d.public_key.as_str(), d.confirm_secs), ("", "", 120));
+    assert_eq!(
+        (d.url.as_str(), d.public_key.as_str(), d.confirm_secs),
+        ("", "", 120)
+    );
     let c = parse_str(
         r#"{"update":{"url":"https://r.test/index.json","public_key":"RWQ","confirm_secs":30}}"#,
     )

@@ -155,7 +155,8 @@ pub async fn check_in(
     floor: i64,
     trigger: Trigger,
 ) -> Result<Outcome, HeartbeatError> {
-    let cfg = &deps.cfg.heartbeat;
+    let c = deps.cfg();
+    let cfg = &c.heartbeat;
     if !cfg.enabled {
         return Ok(Outcome::Skipped(Skip::Disabled));
     }
@@ -181,7 +182,7 @@ async fn run_leased(
     now: i64,
     trigger: Trigger,
 ) -> Result<Outcome, HeartbeatError> {
-    let interval = interval_secs(deps.cfg.heartbeat.interval_mins);
+    let interval = interval_secs(deps.cfg().heartbeat.interval_mins);
     let until = now.saturating_add(interval - LEASE_SLACK_SECS.min(interval / 2));
     let db = &deps.db;
     if trigger == Trigger::Timer && !db.claim_lease(LEASE_KEY, now, until, interval)? {
@@ -216,7 +217,7 @@ async fn run_claimed(agent: &Agent, deps: &Deps, content: &str) -> Result<Outcom
     if reply.contains(OK_TOKEN) {
         return Ok(Outcome::Ok);
     }
-    let target = Target::parse(&deps.cfg.heartbeat.deliver_to).unwrap_or(Target::Log);
+    let target = Target::parse(&deps.cfg().heartbeat.deliver_to).unwrap_or(Target::Log);
     deps.outbound
         .deliver(&target, &reply)
         .await

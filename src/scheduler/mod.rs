@@ -21,14 +21,16 @@ pub mod runner;
 pub use runner::{Options, run};
 
 use crate::chat::Outbound;
-use crate::config::Config;
+use crate::config::{Config, Live};
 use crate::store::Db;
 use std::path::PathBuf;
 use std::rc::Rc;
 
 /// What the scheduler works with besides the agent, handed over by the composition root.
 pub struct Deps {
-    pub cfg: Rc<Config>,
+    /// The configuration in use (`config::Live`: a reload swaps it); read with
+    /// [`Deps::cfg`].
+    pub live: Live,
     pub db: Rc<Db>,
     /// The workspace folder (`HEARTBEAT.md`).
     pub workspace: PathBuf,
@@ -38,16 +40,21 @@ pub struct Deps {
 
 impl Deps {
     pub fn new(
-        cfg: &Rc<Config>,
+        cfg: impl Into<Live>,
         db: &Rc<Db>,
         workspace: PathBuf,
         outbound: Rc<dyn Outbound>,
     ) -> Deps {
         Deps {
-            cfg: cfg.clone(),
+            live: cfg.into(),
             db: db.clone(),
             workspace,
             outbound,
         }
+    }
+
+    /// The configuration in use now.
+    pub fn cfg(&self) -> Rc<Config> {
+        self.live.get()
     }
 }

@@ -138,7 +138,7 @@ pub fn next_midnight(now: i64, tz: &Tz) -> i64 {
 /// Run cron jobs, the heartbeat and daily hooks until the future is dropped.
 pub async fn run(agent: &Agent, deps: &Deps, opts: Options) {
     let clock = opts.clock.clone();
-    let tz = match crate::jobs::timezone(&deps.cfg.agent.timezone) {
+    let tz = match crate::jobs::timezone(&deps.cfg().agent.timezone) {
         Ok(tz) => tz,
         Err(e) => {
             log::error!("{e}; cron schedules use UTC until it is fixed");
@@ -210,7 +210,8 @@ async fn pass(
     if let Err(e) = jobs::run_due(agent, deps, tz, now).await {
         log::error!("cron pass failed: {e}");
     }
-    let hb = &deps.cfg.heartbeat;
+    let c = deps.cfg();
+    let hb = &c.heartbeat;
     let mut next_heartbeat = None;
     if hb.enabled {
         // Cron jobs may have taken a while: read the clock again.

@@ -94,7 +94,7 @@ fn exec_req<'a>(tools: &Tools, args: &'a Args) -> Result<ExecReq<'a>, ToolError>
             "\"command\" contains a NUL character".into(),
         ));
     }
-    let max = tools.cfg.tools.exec.timeout_secs.max(1);
+    let max = tools.cfg().tools.exec.timeout_secs.max(1);
     let timeout_secs = match args.opt_u64("timeout_secs")? {
         None => max,
         Some(0) => {
@@ -158,8 +158,8 @@ pub async fn exec(tools: &Tools, args: &Args) -> Result<String, ToolError> {
             tools.workspace.display()
         )));
     }
-    let result_cap = tools.cfg.agent.max_tool_result_bytes as usize;
-    let max_output = (tools.cfg.tools.exec.max_output_bytes as usize)
+    let result_cap = tools.cfg().agent.max_tool_result_bytes as usize;
+    let max_output = (tools.cfg().tools.exec.max_output_bytes as usize)
         .min(result_cap.saturating_sub(STATUS_ROOM_BYTES))
         .max(512);
     let spec = RunSpec {
@@ -173,8 +173,8 @@ pub async fn exec(tools: &Tools, args: &Args) -> Result<String, ToolError> {
     let plan = Plan {
         spec,
         ctx: policy_context(&tools.workspace),
-        write_paths: tools.cfg.tools.exec.write_paths.clone(),
-        user: tools.cfg.tools.exec.user.clone(),
+        write_paths: tools.cfg().tools.exec.write_paths.clone(),
+        user: tools.cfg().tools.exec.user.clone(),
     };
     let outcome = tools
         .workers

@@ -769,10 +769,10 @@ fn run_plan(p: Plan) -> Result<String, ToolError> {
 
 /// Run a call (the `Tools::call` dispatch target).
 pub async fn call(tools: &Tools, name: &str, args: &Args) -> Result<String, ToolError> {
-    if !offered(&tools.cfg) {
+    if !offered(&tools.cfg()) {
         return Err(ToolError::Unknown(name.to_string()));
     }
-    let p = plan(name, args, &tools.cfg)?;
+    let p = plan(name, args, &tools.cfg())?;
     tools
         .workers
         .run(move || run_plan(p))

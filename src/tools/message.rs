@@ -77,7 +77,7 @@ pub async fn send_file(tools: &Tools, ctx: &CallContext, args: &Args) -> Result<
 
 /// Where the message goes, checked.
 pub fn target(tools: &Tools, ctx: &CallContext, to: Option<&str>) -> Result<Target, ToolError> {
-    target_for(&tools.cfg, ctx, to)
+    target_for(&tools.cfg(), ctx, to)
 }
 
 /// [`target`] over the config alone.

@@ -135,15 +135,18 @@ pub struct CallContext {
 /// The tool set of one running program.
 pub struct Tools {
     pub workspace: PathBuf,
-    pub cfg: Rc<Config>,
+    /// The configuration in use (`config::Live`: a reload swaps it); read with
+    /// [`Tools::cfg`].
+    cfg: crate::config::Live,
     pub workers: Workers,
     pub db: Rc<Db>,
     /// Where `send_message` delivers: the process's one outbound seam.
     pub outbound: Rc<dyn Outbound>,
     /// MCP servers' tools, when any server is configured.
     pub mcp: Option<Rc<dyn mcp::McpTools>>,
-    /// The API keys of the search backends that take one (`web_search`).
-    pub search_keys: search::SearchKeys,
+    /// The API keys of the search backends that take one (`web_search`); a reload
+    /// replaces them.
+    pub search_keys: std::cell::RefCell<search::SearchKeys>,
 }
 
 /// Every tool's spec (as written; `specs` filters them per channel).
@@ -192,26 +195,31 @@ pub fn needs_approval(name: &str) -> bool {
 impl Tools {
     pub fn new(
         workspace: PathBuf,
-        cfg: Rc<Config>,
+        cfg: impl Into<crate::config::Live>,
         workers: Workers,
         db: Rc<Db>,
         outbound: Rc<dyn Outbound>,
     ) -> Tools {
         Tools {
             workspace,
-            cfg,
+            cfg: cfg.into(),
             workers,
             db,
             outbound,
             mcp: None,
-            search_keys: search::SearchKeys::default(),
+            search_keys: Default::default(),
         }
     }
 
     /// These tools with the search backends' API keys (`web_search`).
     pub fn with_search_keys(mut self, keys: search::SearchKeys) -> Tools {
-        self.search_keys = keys;
+        self.search_keys = keys.into();
         self
+    }
+
+    /// The configuration in use now.
+    pub fn cfg(&self) -> Rc<Config> {
+        self.cfg.get()
     }
 
     /// These tools with MCP servers' tools offered beside them.
@@ -241,7 +249,7 @@ impl Tools {
         let mcp = mcp.iter().flat_map(|l| l.iter()).map(|t| &t.spec);
         ALL.iter()
             .chain(mcp)
-            .filter(|t| self.cfg.tool_offered(&t.name, channel))
+            .filter(|t| self.cfg().tool_offered(&t.name, channel))
             .cloned()
             .collect()
     }
@@ -251,7 +259,7 @@ impl Tools {
     /// call to a tool denied on the turn's channel is answered with [`Tools::allowed`]'s
     /// refusal rather than shown to the user as text.
     pub fn is_tool(&self, name: &str) -> bool {
-        let all = if hardware::offered(&self.cfg) {
+        let all = if hardware::offered(&self.cfg()) {
             ALL
         } else {
             &ALL[..ALL.len() - hardware::SPECS.len()]
@@ -262,7 +270,7 @@ impl Tools {
     /// Refuses a call to a tool denied on `channel` (naming the config key that denies
     /// it); checked before approval and again before running.
     pub fn allowed(&self, name: &str, channel: ChannelKind) -> Result<(), ToolError> {
-        match self.cfg.tool_denied_by(name, channel) {
+        match self.cfg().tool_denied_by(name, channel) {
             None => Ok(()),
             Some(key) => Err(ToolError::Denied(format!(
                 "{name} is not available on {} ({key})",
@@ -282,7 +290,7 @@ impl Tools {
         needs_approval(name)
             || (hardware::is_tool(name)
                 && Args::parse(arguments)
-                    .and_then(|a| hardware::needs_approval(name, &a, &self.cfg))
+                    .and_then(|a| hardware::needs_approval(name, &a, &self.cfg()))
                     .unwrap_or(false))
     }
 
@@ -301,14 +309,14 @@ impl Tools {
         }
         if hardware::is_tool(name) {
             let args = Args::parse(arguments)?;
-            return hardware::approval_summary(name, &args, &self.cfg)
+            return hardware::approval_summary(name, &args, &self.cfg())
                 .map(|s| Some(Approval::plain(s)));
         }
         if !needs_approval(name) {
             return Ok(None);
         }
         let args = Args::parse(arguments)?;
-        let restrict = self.cfg.agent.restrict_to_workspace;
+        let restrict = self.cfg().agent.restrict_to_workspace;
         let ws = &self.workspace;
         let s = match name {
             "write_file" => Approval::plain(write::write_summary(ws, restrict, &args)?),
@@ -361,7 +369,7 @@ impl Tools {
         args: Args,
         ctx: &CallContext,
     ) -> Result<String, ToolError> {
-        let restrict = self.cfg.agent.restrict_to_workspace;
+        let restrict = self.cfg().agent.restrict_to_workspace;
         type FileTool = fn(&std::path::Path, bool, &Args) -> Result<String, ToolError>;
         let file_tool: Option<FileTool> = match name {
             "read_file" => Some(fs::read_file),
@@ -381,9 +389,9 @@ impl Tools {
             "memory_store" => memory::memory_store(&self.db, &args, now_secs()),
             "memory_search" => memory::memory_search(&self.db, &args, now_secs()),
             "memory_forget" => memory::memory_forget(&self.db, &args),
-            "cron_add" => cron::add(&self.db, &self.cfg, ctx, &args, crate::time::clock::now()),
-            "cron_list" => cron::list(&self.db, &self.cfg),
-            "cron_remove" => cron::remove(&self.db, &self.cfg, &args),
+            "cron_add" => cron::add(&self.db, &self.cfg(), ctx, &args, crate::time::clock::now()),
+            "cron_list" => cron::list(&self.db, &self.cfg()),
+            "cron_remove" => cron::remove(&self.db, &self.cfg(), &args),
             "send_message" => message::send_message(self, ctx, &args).await,
             "send_file" => message::send_file(self, ctx, &args).await,
             "system_info" => sysinfo::system_info(self).await,

@@ -670,14 +670,16 @@ pub async fn web_search(tools: &Tools, args: &Args) -> Result<String, ToolError>
             "\"query\" is longer than {MAX_SEARCH_QUERY_BYTES} bytes: search with fewer words"
         )));
     }
-    let cfg = &tools.cfg.tools.web_search;
+    let c = tools.cfg();
+    let cfg = &c.tools.web_search;
     let n = args
         .opt_u64("max_results")?
         .unwrap_or(cfg.max_results)
         .clamp(1, MAX_SEARCH_RESULTS as u64) as usize;
     let mut notes = Vec::new();
     for &b in &cfg.chain {
-        let key = tools.search_keys.get(b);
+        let key = tools.search_keys.borrow().get(b).map(str::to_string);
+        let key = key.as_deref();
         let outcome = match (cfg.key_env(b), key) {
             (Some(var), None) => Err(Failure::NoKey(var.to_string())),
             _ => {
@@ -694,7 +696,7 @@ pub async fn web_search(tools: &Tools, args: &Args) -> Result<String, ToolError>
         };
         match outcome {
             Ok(hits) => {
-                let cap = tools.cfg.agent.max_tool_result_bytes as usize;
+                let cap = tools.cfg().agent.max_tool_result_bytes as usize;
                 return Ok(render(&query, b, &hits, &notes, cap));
             }
             Err(f) => {

@@ -421,7 +421,8 @@ pub fn url_arg(args: &Args) -> Result<&str, ToolError> {
 pub async fn web_fetch(tools: &Tools, args: &Args) -> Result<String, ToolError> {
     let url = url_arg(args)?;
     netguard::parse_http_url(url).map_err(|e| ToolError::Denied(e.to_string()))?;
-    let w = &tools.cfg.tools.web_fetch;
+    let c = tools.cfg();
+    let w = &c.tools.web_fetch;
     let lim = FetchLimits {
         allow_private: w.allow_private,
         max_bytes: w.max_bytes,
@@ -437,7 +438,7 @@ pub async fn web_fetch(tools: &Tools, args: &Args) -> Result<String, ToolError> 
             FetchError::Url(u) => ToolError::Denied(u.to_string()),
             other => ToolError::Failed(other.to_string()),
         })?;
-    render(&fetched, tools.cfg.agent.max_tool_result_bytes as usize)
+    render(&fetched, tools.cfg().agent.max_tool_result_bytes as usize)
 }
 
 #[cfg(test)]

@@ -85,8 +85,9 @@ pub struct Deps {
     /// waiting now (the gateway adds what it knows: `app::gateway`); `None`: the route
     /// answers 404.
     pub metrics: Option<Box<dyn Fn(usize, usize) -> String>>,
-    /// What the status page (`GET /`) says about the configuration.
-    pub board: page::Board,
+    /// What the status page (`GET /`) says about the configuration in use, read at
+    /// each request.
+    pub board: Box<dyn Fn() -> page::Board>,
     /// Telegram's webhook (`telegram.mode: "webhook"`); `None`: `POST /webhook/telegram`
     /// is not served (404 like any unknown path).
     pub webhook: Option<Webhook>,

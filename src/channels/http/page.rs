@@ -186,7 +186,7 @@ fn kib(k: Option<u64>) -> String {
 /// The board.
 fn render(srv: &Server) -> String {
     let d = &srv.deps;
-    let b = &d.board;
+    let b = &(d.board)();
     let tz = b.timezone.as_str();
     let now = crate::time::clock::now();
     let at = |t: i64| esc(&format_at(t, tz));

@@ -84,8 +84,10 @@ pub struct Bot {
     agent: Rc<Agent>,
     db: Rc<Db>,
     me: BotIdentity,
-    allow: AllowList,
-    group_mode: GroupMode,
+    /// `telegram.allow_from` and `telegram.group_mode` (a reload replaces them:
+    /// [`Bot::set_rules`]).
+    allow: RefCell<AllowList>,
+    group_mode: Cell<GroupMode>,
     outbox: Outbox,
     refusals: RefCell<RefusalLimiter>,
     next_offset: Cell<i64>,
@@ -121,8 +123,8 @@ impl Bot {
             agent,
             db,
             me,
-            allow,
-            group_mode: cfg.telegram.group_mode,
+            allow: RefCell::new(allow),
+            group_mode: Cell::new(cfg.telegram.group_mode),
             outbox,
             refusals: RefCell::new(RefusalLimiter::new()),
             next_offset: Cell::new(next_offset),
@@ -132,6 +134,13 @@ impl Bot {
             timezone: cfg.agent.timezone.clone(),
             media: RefCell::new(None),
         }
+    }
+
+    /// Who may talk to the bot and how groups are answered, from the next message on
+    /// (a reload).
+    pub fn set_rules(&self, allow: AllowList, group_mode: GroupMode) {
+        *self.allow.borrow_mut() = allow;
+        self.group_mode.set(group_mode);
     }
 
     /// Take voice notes, photos and files in with `media`, on `workers`.
@@ -274,10 +283,11 @@ impl Bot {
             m.chat_id,
             m.from_id
         );
+        let allow = self.allow.borrow();
         let rules = Rules {
             bot: &self.me,
-            allow: &self.allow,
-            group_mode: self.group_mode,
+            allow: &allow,
+            group_mode: self.group_mode.get(),
         };
         match inbound::classify(m, &rules) {
             Action::Ignore(why) => {
