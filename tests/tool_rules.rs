@@ -112,9 +112,9 @@ fn exec_denied_on_telegram_is_not_offered_there_and_a_call_anyway_is_refused() {
             .unwrap_or_else(|| panic!("no {p} line in\n{r}"))
             .to_string()
     };
-    assert_eq!(line("terminal"), "15 of 16, not system_info");
-    assert_eq!(line("telegram"), "14 of 16, not exec system_info");
-    assert_eq!(line("serial"), "15 of 16, not system_info");
-    assert_eq!(line("heartbeat"), "15 of 16, not system_info");
-    assert_eq!(line("cron"), "14 of 16, not exec system_info");
+    assert_eq!(line("terminal"), "19 of 20, not system_info");
+    assert_eq!(line("telegram"), "18 of 20, not exec system_info");
+    assert_eq!(line("serial"), "19 of 20, not system_info");
+    assert_eq!(line("heartbeat"), "19 of 20, not system_info");
+    assert_eq!(line("cron"), "18 of 20, not exec system_info");
 }
