@@ -29,7 +29,8 @@
 //!
 //! # Bounds
 //! A ruleset holds at most [`MAX_LANDLOCK_RULES`] rules; entries beyond are simply not
-//! granted (the safe side). The environment is walked once.
+//! granted (the safe side), so the writable folders that take one rule are added before
+//! the walks that can reach it. The environment is walked once.
 //!
 //! # Threads
 //! [`clear_environment`] runs on the main thread before any other thread starts;
@@ -219,9 +220,22 @@ impl Ruleset {
         // Listing is allowed everywhere (`ls /`, `ls ~`): the hidden folders' names show,
         // their files cannot be opened.
         rs.add(Path::new("/"), READ_DIR)?;
-        rs.grant(Path::new("/"), READ, &c.hidden)?;
-        for w in &c.writable {
+        // Writable folders that take one rule go first: a folder walked entry by entry
+        // (one holding a hidden path, e.g. a crowded /tmp holding the home) can reach
+        // the cap, and what the cap leaves out must never be the workspace or a folder
+        // of `tools.exec.write_paths`.
+        let walked = |w: &PathBuf| c.hidden.iter().any(|h| h.starts_with(w) && h != w);
+        for w in c.writable.iter().filter(|w| !walked(w)) {
             rs.grant(w, rs.write, &c.hidden)?;
+        }
+        rs.grant(Path::new("/"), READ, &c.hidden)?;
+        for w in c.writable.iter().filter(|w| walked(w)) {
+            rs.grant(w, rs.write, &c.hidden)?;
+        }
+        if rs.rules >= MAX_LANDLOCK_RULES {
+            log::warn!(
+                "exec: the sandbox's rules reached {MAX_LANDLOCK_RULES}: some entries of a crowded folder beside the yoctoclaw home (often /tmp) stay unreadable to commands"
+            );
         }
         Ok(rs)
     }
