@@ -114,7 +114,7 @@ pub unsafe fn load(home_flag: Option<&std::path::Path>, quiet: bool) -> Result<L
     crate::logging::init(from_env.unwrap_or(log::LevelFilter::Warn));
     let cfg = config::load(&home, &env)?;
     install_ca_file(&home, &cfg)?;
-    let secret_names = secret_names(&cfg);
+    let secret_names = cfg.secret_names();
     crate::security::scrub::install_secret_literals(secret_names.iter().filter_map(|n| env.get(n)));
     // SAFETY: this function's own contract (no other thread touches the environment).
     let env = unsafe { hide_secrets(env, &secret_names) };
@@ -142,19 +142,6 @@ impl Loaded {
             cfg,
         }
     }
-}
-
-/// The variables `cfg` names that hold secrets (API keys, tokens).
-fn secret_names(cfg: &Config) -> Vec<String> {
-    let mut names = vec![
-        cfg.provider.api_key_env.clone(),
-        cfg.telegram.token_env.clone(),
-        cfg.http.token_env.clone(),
-    ];
-    names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
-    let ws = &cfg.tools.web_search;
-    names.extend([ws.brave_key_env.clone(), ws.tavily_key_env.clone()]);
-    names
 }
 
 /// Trust the anchors of `tls.ca_file` for every HTTPS connection; a file that cannot be

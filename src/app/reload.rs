@@ -178,7 +178,7 @@ fn chain_inputs(cfg: &Config, env: &Env) -> Vec<(crate::config::ProviderConfig, 
 fn install_secrets(cfg: &Config, env: &Env) {
     use crate::security::scrub::install_secret_literals;
     install_secret_literals(env.secret_file_values().map(str::to_string));
-    install_secret_literals(super::secret_names(cfg).iter().filter_map(|n| env.get(n)));
+    install_secret_literals(cfg.secret_names().iter().filter_map(|n| env.get(n)));
 }
 
 /// `log_level` as the new configuration says, unless `RUST_LOG` chose the level.

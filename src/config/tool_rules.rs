@@ -168,6 +168,19 @@ impl ToolSet {
 }
 
 impl Config {
+    /// The variables this configuration names that hold secrets (API keys, tokens).
+    pub fn secret_names(&self) -> Vec<String> {
+        let mut names = vec![
+            self.provider.api_key_env.clone(),
+            self.telegram.token_env.clone(),
+            self.http.token_env.clone(),
+        ];
+        names.extend(self.fallbacks.iter().map(|f| f.api_key_env.clone()));
+        let ws = &self.tools.web_search;
+        names.extend([ws.brave_key_env.clone(), ws.tavily_key_env.clone()]);
+        names
+    }
+
     /// The config key that takes tool `name` away from turns on `channel`, or `None`
     /// when it is allowed there.
     pub fn tool_denied_by(&self, name: &str, channel: ChannelKind) -> Option<&'static str> {

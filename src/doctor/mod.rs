@@ -143,15 +143,7 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
     let (cfg, c) = config_check(&home, &env);
     emit(c);
     if let Some(cfg) = &cfg {
-        let mut names = vec![
-            cfg.provider.api_key_env.clone(),
-            cfg.telegram.token_env.clone(),
-            cfg.http.token_env.clone(),
-        ];
-        names.extend(cfg.fallbacks.iter().map(|f| f.api_key_env.clone()));
-        let ws = &cfg.tools.web_search;
-        names.extend([ws.brave_key_env.clone(), ws.tavily_key_env.clone()]);
-        install_secret_literals(names.iter().filter_map(|n| env.get(n)));
+        install_secret_literals(cfg.secret_names().iter().filter_map(|n| env.get(n)));
         for c in key_checks(cfg, &env) {
             emit(c);
         }
