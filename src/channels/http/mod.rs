@@ -50,6 +50,7 @@ pub mod page;
 pub mod parse;
 pub mod respond;
 mod routes;
+mod running;
 pub mod turns;
 mod webhook;
 pub mod ws;
