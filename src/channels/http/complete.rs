@@ -62,10 +62,7 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
     let _slot = match entered {
         Some(Ok(slot)) => slot,
         Some(Err(_)) => {
-            return Outcome::Answer(
-                Response::error(429, crate::agent::router::BUSY_REPLY)
-                    .with_header("Retry-After", "10"),
-            );
+            return Outcome::Answer(busy());
         }
         None => return Outcome::Answer(Response::error(503, SHUTTING_DOWN).closing()),
     };
@@ -138,7 +135,10 @@ async fn turn(
             cut_off.as_mut().await;
             Wake::Cut
         };
-        match (smol::future::or(step, smol::future::or(ping, cut)).await, sse.as_mut()) {
+        match (
+            smol::future::or(step, smol::future::or(ping, cut)).await,
+            sse.as_mut(),
+        ) {
             (Wake::Step(Step::Done(r)), _) => break r,
             (Wake::Cut, _) => break Err(Response::error(503, SHUTTING_DOWN).closing()),
             (Wake::Step(Step::Text(text)), Some(s)) => {
@@ -172,6 +172,11 @@ pub(super) fn session_key(given: Option<&str>) -> Result<String, Response> {
             "The session (X-Session-Id, else the request's user) must be 1 to 64 letters, digits or . _ : @ + = - /.",
         ))
     }
+}
+
+/// The answer to a request past the turns gate's queue.
+pub(super) fn busy() -> Response {
+    Response::error(429, crate::agent::router::BUSY_REPLY).with_header("Retry-After", "10")
 }
 
 /// The answer to a turn that failed.

@@ -12,7 +12,7 @@
 //! Executor thread (`Rc`, `RefCell`).
 
 use super::Server;
-use super::complete::failed;
+use super::complete::{busy, failed};
 use super::respond::Response;
 use crate::agent::streaming::StreamSink;
 use crate::chat::ChannelKind;
@@ -54,10 +54,7 @@ impl<'t> Running<'t> {
         let mut sink = SseSink(pending.clone());
         let turn = Box::pin(async move {
             let _slot = match gate {
-                true => Some(srv.gate.enter(&session).await.map_err(|_| {
-                    Response::error(429, crate::agent::router::BUSY_REPLY)
-                        .with_header("Retry-After", "10")
-                })?),
+                true => Some(srv.gate.enter(&session).await.map_err(|_| busy())?),
                 false => None,
             };
             log::info!("http: turn in {session}");

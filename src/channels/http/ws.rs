@@ -293,9 +293,15 @@ pub(super) async fn serve(c: &mut Conn<'_>, h: &Head) -> Outcome {
         return Outcome::Streamed(false);
     }
     log::debug!("http: WebSocket open from {}", c.ip);
-    let code = chat(c, upgrade_key.as_deref()).await;
+    let mut tail = Vec::new();
+    let code = chat(c, upgrade_key.as_deref(), &mut tail).await;
     if let Some(code) = code {
-        let _ = c.write_all(&frame(OP_CLOSE, &code.to_be_bytes())).await;
+        tail.extend(frame(OP_CLOSE, &code.to_be_bytes()));
+    }
+    if !tail.is_empty() {
+        let _ = c.write_all(&tail).await;
+    }
+    if code.is_some() {
         c.linger(Duration::from_millis(crate::limits::HTTP_SERVER_LINGER_MS))
             .await;
     } else {
@@ -305,8 +311,10 @@ pub(super) async fn serve(c: &mut Conn<'_>, h: &Head) -> Outcome {
 }
 
 /// The chat after the handshake; the close code to send (`None`: just drop the
-/// connection, the close handshake done or impossible).
-async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
+/// connection, the close handshake done or impossible). What it answers is gathered in
+/// `send` and written before it waits (one write per wake-up); what is left there when it
+/// returns is written before the close.
+async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>, send: &mut Vec<u8>) -> Option<u16> {
     let srv: &Server = c.srv;
     let mut scratch = vec![0u8; READ_BYTES];
     // The message being assembled from fragments: its opcode and bytes.
@@ -329,11 +337,7 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
             quiet_since = Instant::now();
             pinged = false;
             match f.opcode {
-                OP_PING => {
-                    if !c.write_all(&frame(OP_PONG, &f.payload)).await {
-                        return None;
-                    }
-                }
+                OP_PING => send.extend(frame(OP_PONG, &f.payload)),
                 OP_PONG => {}
                 OP_CLOSE => {
                     let code = match f.payload.len() {
@@ -348,10 +352,7 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
                         return Some(NOT_UTF8);
                     }
                     let echo = code.map(u16::to_be_bytes);
-                    let _ = c
-                        .write_all(&frame(OP_CLOSE, echo.as_ref().map_or(&[][..], |e| &e[..])))
-                        .await;
-                    let _ = c.stream.get_ref().shutdown(Shutdown::Write);
+                    send.extend(frame(OP_CLOSE, echo.as_ref().map_or(&[][..], |e| &e[..])));
                     return None;
                 }
                 op => {
@@ -388,11 +389,7 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
                     };
                     match reply {
                         Ok(t) => turn = Some(t),
-                        Err(now) => {
-                            if !c.write_all(&now).await {
-                                return None;
-                            }
-                        }
+                        Err(now) => send.extend(now),
                     }
                 }
             }
@@ -402,6 +399,13 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
         }
         if srv.stopping() && turn.is_none() {
             return Some(GOING_AWAY);
+        }
+        if !send.is_empty() {
+            if !c.write_all(send).await {
+                send.clear();
+                return None;
+            }
+            send.clear();
         }
         // Wait for bytes, the turn, the quiet timer or the shutdown.
         let wait = if pinged { WS_PONG_SECS } else { WS_IDLE_SECS };
@@ -441,35 +445,26 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
             Event::Closed => return None,
             Event::Quiet if pinged => return None,
             Event::Quiet => {
-                if !c.write_all(&frame(OP_PING, b"")).await {
-                    return None;
-                }
+                send.extend(frame(OP_PING, b""));
                 pinged = true;
                 quiet_since = Instant::now();
             }
             Event::Stopping => return Some(GOING_AWAY),
-            Event::Turn(Step::Text(text)) => {
-                if !c.write_all(&out("delta", "content", &text, None)).await {
-                    return None;
-                }
-            }
+            Event::Turn(Step::Text(text)) => send.extend(out("delta", "content", &text, None)),
             Event::Turn(Step::Done(result)) => {
                 let Some((_, key)) = turn.take() else {
                     continue;
                 };
-                let bytes = match result {
+                send.extend(match result {
                     Ok(answer) => {
                         crate::metrics::message_out(ChannelKind::Http);
                         out("done", "content", &answer, Some(&key))
                     }
                     Err(r) => error(&message_of(&r)),
-                };
-                if !c.write_all(&bytes).await {
-                    return None;
-                }
+                });
             }
             Event::Cut => {
-                let _ = c.write_all(&error(SHUTTING_DOWN)).await;
+                send.extend(error(SHUTTING_DOWN));
                 return Some(GOING_AWAY);
             }
         }
