@@ -30,10 +30,13 @@ pub(super) enum Step {
     Done(Result<String, Response>),
 }
 
+/// The agent's turn, boxed: its answer, or the error's answer.
+type Turn<'t> = Pin<Box<dyn Future<Output = Result<String, Response>> + 't>>;
+
 /// The agent's turn in a session, with the text it has written and not yet sent.
 pub(super) struct Running<'t> {
     /// `None` once it ended (its result is in `result` until taken).
-    turn: Option<Pin<Box<dyn Future<Output = Result<String, Response>> + 't>>>,
+    turn: Option<Turn<'t>>,
     result: Option<Result<String, Response>>,
     pending: Rc<RefCell<Pending>>,
     streamed: bool,
