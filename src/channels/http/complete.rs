@@ -31,15 +31,11 @@ use super::openai::{self, Delta, Ids, Tokens};
 use super::parse::Head;
 use super::respond::Response;
 use super::routes::Outcome;
-use crate::agent::streaming::StreamSink;
+use super::running::{Running, Step};
 use crate::agent::{AgentError, commands};
 use crate::chat::ChannelKind;
 use crate::limits::{HTTP_MAX_SESSION_KEY_BYTES, HTTP_SSE_PING_SECS};
-use std::cell::RefCell;
-use std::future::Future;
 use std::pin::pin;
-use std::rc::Rc;
-use std::task::Poll;
 use std::time::Duration;
 
 pub(super) const SHUTTING_DOWN: &str = "yoctoclaw is restarting: ask again in a minute.";
@@ -66,10 +62,7 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
     let _slot = match entered {
         Some(Ok(slot)) => slot,
         Some(Err(_)) => {
-            return Outcome::Answer(
-                Response::error(429, crate::agent::router::BUSY_REPLY)
-                    .with_header("Retry-After", "10"),
-            );
+            return Outcome::Answer(busy());
         }
         None => return Outcome::Answer(Response::error(503, SHUTTING_DOWN).closing()),
     };
@@ -78,12 +71,10 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
         created: crate::time::clock::now(),
         model: req.model.clone(),
     };
-    let agent = &srv.deps.agent;
     let mut sse = req.stream.then(|| Sse::new(c, &ids, keep, !h.http10));
-    let pending = Rc::new(RefCell::new(Pending::default()));
-    let result = match commands::handle(agent, &session, &req.text) {
-        Some(answer) => Ok((answer, Tokens::default())),
-        None => turn(srv, &session, &req.text, &mut sse, &pending).await,
+    let (result, streamed) = match commands::handle(&srv.deps.agent, &session, &req.text) {
+        Some(answer) => (Ok((answer, Tokens::default())), false),
+        None => turn(srv, session, req.text, &mut sse).await,
     };
     let Some(mut s) = sse else {
         return Outcome::Answer(match result {
@@ -97,7 +88,7 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
     let end = result.map(|(answer, tokens)| {
         // Nothing was streamed (a command's answer, or the "no answer" line, which is
         // returned, never streamed).
-        if !pending.borrow().any {
+        if !streamed {
             s.event(&openai::chunk(&ids, Delta::Text(&answer)));
         }
         tokens
@@ -111,79 +102,58 @@ pub async fn completions(c: &mut Conn<'_>, h: &Head, body: Body<'_>, keep: bool)
     Outcome::Streamed(sent)
 }
 
+/// What woke a turn's client up.
+enum Wake {
+    Step(Step),
+    Ping,
+    /// The shutdown's grace is over.
+    Cut,
+}
+
 /// Run the turn, its text written to `sse` as it comes (when streamed); its answer and
-/// tokens, or the error's answer.
+/// tokens, or the error's answer; and whether any text was streamed.
 async fn turn(
     srv: &super::Server,
-    session: &str,
-    text: &str,
+    session: String,
+    text: String,
     sse: &mut Option<Sse<'_, '_>>,
-    pending: &Rc<RefCell<Pending>>,
-) -> Result<(String, Tokens), Response> {
-    log::info!("http: turn in {session}");
+) -> (Result<(String, Tokens), Response>, bool) {
     let db = &srv.deps.db;
     let mark = db.usage_mark().unwrap_or(i64::MAX);
-    if let Some(s) = sse {
-        s.flush().await;
-    }
-    let mut sink = SseSink(pending.clone());
-    let mut turn = pin!(srv.deps.agent.run_turn_streamed(
-        session,
-        ChannelKind::Http,
-        text,
-        &mut sink
-    ));
+    let mut run = Running::start(srv, session.clone(), text, false, sse.is_some());
     let mut cut_off = pin!(srv.cut_off());
     let result = loop {
-        let step = std::future::poll_fn(|cx| match turn.as_mut().poll(cx) {
-            Poll::Ready(r) => Poll::Ready(Step::Done(r)),
-            Poll::Pending if !pending.borrow().text.is_empty() => Poll::Ready(Step::Text),
-            Poll::Pending => Poll::Pending,
-        });
+        if let Some(s) = sse {
+            s.flush().await;
+        }
+        let step = async { Wake::Step(run.step().await) };
         let ping = async {
             smol::Timer::after(Duration::from_secs(HTTP_SSE_PING_SECS)).await;
-            Step::Ping
+            Wake::Ping
         };
         let cut = async {
             cut_off.as_mut().await;
-            Step::Cut
+            Wake::Cut
         };
-        let step = smol::future::or(step, smol::future::or(ping, cut)).await;
-        let Some(s) = sse.as_mut() else {
-            // A whole answer: the text as it comes is not needed (nothing is sent, so
-            // a failed attempt can always be asked again).
-            match step {
-                Step::Done(r) => break Some(r),
-                Step::Cut => break None,
-                _ => pending.borrow_mut().text.clear(),
-            }
-            continue;
-        };
-        match step {
-            Step::Done(r) => break Some(r),
-            Step::Cut => break None,
-            Step::Text => {
-                let text = pending.borrow_mut().take();
+        match (
+            smol::future::or(step, smol::future::or(ping, cut)).await,
+            sse.as_mut(),
+        ) {
+            (Wake::Step(Step::Done(r)), _) => break r,
+            (Wake::Cut, _) => break Err(Response::error(503, SHUTTING_DOWN).closing()),
+            (Wake::Step(Step::Text(text)), Some(s)) => {
                 s.event(&openai::chunk(s.ids, Delta::Text(&text)));
             }
-            Step::Ping => s.chunk(b": ping\n\n"),
+            (Wake::Ping, Some(s)) => s.chunk(b": ping\n\n"),
+            // A whole answer: nothing is sent before it.
+            (_, None) => {}
         }
-        s.flush().await;
     };
-    if let Some(s) = sse {
-        let rest = pending.borrow_mut().take();
-        if !rest.is_empty() {
-            s.event(&openai::chunk(s.ids, Delta::Text(&rest)));
-        }
-    }
-    match result {
-        Some(Ok(answer)) => {
-            let (prompt, completion) = db.usage_since(session, mark).unwrap_or_default();
-            Ok((answer, Tokens { prompt, completion }))
-        }
-        Some(Err(e)) => Err(failed(session, &e)),
-        None => Err(Response::error(503, SHUTTING_DOWN).closing()),
-    }
+    let result = result.map(|answer| {
+        let (prompt, completion) = db.usage_since(&session, mark).unwrap_or_default();
+        (answer, Tokens { prompt, completion })
+    });
+    (result, run.sent_any())
 }
 
 /// The session key: `given` (trimmed) when it is a fit name, `default` when absent.
@@ -204,6 +174,11 @@ pub(super) fn session_key(given: Option<&str>) -> Result<String, Response> {
     }
 }
 
+/// The answer to a request past the turns gate's queue.
+pub(super) fn busy() -> Response {
+    Response::error(429, crate::agent::router::BUSY_REPLY).with_header("Retry-After", "10")
+}
+
 /// The answer to a turn that failed.
 pub(super) fn failed(session: &str, e: &AgentError) -> Response {
     log::warn!("http: the turn in {session} failed: {e}");
@@ -214,69 +189,6 @@ pub(super) fn failed(session: &str, e: &AgentError) -> Response {
         AgentError::Stopped => 503,
     };
     Response::error(status, &format!("Sorry, I could not answer that: {e}"))
-}
-
-/// One step of a streamed turn.
-enum Step {
-    Done(Result<String, AgentError>),
-    /// The sink has text to write.
-    Text,
-    Ping,
-    /// The shutdown's grace is over.
-    Cut,
-}
-
-/// The text a streamed turn has written and the stream has not sent yet.
-#[derive(Default)]
-pub(super) struct Pending {
-    pub text: String,
-    /// Some of the current attempt's text was sent (it cannot be taken back).
-    sent: bool,
-    /// This request's answer had text (a separator follows it when tools run next).
-    round_text: bool,
-    /// Any text was sent.
-    any: bool,
-}
-
-impl Pending {
-    pub fn take(&mut self) -> String {
-        if !self.text.is_empty() {
-            self.sent = true;
-            self.any = true;
-        }
-        std::mem::take(&mut self.text)
-    }
-}
-
-/// The turn's view of the stream.
-pub(super) struct SseSink(pub Rc<RefCell<Pending>>);
-
-impl StreamSink for SseSink {
-    fn text(&mut self, delta: &str) {
-        let mut p = self.0.borrow_mut();
-        p.text.push_str(delta);
-        p.round_text = true;
-    }
-
-    fn round_end(&mut self, more: bool) {
-        let mut p = self.0.borrow_mut();
-        if more && p.round_text {
-            p.text.push_str("\n\n");
-        }
-        p.round_text = false;
-        p.sent = false;
-    }
-
-    /// A failed attempt's text can be taken back while none of it was sent.
-    fn retract(&mut self) -> bool {
-        let mut p = self.0.borrow_mut();
-        if p.sent {
-            return false;
-        }
-        p.text.clear();
-        p.round_text = false;
-        true
-    }
 }
 
 /// A streamed answer on a connection: SSE events, each one HTTP chunk (an HTTP/1.0
@@ -380,22 +292,5 @@ mod tests {
         for bad in ["two words", "é", "a\nb", &"k".repeat(65)] {
             assert_eq!(session_key(Some(bad)).unwrap_err().status, 400, "{bad:?}");
         }
-    }
-
-    #[test]
-    fn the_sink_takes_text_back_only_before_any_was_sent() {
-        let p = Rc::new(RefCell::new(Pending::default()));
-        let mut sink = SseSink(p.clone());
-        sink.text("Let me look");
-        assert!(sink.retract(), "nothing sent yet");
-        assert!(p.borrow().text.is_empty());
-        sink.text("Let me look.");
-        assert_eq!(p.borrow_mut().take(), "Let me look.");
-        sink.round_end(true);
-        sink.text("Found");
-        assert_eq!(p.borrow_mut().take(), "\n\nFound");
-        sink.text(" it");
-        assert!(!sink.retract(), "part of this answer was sent");
-        assert!(p.borrow().any);
     }
 }

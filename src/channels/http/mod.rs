@@ -8,7 +8,8 @@
 //! HTTP/1.1 on the executor, no framework: `parse` reads a head (with `httparse`) and the
 //! body's framing, `conn` runs a connection (keep-alive, timeouts, bodies, answers),
 //! `routes` decides what a request gets, `auth` the token, `limit` the rate per address,
-//! `turns` the order of the API's turns, `ws` the WebSocket chat, `openai` the JSON shapes,
+//! `turns` the order of the API's turns, `running` the turn a completion or `/ws` drives,
+//! `ws` the WebSocket chat, `openai` the JSON shapes,
 //! `health` the health report, `respond` answers and errors, `webhook` Telegram's
 //! `POST /webhook/telegram` (its secret header instead of the token; the update goes to
 //! the bot's inbox).
@@ -50,6 +51,7 @@ pub mod page;
 pub mod parse;
 pub mod respond;
 mod routes;
+mod running;
 pub mod turns;
 mod webhook;
 pub mod ws;

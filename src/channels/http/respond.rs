@@ -14,9 +14,8 @@ use std::fmt::Write as _;
 pub struct Response {
     pub status: u16,
     pub content_type: &'static str,
-    /// One more header (`Retry-After`, `WWW-Authenticate`, `Allow`).
-    pub header: Option<(&'static str, String)>,
-    /// The status page's headers (`Set-Cookie`, `Location`, its security headers).
+    /// More headers (`Retry-After`, `WWW-Authenticate`, `Allow`; the status page's
+    /// `Set-Cookie`, `Location` and security headers).
     pub more: Vec<(&'static str, String)>,
     pub body: String,
     /// Close the connection after this answer.
@@ -28,7 +27,6 @@ impl Response {
         Response {
             status,
             content_type: "application/json",
-            header: None,
             more: Vec::new(),
             body,
             close: false,
@@ -64,9 +62,9 @@ impl Response {
         Response::json(status, error_json(message, kind, code))
     }
 
-    /// With one more header (one at most).
+    /// With one more header.
     pub fn with_header(mut self, name: &'static str, value: &str) -> Response {
-        self.header = Some((name, value.to_string()));
+        self.more.push((name, value.to_string()));
         self
     }
 
@@ -88,7 +86,7 @@ impl Response {
             self.content_type,
             self.body.len()
         );
-        for (k, v) in self.header.iter().chain(&self.more) {
+        for (k, v) in &self.more {
             let _ = write!(h, "{k}: {v}\r\n");
         }
         h.push_str(if keep_alive {

@@ -36,22 +36,19 @@
 //! Executor thread.
 
 use super::Server;
-use super::complete::{Pending, SHUTTING_DOWN, SseSink, failed, session_key};
+use super::complete::{SHUTTING_DOWN, session_key};
 use super::conn::Conn;
 use super::parse::Head;
 use super::respond::Response;
 use super::routes::Outcome;
+use super::running::{Running, Step};
 use crate::agent::commands;
 use crate::chat::ChannelKind;
 use crate::json::Writer;
 use crate::limits::{WS_IDLE_SECS, WS_MAX_MESSAGE_BYTES, WS_PONG_SECS};
 use smol::io::AsyncReadExt;
-use std::cell::RefCell;
-use std::future::Future;
 use std::net::Shutdown;
 use std::pin::pin;
-use std::rc::Rc;
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// RFC 6455's GUID appended to the key for the accept value.
@@ -276,16 +273,11 @@ enum Event {
     Closed,
     Quiet,
     Stopping,
-    /// The turn has text to send.
-    Text,
-    /// The reply, or the sentence saying why there is none.
-    Done(Result<String, String>),
+    /// The turn has text to send, or ended.
+    Turn(Step),
     /// The shutdown's grace is over.
     Cut,
 }
-
-/// A running turn.
-type Turn<'t> = std::pin::Pin<Box<dyn Future<Output = Result<String, String>> + 't>>;
 
 /// Serve `GET /ws` (authorized): the handshake, then the chat until it closes.
 pub(super) async fn serve(c: &mut Conn<'_>, h: &Head) -> Outcome {
@@ -301,9 +293,15 @@ pub(super) async fn serve(c: &mut Conn<'_>, h: &Head) -> Outcome {
         return Outcome::Streamed(false);
     }
     log::debug!("http: WebSocket open from {}", c.ip);
-    let code = chat(c, upgrade_key.as_deref()).await;
+    let mut tail = Vec::new();
+    let code = chat(c, upgrade_key.as_deref(), &mut tail).await;
     if let Some(code) = code {
-        let _ = c.write_all(&frame(OP_CLOSE, &code.to_be_bytes())).await;
+        tail.extend(frame(OP_CLOSE, &code.to_be_bytes()));
+    }
+    if !tail.is_empty() {
+        let _ = c.write_all(&tail).await;
+    }
+    if code.is_some() {
         c.linger(Duration::from_millis(crate::limits::HTTP_SERVER_LINGER_MS))
             .await;
     } else {
@@ -313,16 +311,18 @@ pub(super) async fn serve(c: &mut Conn<'_>, h: &Head) -> Outcome {
 }
 
 /// The chat after the handshake; the close code to send (`None`: just drop the
-/// connection, the close handshake done or impossible).
-async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
+/// connection, the close handshake done or impossible). What it answers is gathered in
+/// `send` and written before it waits (one write per wake-up); what is left there when it
+/// returns is written before the close.
+async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>, send: &mut Vec<u8>) -> Option<u16> {
     let srv: &Server = c.srv;
     let mut scratch = vec![0u8; READ_BYTES];
     // The message being assembled from fragments: its opcode and bytes.
     let mut message: Option<(u8, Vec<u8>)> = None;
     let mut quiet_since = Instant::now();
     let mut pinged = false;
-    let mut turn: Option<(Turn<'_>, String)> = None;
-    let pending = Rc::new(RefCell::new(Pending::default()));
+    // The turn running and its session key.
+    let mut turn: Option<(Running<'_>, String)> = None;
     let mut cut_off = pin!(srv.cut_off());
     loop {
         // Frames already read.
@@ -337,11 +337,7 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
             quiet_since = Instant::now();
             pinged = false;
             match f.opcode {
-                OP_PING => {
-                    if !c.write_all(&frame(OP_PONG, &f.payload)).await {
-                        return None;
-                    }
-                }
+                OP_PING => send.extend(frame(OP_PONG, &f.payload)),
                 OP_PONG => {}
                 OP_CLOSE => {
                     let code = match f.payload.len() {
@@ -356,10 +352,7 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
                         return Some(NOT_UTF8);
                     }
                     let echo = code.map(u16::to_be_bytes);
-                    let _ = c
-                        .write_all(&frame(OP_CLOSE, echo.as_ref().map_or(&[][..], |e| &e[..])))
-                        .await;
-                    let _ = c.stream.get_ref().shutdown(Shutdown::Write);
+                    send.extend(frame(OP_CLOSE, echo.as_ref().map_or(&[][..], |e| &e[..])));
                     return None;
                 }
                 op => {
@@ -392,15 +385,11 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
                             "A reply is being written: send the next message after its \"done\".",
                         ))
                     } else {
-                        start(srv, &text, upgrade_key, &pending).await
+                        start(srv, &text, upgrade_key)
                     };
                     match reply {
-                        Ok(Ok(t)) => turn = Some(t),
-                        Ok(Err(now)) | Err(now) => {
-                            if !c.write_all(&now).await {
-                                return None;
-                            }
-                        }
+                        Ok(t) => turn = Some(t),
+                        Err(now) => send.extend(now),
                     }
                 }
             }
@@ -410,6 +399,13 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
         }
         if srv.stopping() && turn.is_none() {
             return Some(GOING_AWAY);
+        }
+        if !send.is_empty() {
+            if !c.write_all(send).await {
+                send.clear();
+                return None;
+            }
+            send.clear();
         }
         // Wait for bytes, the turn, the quiet timer or the shutdown.
         let wait = if pinged { WS_PONG_SECS } else { WS_IDLE_SECS };
@@ -429,18 +425,7 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
         let busy = running.is_some();
         let step = async {
             match running {
-                Some((t, _)) => {
-                    let t = t.as_mut();
-                    let mut t = t;
-                    std::future::poll_fn(|cx| match t.as_mut().poll(cx) {
-                        Poll::Ready(r) => Poll::Ready((Event::Done(r), 0)),
-                        Poll::Pending if !pending.borrow().text.is_empty() => {
-                            Poll::Ready((Event::Text, 0))
-                        }
-                        Poll::Pending => Poll::Pending,
-                    })
-                    .await
-                }
+                Some((run, _)) => (Event::Turn(run.step().await), 0),
                 None => std::future::pending().await,
             }
         };
@@ -460,84 +445,47 @@ async fn chat(c: &mut Conn<'_>, upgrade_key: Option<&str>) -> Option<u16> {
             Event::Closed => return None,
             Event::Quiet if pinged => return None,
             Event::Quiet => {
-                if !c.write_all(&frame(OP_PING, b"")).await {
-                    return None;
-                }
+                send.extend(frame(OP_PING, b""));
                 pinged = true;
                 quiet_since = Instant::now();
             }
             Event::Stopping => return Some(GOING_AWAY),
-            Event::Text => {
-                let text = pending.borrow_mut().take();
-                if !c.write_all(&out("delta", "content", &text, None)).await {
-                    return None;
-                }
-            }
-            Event::Done(result) => {
+            Event::Turn(Step::Text(text)) => send.extend(out("delta", "content", &text, None)),
+            Event::Turn(Step::Done(result)) => {
                 let Some((_, key)) = turn.take() else {
                     continue;
                 };
-                let rest = pending.borrow_mut().take();
-                let mut bytes = Vec::new();
-                if !rest.is_empty() {
-                    bytes = out("delta", "content", &rest, None);
-                }
-                bytes.extend(match result {
+                send.extend(match result {
                     Ok(answer) => {
                         crate::metrics::message_out(ChannelKind::Http);
                         out("done", "content", &answer, Some(&key))
                     }
-                    Err(m) => error(&m),
+                    Err(r) => error(&message_of(&r)),
                 });
-                *pending.borrow_mut() = Pending::default();
-                if !c.write_all(&bytes).await {
-                    return None;
-                }
             }
             Event::Cut => {
-                let _ = c.write_all(&error(SHUTTING_DOWN)).await;
+                send.extend(error(SHUTTING_DOWN));
                 return Some(GOING_AWAY);
             }
         }
     }
 }
 
-/// A started turn (the future, its session key), or what to send now (a command's
-/// answer, or an error).
-type Started<'t> = Result<(Turn<'t>, String), Vec<u8>>;
+/// A started turn (with its session key), or what to send now (a command's answer, or
+/// an error).
+type Started<'t> = Result<(Running<'t>, String), Vec<u8>>;
 
-/// Start the turn of the message `text`; `Err`: an error frame.
-async fn start<'t>(
-    srv: &'t Server,
-    text: &str,
-    upgrade_key: Option<&str>,
-    pending: &Rc<RefCell<Pending>>,
-) -> Result<Started<'t>, Vec<u8>> {
+/// Start the turn of the message `text`; it passes the API's gate first.
+fn start<'t>(srv: &'t Server, text: &str, upgrade_key: Option<&str>) -> Started<'t> {
     let (content, session) = parse_message(text).map_err(error)?;
     let key =
         session_key(session.as_deref().or(upgrade_key)).map_err(|r| error(&message_of(&r)))?;
     let session = format!("http:{key}");
     crate::metrics::message_in(ChannelKind::Http);
     if let Some(answer) = commands::handle(&srv.deps.agent, &session, &content) {
-        return Ok(Err(out("done", "content", &answer, Some(&key))));
+        return Err(out("done", "content", &answer, Some(&key)));
     }
-    let sink = SseSink(pending.clone());
-    let fut: Turn<'t> = Box::pin(async move {
-        // The gate: the API's bound on turns running and waiting.
-        let _slot = srv
-            .gate
-            .enter(&session)
-            .await
-            .map_err(|_| crate::agent::router::BUSY_REPLY.to_string())?;
-        log::info!("http: WebSocket turn in {session}");
-        let mut sink = sink;
-        srv.deps
-            .agent
-            .run_turn_streamed(&session, ChannelKind::Http, &content, &mut sink)
-            .await
-            .map_err(|e| message_of(&failed(&session, &e)))
-    });
-    Ok(Ok((fut, key)))
+    Ok((Running::start(srv, session, content, true, true), key))
 }
 
 #[cfg(test)]
