@@ -18,6 +18,8 @@ use crate::limits::{THREAD_STACK_BYTES, WORKER_QUEUE_LEN};
 use std::fmt;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
+/// A job's result on its way back to the executor, its type erased ([`Workers::run`]).
+type Answer = Box<dyn std::any::Any + Send>;
 
 /// Make the timer reactor forget the timers dropped before they fired. async-io queues
 /// a dropped timer's removal without waking the reactor, which then still wakes at that
@@ -94,7 +96,20 @@ impl Workers {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let (rtx, rrx) = async_channel::bounded::<T>(1);
+        let answer = self
+            .run_boxed(Box::new(move || Box::new(f()) as Answer))
+            .await?;
+        // Always a `T`: the closure above boxed it.
+        answer.downcast::<T>().map(|t| *t).map_err(|_| WorkersGone)
+    }
+
+    /// [`Workers::run`] for every result type at once: its channel and its future are
+    /// compiled once, not once per caller (each of them cost a few KB of the binary).
+    async fn run_boxed(
+        &self,
+        f: Box<dyn FnOnce() -> Answer + Send + 'static>,
+    ) -> Result<Answer, WorkersGone> {
+        let (rtx, rrx) = async_channel::bounded::<Answer>(1);
         let job: Job = Box::new(move || {
             let _ = rtx.send_blocking(f());
         });

@@ -441,14 +441,21 @@ impl Block {
             ("prompt structure", structure(self)),
         ];
         let score = 1.0 - signals.iter().map(|(_, s)| 1.0 - s).product::<f32>();
-        signals.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let what: Vec<&str> = signals
-            .iter()
-            .filter(|(_, s)| *s >= 0.2)
-            .take(3)
-            .map(|(n, _)| *n)
-            .collect();
-        (score.clamp(0.0, 1.0), what.join(", "))
+        // The three strongest of at least 0.2, strongest first (the first listed of
+        // equals): picked one by one, six signals need no sort.
+        let mut what = String::new();
+        for _ in 0..3 {
+            let strongest = (0..signals.len())
+                .filter(|&i| signals[i].1 >= 0.2)
+                .reduce(|a, b| if signals[b].1 > signals[a].1 { b } else { a });
+            let Some(i) = strongest else { break };
+            if !what.is_empty() {
+                what.push_str(", ");
+            }
+            what.push_str(signals[i].0);
+            signals[i].1 = 0.0;
+        }
+        (score.clamp(0.0, 1.0), what)
     }
 }
 
@@ -485,7 +492,6 @@ impl Needles {
             order.push((m.as_bytes(), Needle::Mark(i as u8)));
         }
         order.retain(|(k, _)| !k.is_empty());
-        order.sort_by_key(|(k, _)| k[0]);
         let mut start = [0u16; 257];
         for (k, _) in &order {
             start[usize::from(k[0]) + 1] += 1;
@@ -493,7 +499,19 @@ impl Needles {
         for b in 0..256 {
             start[b + 1] += start[b];
         }
-        Needles { order, start }
+        // Each keyword into its first byte's range, in the order listed (a counting sort:
+        // `start` is its table).
+        let mut next = start;
+        let mut sorted = order.clone();
+        for (k, what) in order {
+            let slot = &mut next[usize::from(k[0])];
+            sorted[usize::from(*slot)] = (k, what);
+            *slot += 1;
+        }
+        Needles {
+            order: sorted,
+            start,
+        }
     }
 
     fn starting_with(&self, b: u8) -> &[(&'static [u8], Needle)] {

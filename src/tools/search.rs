@@ -44,7 +44,7 @@
 //! # Blocking
 //! [`attempt`] does DNS and HTTP: it runs on a worker thread.
 
-use super::web::{FetchError, Lookup, guarded_agent, read_body};
+use super::web::{FetchError, Lookup, exchange, guarded_agent, read_body};
 use super::{Args, ToolError, Tools};
 use crate::chat::ToolSpec;
 use crate::config::{Env, SearchBackend, WebSearchConfig};
@@ -334,20 +334,7 @@ fn send(
 ) -> Result<(u16, Vec<u8>), FetchError> {
     netguard::parse_http_url(&req.url).map_err(FetchError::Url)?;
     let agent = guarded_agent(allow_private, lookup);
-    let method = if req.post { "POST" } else { "GET" };
-    let mut r = ureq::http::Request::builder().method(method).uri(&req.url);
-    for (k, v) in &req.headers {
-        r = r.header(*k, v.as_str());
-    }
-    let r = r
-        .body(req.body.as_bytes())
-        .map_err(|_| FetchError::Http("bad request".into()))?;
-    let r = agent
-        .configure_request(r)
-        .timeout_global(Some(timeout))
-        .build();
-    let sent = agent.run(r);
-    let mut resp = sent.map_err(FetchError::from_ureq)?;
+    let mut resp = exchange(&agent, req.post, &req.url, &req.headers, &req.body, timeout)?;
     let status = resp.status().as_u16();
     let (body, _) = read_body(&mut resp, MAX_SEARCH_RESPONSE_BYTES)?;
     Ok((status, body))

@@ -180,6 +180,33 @@ pub fn guarded_agent(allow_private: bool, lookup: Lookup) -> ureq::Agent {
     )
 }
 
+/// One request through `agent` (a guarded one: [`guarded_agent`]): a POST of `body` or a
+/// GET, with `headers`, within `timeout`; the response with its body unread. What
+/// `web_fetch` and `web_search` both send with.
+pub fn exchange(
+    agent: &ureq::Agent,
+    post: bool,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &str,
+    timeout: Duration,
+) -> Result<ureq::http::Response<ureq::Body>, FetchError> {
+    let sent = if post {
+        let mut r = agent.post(url);
+        for (k, v) in headers {
+            r = r.header(*k, v);
+        }
+        r.config().timeout_global(Some(timeout)).build().send(body)
+    } else {
+        let mut r = agent.get(url);
+        for (k, v) in headers {
+            r = r.header(*k, v);
+        }
+        r.config().timeout_global(Some(timeout)).build().call()
+    };
+    sent.map_err(FetchError::from_ureq)
+}
+
 /// At most `max` bytes of a response's body, and whether there was more.
 pub fn read_body(
     resp: &mut ureq::http::Response<ureq::Body>,
@@ -206,17 +233,15 @@ pub fn fetch_blocking(url: &str, lim: FetchLimits, lookup: Lookup) -> Result<Fet
         if left.is_zero() {
             return Err(FetchError::Timeout);
         }
-        let mut resp = agent
-            .get(current.to_string())
-            .header(
-                "Accept",
-                "text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1",
-            )
-            .config()
-            .timeout_global(Some(left))
-            .build()
-            .call()
-            .map_err(FetchError::from_ureq)?;
+        let accept = "text/html, text/*;q=0.9, application/json;q=0.8, */*;q=0.1";
+        let mut resp = exchange(
+            &agent,
+            false,
+            &current.to_string(),
+            &[("Accept", accept.to_string())],
+            "",
+            left,
+        )?;
         let status = resp.status().as_u16();
         if (300..400).contains(&status) && status != 304 {
             let Some(loc) = resp.headers().get("location").and_then(|v| v.to_str().ok()) else {
