@@ -15,8 +15,15 @@
 #   README.txt            how to install, in five lines
 #   SHA256SUMS            checksums of the files above
 #
+# It also writes dist/index.json, the release index `yoctoclaw update` reads from
+# update.url (the version, and per board the archive, its SHA-256 and its signature, as
+# names relative to the index), and, when MINISIGN_SECRET_KEY names a minisign secret key,
+# signs each archive with the `minisign` tool into <archive>.minisig (the key's password,
+# if it has one, from MINISIGN_PASSWORD).
+#
 # Environment: BOARDS_DIST (default dist), SOURCE_DATE_EPOCH (default: the last commit's
-# time; file times in the archives, so two runs on one commit give identical archives).
+# time; file times in the archives, so two runs on one commit give identical archives),
+# MINISIGN_SECRET_KEY, MINISIGN_PASSWORD.
 # Exit status: 1 when a board named on the command line, or every board, is missing.
 set -euo pipefail
 
@@ -105,7 +112,33 @@ EOF
     trap - EXIT
     made+=("$out")
     say "wrote $out ($(wc -c < "$out") bytes)"
+    if [ -n "${MINISIGN_SECRET_KEY:-}" ]; then
+        command -v minisign >/dev/null 2>&1 || die "MINISIGN_SECRET_KEY is set but minisign is not installed"
+        rm -f "$out.minisig"
+        if [ -n "${MINISIGN_PASSWORD:-}" ]; then
+            printf '%s\n' "$MINISIGN_PASSWORD" | minisign -S -s "$MINISIGN_SECRET_KEY" -m "$out" -t "yoctoclaw $version $b" >/dev/null
+        else
+            minisign -S -s "$MINISIGN_SECRET_KEY" -m "$out" -t "yoctoclaw $version $b" </dev/null >/dev/null
+        fi || die "cannot sign $out with $MINISIGN_SECRET_KEY"
+        say "signed $out.minisig"
+    fi
 done
+
+# The release index (yoctoclaw update): every archive of this version in dist/.
+{
+    printf '{"version": "%s",\n "boards": {' "$version"
+    sep=""
+    for f in "$ROOT"/boards/*.conf; do
+        b=$(basename "$f" .conf)
+        a=yoctoclaw-$version-$b.tar.gz
+        [ -f "$DIST/$a" ] || continue
+        sum=$(sha256sum "$DIST/$a" | cut -d' ' -f1)
+        printf '%s\n  "%s": {"url": "%s", "sha256": "%s", "minisig": "%s.minisig"}' "$sep" "$b" "$a" "$sum" "$a"
+        sep=","
+    done
+    printf '}}\n'
+} > "$DIST/index.json.tmp" && mv -f "$DIST/index.json.tmp" "$DIST/index.json"
+say "release index: $DIST/index.json"
 
 # Checksums over every binary, config and archive in dist/.
 ( cd "$DIST" && { find . -mindepth 2 -maxdepth 2 -type f \( -name yoctoclaw -o -name 'config-*.json' \);

@@ -47,6 +47,7 @@ pub enum Cmd {
     Hw(HwCmd),
     Mcp(McpCmd),
     Service(ServiceCmd),
+    Update(UpdateCmd),
     Version(VersionCmd),
 }
 
@@ -310,6 +311,26 @@ pub struct ServiceCmd {
     /// ACTION and options, in that order (see above)
     #[argh(positional, greedy)]
     pub args: Vec<String>,
+}
+
+#[derive(FromArgs, Debug)]
+/// Install a newer release for this board from update.url (its SHA-256 and minisign
+/// signature checked), restart the service and roll back when the new gateway does not
+/// confirm its start within update.confirm_secs.
+#[argh(subcommand, name = "update")]
+pub struct UpdateCmd {
+    /// only say whether a newer release exists
+    #[argh(switch)]
+    pub check: bool,
+    /// put the previous version (yoctoclaw.prev) back and restart the service
+    #[argh(switch)]
+    pub rollback: bool,
+    /// install this local archive (with FILE.minisig beside it) instead of downloading
+    #[argh(option)]
+    pub from: Option<PathBuf>,
+    /// where the service files are (an image or test tree instead of /)
+    #[argh(option, default = "PathBuf::from(\"/\")")]
+    pub root: PathBuf,
 }
 
 #[derive(FromArgs, Debug)]

@@ -158,6 +158,27 @@ unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
                 Err(e) => Err(AppError::Runtime(e.to_string())),
             }
         }
+        Cmd::Update(u) => {
+            // Under sudo (the binary's folder is root's), the service's home, as
+            // `service install` found it.
+            let h = crate::service::home_of(std::path::Path::new("/"), home)
+                .map_err(|e| AppError::Usage(e.to_string()))?;
+            let l = load(Some(&h.dir), true)?;
+            let o = crate::update::Options {
+                check: u.check,
+                rollback: u.rollback,
+                from: u.from.as_deref(),
+                root: &u.root,
+            };
+            match crate::update::command(&l.home, &l.cfg, &o) {
+                Ok(out) => {
+                    println!("{out}");
+                    Ok(())
+                }
+                Err(e) if e.is_usage() => Err(AppError::Usage(e.to_string())),
+                Err(e) => Err(AppError::Runtime(e.to_string())),
+            }
+        }
         Cmd::Service(s) => match crate::service::command(&s, home) {
             Ok(out) => {
                 println!("{out}");

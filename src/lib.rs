@@ -62,4 +62,5 @@ pub mod testkit;
 pub mod text;
 pub mod time;
 pub mod tools;
+pub mod update;
 pub mod watchdog;

@@ -65,6 +65,27 @@ pub const ARCH: &str = if cfg!(all(target_arch = "arm", not(target_feature = "v7
     std::env::consts::ARCH
 };
 
+/// This CPU as the profiles name it: [`ARCH`]; in `test-hooks` builds
+/// `YOCTOCLAW_TEST_ARCH` stands in for it (the tests run on hosts without a profile).
+pub fn this_arch() -> String {
+    #[cfg(feature = "test-hooks")]
+    if let Ok(a) = std::env::var("YOCTOCLAW_TEST_ARCH") {
+        return a;
+    }
+    ARCH.to_string()
+}
+
+/// The path of this binary, which `service install` writes into the service and `update`
+/// replaces; in `test-hooks` builds `YOCTOCLAW_TEST_EXE` stands in for it (a copy the
+/// tests may replace).
+pub fn this_exe() -> Option<PathBuf> {
+    #[cfg(feature = "test-hooks")]
+    if let Some(p) = std::env::var_os("YOCTOCLAW_TEST_EXE") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::current_exe().ok()
+}
+
 const fn board(
     name: &'static str,
     arch: &'static str,
@@ -214,7 +235,7 @@ pub fn command(c: &ServiceCmd, home_flag: Option<&Path>) -> Result<String, Servi
 
 /// The home the service runs on: `--home`, `$YOCTOCLAW_HOME`, and under `sudo` the
 /// invoking user's `~/.yoctoclaw` (sudo sets `HOME` to root's), else `~/.yoctoclaw`.
-fn home_of(root: &Path, flag: Option<&Path>) -> Result<Home, ServiceError> {
+pub fn home_of(root: &Path, flag: Option<&Path>) -> Result<Home, ServiceError> {
     let sudo_user = std::env::var("SUDO_USER").ok().filter(|u| u != "root");
     if let (None, None, Some(user), true) = (
         flag,
@@ -518,7 +539,7 @@ fn io_err(verb: &'static str, p: &Path, e: std::io::Error, root_sd: Option<bool>
 }
 
 /// `MemTotal` of `/proc/meminfo` under `root`, in KiB.
-fn mem_total_kib(root: &Path) -> Option<u64> {
+pub fn mem_total_kib(root: &Path) -> Option<u64> {
     text_of(&under(root, "/proc/meminfo"))
         .lines()
         .find_map(|l| {
@@ -629,7 +650,7 @@ fn install(
     if user_unit && !sd {
         return Err(ServiceError::UserNeedsSystemd);
     }
-    let exe = std::env::current_exe().map_err(|_| ServiceError::NoExe)?;
+    let exe = this_exe().ok_or(ServiceError::NoExe)?;
     let exe = safe(&exe, true)?;
     let home_dir = std::fs::canonicalize(&home.dir).unwrap_or_else(|_| home.dir.clone());
     let hd = safe(&home_dir, true)?;
@@ -642,7 +663,7 @@ fn install(
         safe(Path::new(w), false)?;
     }
     let board = if sd {
-        mem_total_kib(root).and_then(|k| board_for(ARCH, k))
+        mem_total_kib(root).and_then(|k| board_for(&this_arch(), k))
     } else {
         None
     };
@@ -792,6 +813,29 @@ fn uninstall(root: &Path, scope: Option<bool>, dry: bool) -> Result<String, Serv
     Ok(out.trim_end().to_string())
 }
 
+/// How the installed service is restarted (`yoctoclaw update`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Restart {
+    /// Run this command (systemd, OpenRC, the SysV script).
+    Run(Vec<String>),
+    /// BusyBox init: stop the running gateway; init starts it again (`respawn`).
+    Respawn,
+}
+
+/// How to restart the service that `install` wrote under `root` (the first of ours found,
+/// in [`PLACES`]' order); `None` when there is none.
+pub fn restart(root: &Path) -> Option<Restart> {
+    let i = (0..PLACES.len()).find(|&i| matches!(found(root, i), Ok(Some((_, true, _)))))?;
+    let run = |a: &[&str]| Some(Restart::Run(a.iter().map(|s| s.to_string()).collect()));
+    match i {
+        0 => run(&["systemctl", "restart", "yoctoclaw"]),
+        USER_UNIT => run(&["systemctl", "--user", "restart", "yoctoclaw"]),
+        2 => run(&["rc-service", "yoctoclaw", "restart"]),
+        INITTAB_PLACE => Some(Restart::Respawn),
+        _ => run(&[&place(root, PLACES[i][0])?.to_string_lossy(), "restart"]),
+    }
+}
+
 /// When process `pid` started (Unix seconds), from `/proc`.
 fn started_at(pid: u32) -> Option<i64> {
     let stat = text_of(
@@ -929,6 +973,43 @@ mod tests {
         assert_eq!(name("arm", 230_000), Some("armv7-generic"));
         assert_eq!(name("armv6", 440_000), Some("armv6-generic"));
         assert_eq!(name("x86_64", 8_000_000), None);
+    }
+
+    #[test]
+    fn the_restart_follows_the_installed_service() {
+        let root = std::env::temp_dir().join(format!("yc-svc-restart-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(restart(&root), None);
+        let put = |rel: &str, text: &str| {
+            let p = under(&root, rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let ours = format!("# {MARK}\n");
+        let argv = |a: &[&str]| Some(Restart::Run(a.iter().map(|s| s.to_string()).collect()));
+        put("/etc/inittab", "::sysinit:/etc/init.d/rcS\n");
+        assert_eq!(restart(&root), None, "an inittab without our line");
+        put(
+            "/etc/inittab",
+            &format!("{ours}::respawn:/bin/sh -c 'exec /x gateway'\n"),
+        );
+        assert_eq!(restart(&root), Some(Restart::Respawn));
+        put("/etc/init.d/S99yoctoclaw", &ours);
+        let sysv = under(&root, "/etc/init.d/S99yoctoclaw");
+        assert_eq!(restart(&root), argv(&[sysv.to_str().unwrap(), "restart"]));
+        put("/etc/init.d/yoctoclaw", &ours);
+        assert_eq!(
+            restart(&root),
+            argv(&["rc-service", "yoctoclaw", "restart"])
+        );
+        put("/etc/systemd/system/yoctoclaw.service", "not ours\n");
+        assert_eq!(
+            restart(&root),
+            argv(&["rc-service", "yoctoclaw", "restart"])
+        );
+        put("/etc/systemd/system/yoctoclaw.service", &ours);
+        assert_eq!(restart(&root), argv(&["systemctl", "restart", "yoctoclaw"]));
+        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]

@@ -76,6 +76,8 @@ pub const SHUTDOWN_LIMIT_MS: u64 = 1_700;
 pub const SEND_TIMEOUT_SECS: u64 = 30;
 #[cfg(feature = "test-hooks")]
 pub use crate::channels::telegram::backoff::TEST_BACKOFF_SCALE_ENV;
+/// How often a gateway owing an update its health mark looks whether Telegram answered.
+const HEALTH_MARK_POLL_MS: u64 = 250;
 /// How often the gateway rewrites its status record.
 pub const STATUS_RECORD_SECS: u64 = crate::status::GATEWAY_RECORD_INTERVAL_SECS;
 /// The `state` key of the gateway's status record.
@@ -105,6 +107,10 @@ use super::reload::BotSlot;
 /// 5. Stop polling, give running turns a moment, tell unanswered chats they are
 ///    answered after the restart, flush what can be sent, and return.
 pub fn run(l: &Loaded) -> Result<(), AppError> {
+    // An update's leftovers, its last rollback's line, and a new binary past its deadline
+    // without a health mark (rolled back here; the exit makes the service start the
+    // previous one).
+    let mark_owed = crate::update::at_start(&l.home).map_err(runtime)?;
     crate::metrics::start();
     let db = open_db(l)?;
     // What a crash left in the spool (a download, a tool result's image) goes first.
@@ -154,6 +160,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
         }
         None => (None, None),
     };
+    let posted_is_none = posted.is_none();
     let http = http_server(l, &agent, &db, (&polled, &bot, webhook), stopped.clone())?;
     ex.spawn(until_closed(
         scheduler_task(agent.clone(), deps),
@@ -223,6 +230,11 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     let res = smol::block_on(ex.run(async {
         // Every channel is spawned: the gateway serves.
         wd.ready();
+        if mark_owed {
+            let polling = tg.enabled && posted_is_none;
+            ex.spawn(health_mark(l.home.clone(), polling.then(|| polled.clone())))
+                .detach();
+        }
         // The HTTP server runs beside the channels until the signal, then drains.
         let serve_http = async {
             if let Some((server, listener)) = http {
@@ -276,6 +288,17 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     }));
     wd.stopping();
     res
+}
+
+/// The health mark an installed update waits for (`update::confirm`): once Telegram has
+/// answered a poll (`polled`), or at once when the gateway does not poll.
+async fn health_mark(home: crate::config::Home, polled: Option<Arc<Beat>>) {
+    if let Some(p) = polled {
+        while p.age().is_none() {
+            smol::Timer::after(Duration::from_millis(HEALTH_MARK_POLL_MS)).await;
+        }
+    }
+    crate::update::confirm(&home);
 }
 
 /// Run `task` until the channel closes.

@@ -201,6 +201,31 @@ fn an_unknown_timezone_is_a_config_error() {
 }
 
 #[test]
+fn update_keys_are_read_with_their_defaults_and_bounds() {
+    let d = Config::default().update;
+    assert_eq!(
+        (d.url.as_str(), d.public_key.as_str(), d.confirm_secs),
+        ("", "", 120)
+    );
+    let c = parse_str(
+        r#"{"update":{"url":"https://r.test/index.json","public_key":"RWQ","confirm_secs":30}}"#,
+    )
+    .unwrap();
+    assert_eq!(c.update.url, "https://r.test/index.json");
+    assert_eq!(c.update.public_key, "RWQ");
+    assert_eq!(c.update.confirm_secs, 30);
+    // Out of range: held to 1..3600, like the other numbers.
+    let c = parse_str(r#"{"update":{"confirm_secs":0}}"#).unwrap();
+    assert_eq!(c.update.confirm_secs, 1);
+    let c = parse_str(r#"{"update":{"confirm_secs":99999}}"#).unwrap();
+    assert_eq!(c.update.confirm_secs, 3600);
+    let e = parse_str(r#"{"update":{"confirm_secs":"x"}}"#).unwrap_err();
+    assert!(e.to_string().contains("\"update.confirm_secs\""), "{e}");
+    let e = parse_str(r#"{"update":{"urll":"x"}}"#).unwrap_err();
+    assert!(e.to_string().contains("\"update.urll\""), "{e}");
+}
+
+#[test]
 fn tls_ca_file_is_read_and_overridden_by_the_environment() {
     assert_eq!(Config::default().tls.ca_file, "");
     let c = parse_str(r#"{"tls":{"ca_file":"ca.pem"}}"#).unwrap();

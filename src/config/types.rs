@@ -396,6 +396,30 @@ impl Default for WatchdogConfig {
     }
 }
 
+/// `update`: where `yoctoclaw update` looks for releases and whose signatures it trusts
+/// (the `update` module).
+#[derive(Debug, Clone, PartialEq)]
+pub struct UpdateConfig {
+    /// `update.url`: the release index (JSON, `update::index`); empty = none.
+    pub url: String,
+    /// `update.public_key`: a minisign public key trusted besides the built-in one (for
+    /// self-built releases); empty = none.
+    pub public_key: String,
+    /// `update.confirm_secs`: how long a new binary has to write its health mark before
+    /// the previous one is put back.
+    pub confirm_secs: u64,
+}
+
+impl Default for UpdateConfig {
+    fn default() -> Self {
+        UpdateConfig {
+            url: String::new(),
+            public_key: String::new(),
+            confirm_secs: 120,
+        }
+    }
+}
+
 /// Outgoing HTTPS (`provider::tls`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TlsConfig {
@@ -525,6 +549,8 @@ pub struct Config {
     pub serial: SerialConfig,
     /// `watchdog` (the `watchdog` module).
     pub watchdog: WatchdogConfig,
+    /// `update` (the `update` module).
+    pub update: UpdateConfig,
     pub hardware: HardwareConfig,
     pub budget: BudgetConfig,
     pub tls: TlsConfig,
@@ -552,6 +578,7 @@ impl Default for Config {
             tools: ToolsConfig::default(),
             serial: SerialConfig::default(),
             watchdog: WatchdogConfig::default(),
+            update: UpdateConfig::default(),
             hardware: HardwareConfig::default(),
             budget: BudgetConfig::default(),
             tls: TlsConfig::default(),
@@ -751,6 +778,15 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
     };
     s.finish()?;
 
+    let mut s = top.section("update")?;
+    let du = UpdateConfig::default();
+    let update = UpdateConfig {
+        url: s.string("url", &du.url)?,
+        public_key: s.string("public_key", &du.public_key)?,
+        confirm_secs: s.uint("confirm_secs", du.confirm_secs, 1, 3_600)?,
+    };
+    s.finish()?;
+
     let mut s = top.section("hardware")?;
     let entries = s.string_list_sep("allow", ';')?;
     let hardware = HardwareConfig {
@@ -835,6 +871,7 @@ pub(super) fn read_config(top: &mut Fields<'_>) -> Result<Config, ConfigError> {
         tools,
         serial,
         watchdog,
+        update,
         hardware,
         budget,
         tls,

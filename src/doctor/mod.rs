@@ -116,6 +116,16 @@ pub fn command(home_flag: Option<&Path>, deep: bool) -> Result<(), AppError> {
     }
 }
 
+/// The version, and an update waiting for the new gateway to confirm its start (`update`).
+fn update_check(home: &Home) -> Check {
+    let pending = crate::update::read_pending(home).is_some();
+    Check::new(
+        if pending { Verdict::Warn } else { Verdict::Ok },
+        "version",
+        crate::update::doctor_line(home),
+    )
+}
+
 /// Run every check, handing each to `out` as soon as it is known.
 pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) -> Vec<Check> {
     let mut checks = Vec::new();
@@ -138,6 +148,7 @@ pub fn run(home_flag: Option<&Path>, deep: bool, out: &mut dyn FnMut(&Check)) ->
         }
     };
     emit(home_check(&home));
+    emit(update_check(&home));
     let (env, c) = secrets_check(&home);
     emit(c);
     let (cfg, c) = config_check(&home, &env);
