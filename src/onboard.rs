@@ -124,7 +124,7 @@ pub const CONFIG_TEMPLATE: &str = r#"{
     "servers": {}
   },
   "security": {
-    "//": "injection: untrusted content (web pages, search results, MCP results, files in the inbox) is fenced as data and screened; action flag (shown to the model flagged) or withhold (replaced by one line); threshold: the heuristic score (0 to 1) that is a hit; extra_patterns: your own regexes, matched against lower-cased text",
+    "//": "injection: untrusted content (web pages, search results, MCP results, files in the inbox) is fenced as data and screened; action flag (shown to the model flagged) or withhold (replaced by one line); threshold: the heuristic score (0 to 1) that is a hit; extra_patterns: your own regexes, matched against lower-cased text; judge: {\"model\": \"a cheap model at your first provider\"} is asked about scores from judge.floor (0.3) up to the threshold",
     "injection": { "enabled": true, "action": "flag", "threshold": 0.6, "extra_patterns": [] }
   },
   "log_level": "info"

@@ -26,11 +26,13 @@
 
 use super::streaming::{MarkupFilter, StreamSink};
 use super::think::{self, ThinkStart};
-use super::{Agent, AgentError, fit};
-use crate::chat::{Message, ToolSpec, Usage};
+use super::{Agent, AgentError, fit, untrusted};
+use crate::chat::{Message, Role, ToolSpec, Usage};
+use crate::config::security::JudgeConfig;
 use crate::limits::STREAM_QUEUE_LEN;
 use crate::provider::retry::Jitter;
 use crate::provider::{ChatReply, ChatRequest, Provider, ProviderError};
+use crate::security::injection;
 use crate::time::now as now_secs;
 use std::borrow::Cow;
 use std::fmt;
@@ -460,8 +462,69 @@ impl Agent {
 
     /// Record a reply's tokens under the provider that gave it (and in `/metrics`).
     pub(super) fn record_usage(&self, session: &str, provider: usize, reply: &ChatReply) {
-        let providers = self.providers();
-        let (Some(u), Some(p)) = (reply.usage, providers.get(provider)) else {
+        if let Some(p) = self.providers().get(provider) {
+            self.record_usage_of(session, p, reply);
+        }
+    }
+
+    /// Layer 3 of the injection screen: the judge model's verdict on `text` from
+    /// `source` (`Some(true)`: an injection). `None` when it gave none in time or none it
+    /// could be read as (logged; the heuristic score's verdict stands). It is shown the
+    /// text fenced like any untrusted content, and its tokens count for `session`.
+    pub(super) async fn judge(
+        &self,
+        j: &JudgeConfig,
+        session: &str,
+        source: &str,
+        text: &str,
+    ) -> Option<bool> {
+        let p = Arc::new(
+            self.providers()
+                .first()?
+                .with_model(&j.model, untrusted::JUDGE_MAX_TOKENS),
+        );
+        let shown = injection::cut(text, untrusted::JUDGE_INPUT_BYTES);
+        let messages = [Message::new(
+            Role::User,
+            injection::fence(source, shown, None),
+        )];
+        let asked = p.build_body(&ChatRequest {
+            system: untrusted::JUDGE_PROMPT,
+            messages: &messages,
+            tools: &[],
+            media_root: None,
+        });
+        let failed = |why: &dyn fmt::Display| -> Option<bool> {
+            log::warn!(
+                "injection judge {}: {why}; the heuristic score stands",
+                j.model
+            );
+            None
+        };
+        let body = match asked {
+            Ok(body) => body,
+            Err(e) => return failed(&e),
+        };
+        let p2 = p.clone();
+        let ask = self.workers.run(move || p2.chat_blocking(&body));
+        let limit = Duration::from_secs(j.timeout_secs);
+        let late = async {
+            smol::Timer::after(limit).await;
+            None
+        };
+        let reply = match smol::future::or(async { Some(ask.await) }, late).await {
+            Some(Ok(Ok(reply))) => reply,
+            Some(Ok(Err(e))) => return failed(&e),
+            Some(Err(_)) => return None, // shutting down
+            None => return failed(&format_args!("no verdict in {} s", j.timeout_secs)),
+        };
+        self.record_usage_of(session, &p, &reply);
+        untrusted::judge_verdict(&reply.content)
+            .or_else(|| failed(&"an answer other than yes or no"))
+    }
+
+    fn record_usage_of(&self, session: &str, p: &Provider, reply: &ChatReply) {
+        let Some(u) = reply.usage else {
             return;
         };
         crate::metrics::tokens(p.metric(), u.prompt_tokens, u.completion_tokens);

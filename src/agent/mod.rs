@@ -54,6 +54,7 @@ use crate::limits::MAX_USER_MESSAGE_BYTES;
 use crate::provider::retry::Backoff;
 use crate::provider::{Provider, ProviderError};
 use crate::runtime::Workers;
+use crate::security::injection::{Finding, Layer};
 use crate::security::scrub::scrub;
 use crate::store::{Db, StoreError, audit};
 use crate::text::cap_text;
@@ -678,8 +679,23 @@ impl Agent {
                 entry,
             );
         };
-        let action = self.cfg().security.injection.action;
-        let (out, hit) = untrusted::wrap(&screen, action, &source, &ctx.session, &out);
+        let injection = self.cfg().security.injection.clone();
+        let found = match (screen.verdict(&out), &injection.judge) {
+            (Ok(hit), _) => Some(hit),
+            // Layer 3: a borderline score is the judge's to call.
+            (Err((score, what)), Some(j)) if score >= j.floor => self
+                .judge(j, session, &source, &out)
+                .await
+                .filter(|&injected| injected)
+                .map(|_| Finding {
+                    layer: Layer::Judge,
+                    what,
+                    score,
+                }),
+            (Err(_), _) => None,
+        };
+        let action = injection.action;
+        let (out, hit) = untrusted::wrap_found(action, &source, &ctx.session, &out, found);
         if let Some(hit) = hit {
             if action == crate::security::injection::Action::Withhold {
                 images.clear();

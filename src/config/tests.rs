@@ -590,6 +590,27 @@ fn the_injection_screen_is_configured_and_bad_patterns_are_named() {
     assert_eq!(c.security.injection.action, Action::Withhold);
     assert_eq!(c.security.injection.threshold, 0.75);
     assert_eq!(c.security.injection.extra_patterns, ["pod bay doors"]);
+    assert_eq!(d.security.injection.judge, None);
+    let j = parse_str(r#"{"security": {"injection": {"judge": {"model": " qwen-0.5b "}}}}"#)
+        .unwrap()
+        .security
+        .injection
+        .judge
+        .expect("a judge");
+    assert_eq!(
+        (j.model.as_str(), j.floor, j.timeout_secs),
+        ("qwen-0.5b", 0.3, 10)
+    );
+    let off = parse_str(r#"{"security": {"injection": {"judge": {"model": "", "floor": 0.9}}}}"#);
+    assert_eq!(off.unwrap().security.injection.judge, None, "no model: off");
+    for bad in [
+        r#"{"judge": {"model": "m", "floor": 0.6}}"#,
+        r#"{"judge": {"model": "m", "flor": 0.2}}"#,
+        r#"{"judge": "m"}"#,
+    ] {
+        let e = parse_str(&format!(r#"{{"security": {{"injection": {bad}}}}}"#)).unwrap_err();
+        assert!(e.to_string().contains("security.injection.judge"), "{e}");
+    }
     let e = parse_str(r#"{"security": {"injection": {"extra_patterns": ["ok", "(unclosed"]}}}"#)
         .unwrap_err()
         .to_string();

@@ -382,6 +382,20 @@ impl Provider {
         })
     }
 
+    /// The same endpoint, key and connections asking `model`, answering in at most
+    /// `max_tokens` (the injection screen's judge: a short verdict from a cheap model).
+    pub fn with_model(&self, model: &str, max_tokens: u64) -> Provider {
+        let mut cfg = self.cfg.clone();
+        cfg.model = model.to_string();
+        cfg.max_tokens = cfg.max_tokens.min(max_tokens);
+        Provider {
+            cfg,
+            key: self.key.clone(),
+            agent: self.agent.clone(),
+            metric: self.metric,
+        }
+    }
+
     /// The primary provider and the fallbacks that can be set up, in order. Fails when the
     /// primary cannot (no key); a fallback that cannot is skipped with a warning.
     pub fn chain(

@@ -336,6 +336,8 @@ impl Action {
 pub enum Layer {
     Pattern,
     Score,
+    /// A borderline score that the judge model called an injection.
+    Judge,
 }
 
 /// What the screen found in a text that is a hit.
@@ -353,6 +355,11 @@ impl fmt::Display for Finding {
         match self.layer {
             Layer::Pattern => write!(f, "known injection phrasing \"{}\"", self.what),
             Layer::Score => write!(f, "score {:.2}: {}", self.score, self.what),
+            Layer::Judge => write!(
+                f,
+                "score {:.2}, judged an injection: {}",
+                self.score, self.what
+            ),
         }
     }
 }
@@ -681,9 +688,15 @@ impl Screen {
 
     /// Screens `text`: `Some` with what was found when it is a hit.
     pub fn check(&self, text: &str) -> Option<Finding> {
+        self.verdict(text).ok()
+    }
+
+    /// Screens `text`: what was found when it is a hit (layers 1 and 2), else its
+    /// layer-2 score and strongest signals (for layer 3, the judge, in the agent).
+    pub fn verdict(&self, text: &str) -> Result<Finding, (f32, String)> {
         let (score, what) = match self.screen(cut(text, MAX_SCREEN_BYTES), true) {
             Err(what) => {
-                return Some(Finding {
+                return Ok(Finding {
                     layer: Layer::Pattern,
                     what,
                     score: 1.0,
@@ -691,7 +704,10 @@ impl Screen {
             }
             Ok(scored) => scored,
         };
-        (score >= self.threshold).then_some(Finding {
+        if score < self.threshold {
+            return Err((score, what));
+        }
+        Ok(Finding {
             layer: Layer::Score,
             what,
             score,
@@ -1173,7 +1189,7 @@ fn decode_run(run: &str) -> Option<String> {
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.
-fn cut(text: &str, max: usize) -> &str {
+pub fn cut(text: &str, max: usize) -> &str {
     &text[..floor_boundary(text, max.min(text.len()))]
 }
 
