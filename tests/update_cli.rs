@@ -665,3 +665,36 @@ fn with_telegram_the_health_mark_waits_for_an_answered_poll() {
     gw.wait_for_log("update: 9.9.9 confirmed");
     assert!(!pending.exists());
 }
+
+#[test]
+fn no_update_while_the_gateway_has_a_turn_to_finish() {
+    if !have_minisign("update: never during a turn") {
+        return;
+    }
+    let w = World::new("busy", 30);
+    let a = w.archive("a", BOARD, &wrapper("v-new"), Some((&w.key, false)));
+    let from = || w.update(&["--from", a.to_str().unwrap()]);
+    // A running gateway (this process stands for it: its pid exists) whose record, a
+    // minute old at most, counts no turn; what its durable inbox says is current.
+    let db = yoctoclaw::store::Db::open(&w.home.dir.join("yoctoclaw.db"), 256).unwrap();
+    let now = yoctoclaw::time::clock::now();
+    let rss = yoctoclaw::status::Rss {
+        rss_kib: 1,
+        hwm_kib: 1,
+    };
+    yoctoclaw::status::write_gateway_record(&db, std::process::id(), rss, 0, now).unwrap();
+    // A message waiting for its turn.
+    assert!(db.inbox_push(42, None, false, "hello", now).unwrap());
+    w.assert_untouched(&from(), "the gateway is answering a message");
+    // Its turn started: owed an answer until it is delivered.
+    let next = db.inbox_next(42, "telegram:42", 4096, now).unwrap();
+    assert!(next.is_some());
+    w.assert_untouched(&from(), "the gateway is answering a message");
+    // Answered: the update goes ahead.
+    let owed: Vec<i64> = db.owed_replies().unwrap().iter().map(|o| o.id).collect();
+    assert_eq!(owed.len(), 1);
+    db.replies_done(&owed).unwrap();
+    let said = support::succeeded(&from());
+    assert!(said.contains("updated to 9.9.9"), "{said}");
+    assert!(w.installed().contains("v-new"));
+}

@@ -189,6 +189,12 @@ impl Db {
         self.count("SELECT count(*) FROM inbox")
     }
 
+    /// Messages waiting for their turn plus turns started and not yet answered: what a
+    /// restart now would interrupt (`yoctoclaw update` waits for none).
+    pub fn turns_unfinished(&self) -> Result<usize, StoreError> {
+        self.count("SELECT (SELECT count(*) FROM inbox) + (SELECT count(*) FROM replies)")
+    }
+
     /// Chats with messages waiting, the longest waiting first, but those in `skip` (at
     /// most `limit`). Steps through the rows in id order: no sort (a sort would allocate
     /// SQLite's sorter buffer on every call).

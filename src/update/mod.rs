@@ -139,7 +139,7 @@ impl std::fmt::Display for UpdateError {
             E::Unpack(m) => write!(f, "cannot unpack the archive ({m}): nothing was changed"),
             E::OtherBoard(b) => write!(f, "the archive is for another board ({b}): nothing was changed"),
             E::Install(what, k) => write!(f, "cannot {what} beside the binary ({k}): the installed version is unchanged"),
-            E::TurnRunning => f.write_str("the gateway is answering a message: try again when it has finished"),
+            E::TurnRunning => f.write_str("the gateway is answering a message: nothing was changed; try again when it has finished"),
             E::Pending => f.write_str("an update is still waiting for the new gateway to confirm its start: wait, or run yoctoclaw update --rollback"),
             E::NoPrevious => f.write_str("there is no previous version (yoctoclaw.prev) to go back to"),
             E::NoExe => f.write_str("cannot tell where this yoctoclaw binary is"),
@@ -322,7 +322,9 @@ fn read_sig(file: &Path) -> Result<String, UpdateError> {
     }
 }
 
-/// Whether the gateway's status record shows a turn running.
+/// Whether a running gateway is in a turn: its status record counts one (HTTP API turns
+/// included; rewritten every minute), or a Telegram message waits for its turn or its
+/// answer in the durable inbox (committed as it happens).
 fn gateway_busy(home: &Home, cfg: &Config) -> bool {
     let db = home.db_file();
     if !db.exists() {
@@ -331,10 +333,11 @@ fn gateway_busy(home: &Home, cfg: &Config) -> bool {
     let Ok(d) = crate::store::Db::open(&db, cfg.memory.cache_kib) else {
         return false;
     };
-    matches!(
-        crate::status::read_gateway_record(&d, crate::time::clock::now()),
-        Ok(crate::status::Gateway::Running(r)) if r.live_sessions > 0
-    )
+    let now = crate::time::clock::now();
+    let Ok(crate::status::Gateway::Running(r)) = crate::status::read_gateway_record(&d, now) else {
+        return false;
+    };
+    r.live_sessions > 0 || d.turns_unfinished().is_ok_and(|n| n > 0)
 }
 
 /// Unpack `archive` into `work` with the system's `tar`; the new binary (in `work`) and
