@@ -13,13 +13,18 @@
 //! overwrites). Otherwise it is not retried or handed to a fallback: the user has seen
 //! part of an answer that cannot be taken back, so the turn ends with the error.
 //!
+//! The injection screen's judge ([`Agent::judge`]) is one request of its own: the first
+//! provider with the judge's model, no retry, no fallback, no tools, cut off at
+//! `security.injection.judge.timeout_secs`.
+//!
 //! # Bounds
 //! At most `PROVIDER_ATTEMPTS` attempts per provider within `RETRY_BUDGET_SECS`; text
 //! deltas wait in a channel of `STREAM_QUEUE_LEN` (the reading thread waits when full).
 //! A request body exists only while its attempt holds one of the agent's model-call
 //! slots (one per worker thread): with 8 chats waiting for 2 workers, 2 bodies of about
 //! 17 KB exist, not 8 (docs/DECISIONS.md, "A model request is built when a worker can
-//! send it").
+//! send it"). The judge's body (at most `untrusted::JUDGE_INPUT_BYTES` of content) does
+//! not wait for a slot.
 //!
 //! # Threads
 //! Runs on the executor; HTTP runs on `Workers`; backoff waits are `smol::Timer`s.
