@@ -164,13 +164,7 @@ unsafe fn dispatch(cli: Cli) -> Result<(), AppError> {
             let h = crate::service::home_of(std::path::Path::new("/"), home)
                 .map_err(|e| AppError::Usage(e.to_string()))?;
             let l = load(Some(&h.dir), true)?;
-            let o = crate::update::Options {
-                check: u.check,
-                rollback: u.rollback,
-                from: u.from.as_deref(),
-                root: &u.root,
-            };
-            match crate::update::command(&l.home, &l.cfg, &o) {
+            match crate::update::command(&l.home, &l.cfg, &u) {
                 Ok(out) => {
                     println!("{out}");
                     Ok(())

@@ -11,7 +11,8 @@
 //! resolved symlinks (so a link swapped in afterwards is refused, not followed).
 //!
 //! # Bounds
-//! [`read_regular`] reads at most the `max` bytes it is given.
+//! [`read_regular`] reads at most the `max` bytes it is given; [`copy`] goes through one
+//! buffer of `COPY_BUFFER_BYTES`.
 //!
 //! # Threads
 //! The caller's thread: a worker for the file tools and uploads, the executor for the
@@ -25,6 +26,9 @@
 use std::fmt;
 use std::io::{Read, Write};
 use std::path::Path;
+
+/// The buffer [`copy`] goes through.
+const COPY_BUFFER_BYTES: usize = 16 * 1024;
 
 /// Why [`read_regular`] read nothing.
 #[derive(Debug)]
@@ -138,6 +142,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()>
     }
     let _ = mode;
     result
+}
+
+/// `from` into `to` through one buffer (std's `io::copy` brings its kernel-copy paths:
+/// kilobytes of code for a rare fallback).
+pub fn copy(from: &mut std::fs::File, to: &mut std::fs::File) -> std::io::Result<()> {
+    let mut buf = vec![0u8; COPY_BUFFER_BYTES];
+    loop {
+        match from.read(&mut buf)? {
+            0 => return Ok(()),
+            n => to.write_all(&buf[..n])?,
+        }
+    }
 }
 
 /// Create a folder (and parents) with the given mode for the last component.

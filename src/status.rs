@@ -29,8 +29,9 @@
 //! # Bounds
 //! Stored texts are shown cut to `MAX_SHOWN_TEXT_BYTES`; at most `MAX_CATEGORIES_SHOWN`
 //! memory categories are listed. `/proc/self/status` is read up to
-//! `MAX_PROC_STATUS_BYTES`. One MCP record per configured server (at most
-//! `config::mcp::MCP_MAX_SERVERS`), its error cut to `MAX_SHOWN_TEXT_BYTES`.
+//! `MAX_PROC_STATUS_BYTES`, a gateway's `/proc/PID/cmdline` up to `MAX_CMDLINE_BYTES`.
+//! One MCP record per configured server (at most `config::mcp::MCP_MAX_SERVERS`), its
+//! error cut to `MAX_SHOWN_TEXT_BYTES`.
 //!
 //! # Threads
 //! Main thread for `yoctoclaw status`; the gateway writes its record on the executor thread
@@ -67,6 +68,8 @@ pub const MAX_SHOWN_TEXT_BYTES: usize = 200;
 pub const MAX_CATEGORIES_SHOWN: usize = 16;
 /// Bytes of `/proc/self/status` read (the file is about 1.5 KiB).
 pub const MAX_PROC_STATUS_BYTES: u64 = 16 * 1024;
+/// Most of a process's command line read to tell it is a gateway.
+const MAX_CMDLINE_BYTES: u64 = 4096;
 
 /// Resident memory of a process.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -334,6 +337,24 @@ pub fn read_gateway_record(db: &Db, sys_now: i64) -> Result<Gateway, StoreError>
 
 fn process_exists(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
+}
+
+/// The gateway running on `db`, by a fresh record whose process still runs the `gateway`
+/// command: the one a signal may be sent to (a gateway killed without a word leaves a
+/// fresh record, and its pid may be another program's by now).
+pub fn live_gateway(db: &Db) -> Option<GatewayRecord> {
+    match read_gateway_record(db, crate::time::clock::system_secs()) {
+        Ok(Gateway::Running(r)) if runs_gateway(r.pid) => Some(r),
+        _ => None,
+    }
+}
+
+/// Whether process `pid` was started with the `gateway` command (`/proc/PID/cmdline`).
+fn runs_gateway(pid: u32) -> bool {
+    let mut b = Vec::new();
+    let read = std::fs::File::open(format!("/proc/{pid}/cmdline"))
+        .and_then(|f| f.take(MAX_CMDLINE_BYTES).read_to_end(&mut b));
+    read.is_ok() && b.split(|&c| c == 0).any(|arg| arg == b"gateway")
 }
 
 /// State key prefix of the MCP servers' records (`mcp.server.<NAME>`).

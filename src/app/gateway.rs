@@ -76,8 +76,6 @@ pub const SHUTDOWN_LIMIT_MS: u64 = 1_700;
 pub const SEND_TIMEOUT_SECS: u64 = 30;
 #[cfg(feature = "test-hooks")]
 pub use crate::channels::telegram::backoff::TEST_BACKOFF_SCALE_ENV;
-/// How often a gateway owing an update its health mark looks whether Telegram answered.
-const HEALTH_MARK_POLL_MS: u64 = 250;
 /// How often the gateway rewrites its status record.
 pub const STATUS_RECORD_SECS: u64 = crate::status::GATEWAY_RECORD_INTERVAL_SECS;
 /// The `state` key of the gateway's status record.
@@ -160,7 +158,10 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
         }
         None => (None, None),
     };
-    let posted_is_none = posted.is_none();
+    // An installed update's health mark: given by the first getUpdates that answers when
+    // the gateway polls Telegram, else once the gateway serves.
+    let polls = tg.enabled && posted.is_none();
+    let mark_on_poll = (mark_owed && polls).then(|| l.home.clone());
     let http = http_server(l, &agent, &db, (&polled, &bot, webhook), stopped.clone())?;
     ex.spawn(until_closed(
         scheduler_task(agent.clone(), deps),
@@ -230,10 +231,8 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     let res = smol::block_on(ex.run(async {
         // Every channel is spawned: the gateway serves.
         wd.ready();
-        if mark_owed {
-            let polling = tg.enabled && posted_is_none;
-            ex.spawn(health_mark(l.home.clone(), polling.then(|| polled.clone())))
-                .detach();
+        if mark_owed && !polls {
+            crate::update::confirm(&l.home);
         }
         // The HTTP server runs beside the channels until the signal, then drains.
         let serve_http = async {
@@ -254,6 +253,7 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
                         stop,
                         polled,
                         posted,
+                        mark_on_poll,
                     };
                     let s = Serving {
                         live: &l.live,
@@ -288,17 +288,6 @@ pub fn run(l: &Loaded) -> Result<(), AppError> {
     }));
     wd.stopping();
     res
-}
-
-/// The health mark an installed update waits for (`update::confirm`): once Telegram has
-/// answered a poll (`polled`), or at once when the gateway does not poll.
-async fn health_mark(home: crate::config::Home, polled: Option<Arc<Beat>>) {
-    if let Some(p) = polled {
-        while p.age().is_none() {
-            smol::Timer::after(Duration::from_millis(HEALTH_MARK_POLL_MS)).await;
-        }
-    }
-    crate::update::confirm(&home);
 }
 
 /// Run `task` until the channel closes.
@@ -566,6 +555,9 @@ struct Telegram<'a> {
     polled: Arc<Beat>,
     /// Webhook mode: the updates the HTTP server was posted (no poller runs).
     posted: Option<(async_channel::Receiver<Posted>, String)>,
+    /// The home whose installed update the first answered `getUpdates` confirms
+    /// (`update::confirm`, on the poller's thread), when it owes its health mark.
+    mark_on_poll: Option<Home>,
 }
 
 /// The rest of the daemon, as [`serve_telegram`] sees it.
@@ -653,7 +645,7 @@ async fn serve_telegram(
         let poll_timeout = tg.poll_timeout_secs;
         let api = Api::new(&tg.api_base, t.token, poll_timeout + POLL_MARGIN_SECS);
         let (offset, stop, backoff) = (bot.next_offset(), t.stop.clone(), t.backoff);
-        let polled = t.polled.clone();
+        let (polled, mut mark) = (t.polled.clone(), t.mark_on_poll.clone());
         spawn_thread("yc-tg-poll", move || {
             // A webhook left set (webhook mode before) makes every getUpdates a 409.
             let mut webhook_checked = false;
@@ -662,6 +654,9 @@ async fn serve_telegram(
                 let got = api.get_updates(off, poll_timeout, POLL_BATCH_UPDATES);
                 if got.is_ok() {
                     polled.mark();
+                    if let Some(home) = mark.take() {
+                        crate::update::confirm(&home);
+                    }
                 } else if matches!(got, Err(ApiError::Conflict { .. })) && !webhook_checked {
                     webhook_checked = true;
                     leave_webhook(&api);

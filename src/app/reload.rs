@@ -32,7 +32,7 @@ use crate::channels::telegram::bot::Bot;
 use crate::channels::telegram::inbound::AllowList;
 use crate::config::{self, Config, Env, Home, Live};
 use crate::provider::Provider;
-use crate::status::{Gateway, ReloadRecord};
+use crate::status::ReloadRecord;
 use crate::store::Db;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -40,8 +40,6 @@ use std::time::{Duration, Instant};
 
 /// Longest `yoctoclaw reload` waits for the gateway's verdict.
 pub const RELOAD_WAIT_SECS: u64 = 10;
-/// Most of a process's command line read to tell it is a gateway.
-const MAX_CMDLINE_BYTES: u64 = 4096;
 /// How often `yoctoclaw reload` looks for it.
 const RELOAD_POLL_MS: u64 = 50;
 
@@ -192,15 +190,6 @@ fn set_log_level(cfg: &Config) {
     }
 }
 
-/// Whether process `pid` was started with the `gateway` command (`/proc/PID/cmdline`).
-fn runs_gateway(pid: u32) -> bool {
-    use std::io::Read;
-    let mut b = Vec::new();
-    let read = std::fs::File::open(format!("/proc/{pid}/cmdline"))
-        .and_then(|f| f.take(MAX_CMDLINE_BYTES).read_to_end(&mut b));
-    read.is_ok() && b.split(|&c| c == 0).any(|arg| arg == b"gateway")
-}
-
 /// `yoctoclaw reload`: send SIGHUP to the gateway running in `home` and wait (at most
 /// `RELOAD_WAIT_SECS`) for its verdict: the line to print when it applied the files, an
 /// error (exit 1) when it refused them, when no gateway runs or when it did not answer.
@@ -217,15 +206,10 @@ pub fn command(home: &Home) -> Result<String, AppError> {
     }
     let cache = crate::config::MemoryConfig::default().cache_kib;
     let db = Db::open(&db_file, cache).map_err(runtime)?;
-    let sys_now = crate::time::clock::system_secs();
-    let Ok(Gateway::Running(g)) = crate::status::read_gateway_record(&db, sys_now) else {
+    // Never a pid reused since a gateway was killed: a hangup could end that program.
+    let Some(g) = crate::status::live_gateway(&db) else {
         return Err(not_running());
     };
-    // A gateway killed without a word leaves a fresh record; its pid may be another
-    // program's by now, which a hangup could end.
-    if !runs_gateway(g.pid) {
-        return Err(not_running());
-    }
     let before = crate::status::read_reload_record(&db, g.pid).map_or(0, |r| r.generation);
     let pid = i32::try_from(g.pid)
         .ok()

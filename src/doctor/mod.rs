@@ -118,12 +118,21 @@ pub fn command(home_flag: Option<&Path>, deep: bool) -> Result<(), AppError> {
 
 /// The version, and an update waiting for the new gateway to confirm its start (`update`).
 fn update_check(home: &Home) -> Check {
-    let pending = crate::update::read_pending(home).is_some();
-    Check::new(
-        if pending { Verdict::Warn } else { Verdict::Ok },
-        "version",
-        crate::update::doctor_line(home),
-    )
+    let (verdict, line) = match crate::update::read_pending(home) {
+        Some(p) => (
+            Verdict::Warn,
+            format!(
+                "version {}; update to {} waiting for the gateway to confirm its start",
+                crate::update::VERSION,
+                p.version
+            ),
+        ),
+        None => (
+            Verdict::Ok,
+            concat!("version ", env!("CARGO_PKG_VERSION"), "; no update pending").into(),
+        ),
+    };
+    Check::new(verdict, "version", line)
 }
 
 /// Run every check, handing each to `out` as soon as it is known.

@@ -32,6 +32,18 @@ const SIGMA: [[u8; 16]; 10] = [
     [10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0],
 ];
 
+/// The words G mixes in each round: the four columns, then the four diagonals.
+const LANES: [[usize; 4]; 8] = [
+    [0, 4, 8, 12],
+    [1, 5, 9, 13],
+    [2, 6, 10, 14],
+    [3, 7, 11, 15],
+    [0, 5, 10, 15],
+    [1, 6, 11, 12],
+    [2, 7, 8, 13],
+    [3, 4, 9, 14],
+];
+
 /// The mixing function G on four words of `v`.
 fn g(v: &mut [u64; 16], [a, b, c, d]: [usize; 4], x: u64, y: u64) {
     v[a] = v[a].wrapping_add(v[b]).wrapping_add(x);
@@ -44,8 +56,9 @@ fn g(v: &mut [u64; 16], [a, b, c, d]: [usize; 4], x: u64, y: u64) {
     v[b] = (v[b] ^ v[c]).rotate_right(63);
 }
 
-/// The compression function F: `block` after `t` bytes in all, `last` for the final one.
-fn compress(h: &mut [u64; 8], block: &[u8; 128], t: u128, last: bool) {
+/// The compression function F: the 128 bytes of `block` after `t` bytes in all, `last`
+/// for the final one. (The counter's high word stays 0: no slice holds 2^64 bytes.)
+fn compress(h: &mut [u64; 8], block: &[u8], t: u64, last: bool) {
     let mut m = [0u64; 16];
     for (w, c) in m.iter_mut().zip(block.chunks_exact(8)) {
         let mut b = [0u8; 8];
@@ -55,22 +68,20 @@ fn compress(h: &mut [u64; 8], block: &[u8; 128], t: u128, last: bool) {
     let mut v = [0u64; 16];
     v[..8].copy_from_slice(h);
     v[8..].copy_from_slice(&IV);
-    v[12] ^= t as u64;
-    v[13] ^= (t >> 64) as u64;
+    v[12] ^= t;
     if last {
         v[14] = !v[14];
     }
     for i in 0..12 {
         let s = &SIGMA[i % 10];
-        let w = |k: usize| m[usize::from(s[k])];
-        g(&mut v, [0, 4, 8, 12], w(0), w(1));
-        g(&mut v, [1, 5, 9, 13], w(2), w(3));
-        g(&mut v, [2, 6, 10, 14], w(4), w(5));
-        g(&mut v, [3, 7, 11, 15], w(6), w(7));
-        g(&mut v, [0, 5, 10, 15], w(8), w(9));
-        g(&mut v, [1, 6, 11, 12], w(10), w(11));
-        g(&mut v, [2, 7, 8, 13], w(12), w(13));
-        g(&mut v, [3, 4, 9, 14], w(14), w(15));
+        for (j, lane) in LANES.into_iter().enumerate() {
+            g(
+                &mut v,
+                lane,
+                m[usize::from(s[2 * j])],
+                m[usize::from(s[2 * j + 1])],
+            );
+        }
     }
     for i in 0..8 {
         h[i] ^= v[i] ^ v[i + 8];
@@ -82,20 +93,18 @@ pub fn blake2b_512(data: &[u8]) -> [u8; 64] {
     let mut h = IV;
     // Parameter block: digest length 64, no key, fanout 1, depth 1.
     h[0] ^= 0x0101_0040;
-    let mut block = [0u8; 128];
-    let mut t: u128 = 0;
+    let mut t = 0;
     // Every full block but the last one (an empty input is one empty final block).
-    let full = data.len().saturating_sub(1) / 128;
-    for c in data.chunks_exact(128).take(full) {
-        block.copy_from_slice(c);
+    let mut rest = data;
+    while rest.len() > 128 {
+        let (block, r) = rest.split_at(128);
         t += 128;
-        compress(&mut h, &block, t, false);
+        compress(&mut h, block, t, false);
+        rest = r;
     }
-    let rest = &data[full * 128..];
-    block = [0u8; 128];
-    block[..rest.len()].copy_from_slice(rest);
-    t += rest.len() as u128;
-    compress(&mut h, &block, t, true);
+    let mut last = [0u8; 128];
+    last[..rest.len()].copy_from_slice(rest);
+    compress(&mut h, &last, t + rest.len() as u64, true);
     let mut out = [0u8; 64];
     for (o, w) in out.chunks_exact_mut(8).zip(h) {
         o.copy_from_slice(&w.to_le_bytes());

@@ -97,9 +97,10 @@ impl PublicKey {
     }
 }
 
-/// Check `sig_text` (a `.minisig` file) over `data` against the trusted `keys`; the
+/// Check `sig_file` (a `.minisig` file) over `data` against the trusted `keys`; the
 /// trusted comment when both signatures verify.
-pub fn verify(keys: &[PublicKey], data: &[u8], sig_text: &str) -> Result<String, SigError> {
+pub fn verify(keys: &[PublicKey], data: &[u8], sig_file: &[u8]) -> Result<String, SigError> {
+    let sig_text = std::str::from_utf8(sig_file).map_err(|_| SigError::Malformed)?;
     let mut lines = sig_text.lines();
     let mut next = || lines.next().map(|l| l.trim_end_matches('\r'));
     let (Some(untrusted), Some(sig_line), Some(trusted), Some(global_line)) =
@@ -164,7 +165,7 @@ mod tests {
     #[test]
     fn both_kinds_of_minisign_signature_verify() {
         for sig in [SIG_ED, SIG_LEGACY] {
-            let c = verify(&key(), DATA, sig).unwrap();
+            let c = verify(&key(), DATA, sig.as_bytes()).unwrap();
             assert!(c.starts_with("timestamp:"), "{c}");
         }
     }
@@ -173,14 +174,23 @@ mod tests {
     fn tampered_data_comments_and_signatures_are_refused() {
         for sig in [SIG_ED, SIG_LEGACY] {
             assert_eq!(
-                verify(&key(), b"hello world!", sig),
+                verify(&key(), b"hello world!", sig.as_bytes()),
                 Err(SigError::Mismatch)
             );
-            assert_eq!(verify(&key(), &DATA[..5], sig), Err(SigError::Mismatch));
+            assert_eq!(
+                verify(&key(), &DATA[..5], sig.as_bytes()),
+                Err(SigError::Mismatch)
+            );
             let changed = sig.replace("trusted comment: timestamp", "trusted comment: timestamq");
-            assert_eq!(verify(&key(), DATA, &changed), Err(SigError::BadComment));
+            assert_eq!(
+                verify(&key(), DATA, changed.as_bytes()),
+                Err(SigError::BadComment)
+            );
             let cut: String = sig.lines().take(3).collect::<Vec<_>>().join("\n");
-            assert_eq!(verify(&key(), DATA, &cut), Err(SigError::Malformed));
+            assert_eq!(
+                verify(&key(), DATA, cut.as_bytes()),
+                Err(SigError::Malformed)
+            );
             // One bit of the signature line flipped.
             let mut lines: Vec<String> = sig.lines().map(String::from).collect();
             let mut b = base64_decode(&lines[1]).unwrap();
@@ -189,19 +199,25 @@ mod tests {
             crate::provider::upload::base64_into(&b, &mut enc);
             lines[1] = String::from_utf8(enc).unwrap();
             assert_eq!(
-                verify(&key(), DATA, &lines.join("\n")),
+                verify(&key(), DATA, lines.join("\n").as_bytes()),
                 Err(SigError::Mismatch)
             );
         }
-        assert_eq!(verify(&key(), DATA, "garbage"), Err(SigError::Malformed));
-        assert_eq!(verify(&key(), DATA, ""), Err(SigError::Malformed));
+        assert_eq!(verify(&key(), DATA, b"garbage"), Err(SigError::Malformed));
+        assert_eq!(verify(&key(), DATA, b""), Err(SigError::Malformed));
     }
 
     #[test]
     fn another_key_is_refused_and_keys_are_parsed_strictly() {
         let other = vec![PublicKey::parse(OTHER_PUB).unwrap()];
-        assert_eq!(verify(&other, DATA, SIG_ED), Err(SigError::UnknownKey));
-        assert_eq!(verify(&[], DATA, SIG_ED), Err(SigError::UnknownKey));
+        assert_eq!(
+            verify(&other, DATA, SIG_ED.as_bytes()),
+            Err(SigError::UnknownKey)
+        );
+        assert_eq!(
+            verify(&[], DATA, SIG_ED.as_bytes()),
+            Err(SigError::UnknownKey)
+        );
         assert_eq!(PublicKey::parse("not base64!"), Err(SigError::BadKey));
         assert_eq!(PublicKey::parse("RWQ="), Err(SigError::BadKey));
         assert_eq!(PublicKey::parse(""), Err(SigError::BadKey));

@@ -31,7 +31,8 @@
 //!
 //! # Threads
 //! The main thread of `yoctoclaw update` (and of the gateway, before its executor runs,
-//! for [`at_start`]; [`confirm`] from the executor: it removes one small file).
+//! for [`at_start`]; [`confirm`] from the Telegram poller's thread, or from the executor
+//! without polling: it removes one small file).
 //!
 //! # Blocking
 //! `update` blocks its main thread on the downloads (ureq's timeouts), `tar`, the service
@@ -41,6 +42,7 @@ pub mod blake2b;
 pub mod index;
 pub mod minisign;
 
+use crate::args::UpdateCmd;
 use crate::config::{Config, Home};
 use crate::files::{ReadError, read_regular, write_atomic};
 use minisign::{MAX_MINISIG_BYTES, PublicKey, SigError};
@@ -66,9 +68,9 @@ const MAX_STATE_BYTES: usize = 4096;
 const DOWNLOAD_TIMEOUT_SECS: u64 = 300;
 /// How often `update` looks for the health mark.
 const MARK_POLL_MS: u64 = 200;
-/// What the service manager's command gets of our environment (`systemctl --user` needs
-/// the session's bus).
-const RESTART_ENV: &[&str] = &[
+/// What `tar` and the service manager's command get of our environment (`systemctl
+/// --user` needs the session's bus).
+const CHILD_ENV: &[&str] = &[
     "PATH",
     "HOME",
     "LANG",
@@ -85,17 +87,10 @@ pub const NOTE_FILE: &str = "update-note";
 const WORK_DIR: &str = ".yoctoclaw-update";
 /// Beside the binary: the previous version.
 const PREV: &str = "yoctoclaw.prev";
+/// Beside the binary: the previous version while it is being made.
+const PREV_TMP: &str = ".yoctoclaw.prev.tmp";
 /// The running version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// What `yoctoclaw update` was asked.
-pub struct Options<'a> {
-    pub check: bool,
-    pub rollback: bool,
-    pub from: Option<&'a Path>,
-    /// Where the service files are (`/`; a test tree).
-    pub root: &'a Path,
-}
 
 /// Why an update did not happen, each a sentence saying what to do. Whatever the error,
 /// the installed binary is the one that was there before.
@@ -104,20 +99,28 @@ pub enum UpdateError {
     Usage(&'static str),
     NoUrl,
     NoKey,
-    Index(String),
+    /// What is wrong with the release index.
+    Index(&'static str),
+    /// The board (or, without a profile for this machine, the CPU) the release lacks.
     NoBoard(String),
-    Download(String),
+    /// Why a download failed.
+    Download(&'static str),
+    /// A download answered with this HTTP status.
+    Status(u16),
     TooLarge,
     Checksum,
     Signature(SigError),
     MissingSignature,
-    Unpack(String),
+    /// Why the archive could not be unpacked.
+    Unpack(&'static str),
     OtherBoard(String),
+    /// What could not be done beside the binary, and why.
     Install(&'static str, ErrorKind),
     TurnRunning,
     Pending,
     NoPrevious,
     NoExe,
+    /// The program that did not restart the service.
     Restart(String),
     RolledBack(u64),
 }
@@ -125,25 +128,27 @@ pub enum UpdateError {
 impl std::fmt::Display for UpdateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use UpdateError as E;
+        let unchanged = ": nothing was changed";
         match self {
             E::Usage(m) => f.write_str(m),
             E::NoUrl => f.write_str("no release index: set update.url in config.json, or use update --from FILE"),
             E::NoKey => f.write_str("no trusted signing key: this build has none built in; set update.public_key to your minisign public key"),
             E::Index(m) => write!(f, "the release index is not usable: {m}"),
-            E::NoBoard(b) => write!(f, "the release has no archive for this board ({b}): nothing was changed"),
-            E::Download(m) => write!(f, "download failed ({m}): nothing was changed; try again later"),
-            E::TooLarge => f.write_str("the archive is larger than 16 MiB: refused, nothing was changed"),
-            E::Checksum => f.write_str("the archive does not match the index's SHA-256 (truncated or changed): nothing was changed"),
-            E::Signature(s) => write!(f, "{s}: nothing was changed"),
-            E::MissingSignature => f.write_str("the archive has no signature (FILE.minisig): nothing was changed"),
-            E::Unpack(m) => write!(f, "cannot unpack the archive ({m}): nothing was changed"),
-            E::OtherBoard(b) => write!(f, "the archive is for another board ({b}): nothing was changed"),
+            E::NoBoard(b) => write!(f, "the release has no archive for this board ({b}){unchanged}"),
+            E::Download(m) => write!(f, "download failed ({m}){unchanged}; try again later"),
+            E::Status(s) => write!(f, "download failed (HTTP status {s}){unchanged}; try again later"),
+            E::TooLarge => write!(f, "the download is larger than allowed (16 MiB for an archive, 64 KiB for the index){unchanged}"),
+            E::Checksum => write!(f, "the archive does not match the index's SHA-256 (truncated or changed){unchanged}"),
+            E::Signature(s) => write!(f, "{s}{unchanged}"),
+            E::MissingSignature => write!(f, "the archive has no signature (FILE.minisig){unchanged}"),
+            E::Unpack(m) => write!(f, "cannot unpack the archive ({m}){unchanged}"),
+            E::OtherBoard(b) => write!(f, "the archive is for another board ({b}){unchanged}"),
             E::Install(what, k) => write!(f, "cannot {what} beside the binary ({k}): the installed version is unchanged"),
             E::TurnRunning => f.write_str("the gateway is answering a message: nothing was changed; try again when it has finished"),
             E::Pending => f.write_str("an update is still waiting for the new gateway to confirm its start: wait, or run yoctoclaw update --rollback"),
             E::NoPrevious => f.write_str("there is no previous version (yoctoclaw.prev) to go back to"),
             E::NoExe => f.write_str("cannot tell where this yoctoclaw binary is"),
-            E::Restart(m) => write!(f, "the service could not be restarted ({m}): the installed version is unchanged; check the service, then try again"),
+            E::Restart(p) => write!(f, "the service could not be restarted ({p} failed): the installed version is unchanged; check the service, then try again"),
             E::RolledBack(s) => write!(f, "the new version did not confirm its start within {s} s: the previous version is back and was restarted"),
         }
     }
@@ -161,14 +166,9 @@ fn io(what: &'static str) -> impl Fn(std::io::Error) -> UpdateError {
     move |e| UpdateError::Install(what, e.kind())
 }
 
-/// Run `yoctoclaw update` with `o`; what to print. Progress goes to stderr.
-pub fn command(home: &Home, cfg: &Config, o: &Options) -> Result<String, UpdateError> {
-    if [o.check, o.rollback, o.from.is_some()]
-        .iter()
-        .filter(|b| **b)
-        .count()
-        > 1
-    {
+/// Run `yoctoclaw update` as `o` asks; what to print. Progress goes to stderr.
+pub fn command(home: &Home, cfg: &Config, o: &UpdateCmd) -> Result<String, UpdateError> {
+    if u8::from(o.check) + u8::from(o.rollback) + u8::from(o.from.is_some()) > 1 {
         return Err(UpdateError::Usage(
             "--check, --rollback and --from exclude each other",
         ));
@@ -176,117 +176,93 @@ pub fn command(home: &Home, cfg: &Config, o: &Options) -> Result<String, UpdateE
     let exe = crate::service::this_exe().ok_or(UpdateError::NoExe)?;
     clean_leftovers(&exe);
     if o.rollback {
-        return rollback(home, cfg, &exe, o.root, "");
+        return rollback(home, cfg, &exe, &o.root, "");
     }
-    let board = board(o.root);
-    let (archive, sig) = match o.from {
-        Some(file) => (read_file(file)?, read_sig(&sig_path(file))?),
+    let (archive, sig) = match &o.from {
+        Some(file) => (read_archive(file)?, read_sig(file)?),
         None => {
             if cfg.update.url.is_empty() {
                 return Err(UpdateError::NoUrl);
             }
-            let idx = index::fetch(&cfg.update.url)?;
-            let newer = index::newer(&idx.version, VERSION);
+            let board = board(&o.root);
+            let idx = index::fetch(&cfg.update.url, board.unwrap_or(""))?;
+            let v = &idx.version;
+            if !index::newer(v, VERSION) {
+                return Ok(format!("up to date: {VERSION} (the newest release is {v})"));
+            }
             if o.check {
-                return Ok(if newer {
-                    format!(
-                        "a newer release exists: {} (this is {VERSION}); install it with yoctoclaw update",
-                        idx.version
-                    )
-                } else {
-                    format!(
-                        "up to date: {VERSION} (the newest release is {})",
-                        idx.version
-                    )
-                });
+                return Ok(format!(
+                    "a newer release exists: {v} (this is {VERSION}); install it with yoctoclaw update"
+                ));
             }
-            if !newer {
-                return Ok(format!("up to date: {VERSION}"));
-            }
-            let b = board
-                .clone()
-                .ok_or_else(|| UpdateError::NoBoard(crate::service::this_arch()))?;
-            let entry = idx
-                .boards
-                .into_iter()
-                .find(|e| e.board == b)
-                .ok_or(UpdateError::NoBoard(b))?;
-            eprintln!("update: downloading {} for {}", idx.version, entry.board);
-            let archive = index::download(&entry.url, MAX_ARCHIVE_BYTES)?;
+            let e = idx.entry.ok_or_else(|| {
+                UpdateError::NoBoard(board.map_or_else(crate::service::this_arch, String::from))
+            })?;
+            eprintln!("update: downloading {v}");
+            let archive = index::download(&e.url, MAX_ARCHIVE_BYTES)?;
             let sum = ring::digest::digest(&ring::digest::SHA256, &archive);
-            if !index::hex_eq(sum.as_ref(), &entry.sha256) {
+            if !index::hex_eq(sum.as_ref(), &e.sha256) {
                 return Err(UpdateError::Checksum);
             }
-            let sig = index::download(&entry.minisig, MAX_MINISIG_BYTES)
+            let sig = index::download(&e.minisig, MAX_MINISIG_BYTES)
                 .map_err(|_| UpdateError::MissingSignature)?;
-            (archive, String::from_utf8_lossy(&sig).into_owned())
+            (archive, sig)
         }
     };
-    let keys = trusted_keys(cfg)?;
-    minisign::verify(&keys, &archive, &sig).map_err(UpdateError::Signature)?;
+    minisign::verify(&trusted_keys(cfg)?, &archive, &sig).map_err(UpdateError::Signature)?;
     if gateway_busy(home, cfg) {
         return Err(UpdateError::TurnRunning);
     }
     if read_pending(home).is_some() {
         return Err(UpdateError::Pending);
     }
-    let dir = exe.parent().ok_or(UpdateError::NoExe)?;
-    let work = dir.join(WORK_DIR);
-    let unpacked = unpack(&archive, &work);
-    let (new_bin, version) = match unpacked {
-        Ok(v) => v,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&work);
-            return Err(e);
-        }
-    };
+    let work = beside(&exe, WORK_DIR);
+    let installed = unpack(&archive, &work).and_then(|(new, version)| {
+        install(&exe, &new)?;
+        Ok(version)
+    });
     drop(archive);
-    let installed = install(&exe, &new_bin);
     let _ = std::fs::remove_dir_all(&work);
-    installed?;
-    let Some(how) = crate::service::restart(o.root) else {
+    let version = installed?;
+    let Some(how) = crate::service::restart(&o.root) else {
         return Ok(format!(
             "installed {version} (the previous version is kept as {PREV}); no service is installed: restart the gateway yourself"
         ));
     };
-    let ino = inode(&exe).unwrap_or(0);
-    let deadline = crate::time::clock::now() + cfg.update.confirm_secs as i64;
-    write_pending(home, &exe, ino, deadline, &version)?;
+    let secs = cfg.update.confirm_secs;
+    let deadline = crate::time::clock::now().saturating_add_unsigned(secs);
+    write_pending(home, &exe, inode(&exe).unwrap_or(0), deadline, &version)?;
     eprintln!(
-        "update: installed {version}; restarting the service and waiting up to {} s for it to confirm",
-        cfg.update.confirm_secs
+        "update: installed {version}; restarting the service and waiting up to {secs} s for it to confirm"
     );
     if let Err(e) = restart(&how, home, cfg) {
         // The service manager refused: the previous binary goes back, as it was.
         put_back(home, &exe, "")?;
         return Err(e);
     }
-    if wait_for_mark(home, cfg.update.confirm_secs) {
+    if wait_for_mark(home, secs) {
         return Ok(format!(
             "updated to {version}: the new gateway confirmed its start (the previous version is kept as {PREV}; yoctoclaw update --rollback goes back)"
         ));
     }
-    let secs = cfg.update.confirm_secs;
     let note = format!(
         "update: {version} did not confirm its start within {secs} s: rolled back to {VERSION}"
     );
-    rollback(home, cfg, &exe, o.root, &note)?;
+    rollback(home, cfg, &exe, &o.root, &note)?;
     Err(UpdateError::RolledBack(secs))
 }
 
 /// The board profile for this machine (as `install.sh` picks it), in a test tree `root`.
-fn board(root: &Path) -> Option<String> {
+fn board(root: &Path) -> Option<&'static str> {
     let mem = crate::service::mem_total_kib(root)
         .or_else(|| crate::service::mem_total_kib(Path::new("/")))
         .unwrap_or(0);
-    crate::service::board_for(&crate::service::this_arch(), mem).map(|b| b.name.to_string())
+    crate::service::board_for(&crate::service::this_arch(), mem).map(|b| b.name)
 }
 
 fn trusted_keys(cfg: &Config) -> Result<Vec<PublicKey>, UpdateError> {
     let mut keys = Vec::with_capacity(2);
-    if !BUILT_IN_KEY.is_empty()
-        && let Ok(k) = PublicKey::parse(BUILT_IN_KEY)
-    {
+    if let Ok(k) = PublicKey::parse(BUILT_IN_KEY) {
         keys.push(k);
     }
     if !cfg.update.public_key.is_empty() {
@@ -298,142 +274,152 @@ fn trusted_keys(cfg: &Config) -> Result<Vec<PublicKey>, UpdateError> {
     Ok(keys)
 }
 
-fn sig_path(file: &Path) -> PathBuf {
-    let mut s = file.as_os_str().to_owned();
-    s.push(".minisig");
-    PathBuf::from(s)
-}
-
-fn read_file(file: &Path) -> Result<Vec<u8>, UpdateError> {
+/// The local archive `file` (`update --from`).
+fn read_archive(file: &Path) -> Result<Vec<u8>, UpdateError> {
     match read_regular(file, MAX_ARCHIVE_BYTES as usize + 1, true) {
-        Ok((b, total)) if total > MAX_ARCHIVE_BYTES || b.len() as u64 > MAX_ARCHIVE_BYTES => {
-            Err(UpdateError::TooLarge)
-        }
+        Ok((b, _)) if b.len() as u64 > MAX_ARCHIVE_BYTES => Err(UpdateError::TooLarge),
         Ok((b, _)) => Ok(b),
         Err(ReadError::NotFound) => Err(UpdateError::Usage("no such archive file")),
         Err(_) => Err(UpdateError::Usage("cannot read the archive file")),
     }
 }
 
-fn read_sig(file: &Path) -> Result<String, UpdateError> {
-    match read_regular(file, MAX_MINISIG_BYTES as usize, true) {
-        Ok((b, _)) => Ok(String::from_utf8_lossy(&b).into_owned()),
+/// `FILE.minisig`, beside the local archive `file`.
+fn read_sig(file: &Path) -> Result<Vec<u8>, UpdateError> {
+    let mut sig = file.as_os_str().to_owned();
+    sig.push(".minisig");
+    match read_regular(Path::new(&sig), MAX_MINISIG_BYTES as usize, true) {
+        Ok((b, _)) => Ok(b),
         Err(_) => Err(UpdateError::MissingSignature),
     }
+}
+
+/// The home's store, when there is one (the gateway's status record is there).
+fn open_db(home: &Home, cfg: &Config) -> Option<crate::store::Db> {
+    let db = home.db_file();
+    if !db.exists() {
+        return None;
+    }
+    crate::store::Db::open(&db, cfg.memory.cache_kib).ok()
 }
 
 /// Whether a running gateway is in a turn: its status record counts one (HTTP API turns
 /// included; rewritten every minute), or a Telegram message waits for its turn or its
 /// answer in the durable inbox (committed as it happens).
 fn gateway_busy(home: &Home, cfg: &Config) -> bool {
-    let db = home.db_file();
-    if !db.exists() {
-        return false;
-    }
-    let Ok(d) = crate::store::Db::open(&db, cfg.memory.cache_kib) else {
+    use crate::status::{Gateway, read_gateway_record};
+    open_db(home, cfg).is_some_and(|db| {
+        match read_gateway_record(&db, crate::time::clock::system_secs()) {
+            Ok(Gateway::Running(r)) => {
+                r.live_sessions > 0 || db.turns_unfinished().is_ok_and(|n| n > 0)
+            }
+            _ => false,
+        }
+    })
+}
+
+/// Run `cmd` from a clean environment ([`CHILD_ENV`]) with `input` on its standard
+/// input, its output dropped and its errors shown; whether it ran and succeeded.
+fn run(cmd: &mut Command, input: &[u8]) -> bool {
+    use std::io::Write;
+    let child = cmd
+        .env_clear()
+        .envs(crate::security::child_env::inherit(CHILD_ENV, "update"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn();
+    let Ok(mut child) = child else {
         return false;
     };
-    let now = crate::time::clock::now();
-    let Ok(crate::status::Gateway::Running(r)) = crate::status::read_gateway_record(&d, now) else {
-        return false;
-    };
-    r.live_sessions > 0 || d.turns_unfinished().is_ok_and(|n| n > 0)
+    let wrote = child.stdin.take().map(|mut i| i.write_all(input));
+    child.wait().is_ok_and(|s| s.success()) && matches!(wrote, Some(Ok(())))
 }
 
 /// Unpack `archive` into `work` with the system's `tar`; the new binary (in `work`) and
 /// the release's version, once `board.conf` says it is for this CPU.
 fn unpack(archive: &[u8], work: &Path) -> Result<(PathBuf, String), UpdateError> {
-    use std::io::Write;
-    let _ = std::fs::remove_dir_all(work);
+    let bad = UpdateError::Unpack;
     std::fs::create_dir(work).map_err(io("create a folder"))?;
-    let mut child = Command::new("tar")
-        .args(["-xzf", "-", "-C"])
-        .arg(work)
-        .env_clear()
-        .envs(crate::security::child_env::inherit(&["PATH"], "update"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|_| UpdateError::Unpack("no tar program".into()))?;
-    let wrote = child.stdin.take().map(|mut i| i.write_all(archive));
-    let status = child
-        .wait()
-        .map_err(|_| UpdateError::Unpack("tar failed".into()))?;
-    if !status.success() || !matches!(wrote, Some(Ok(()))) {
-        return Err(UpdateError::Unpack(
-            "tar failed: the disk may be full".into(),
-        ));
+    if !run(
+        Command::new("tar").args(["-xzf", "-", "-C"]).arg(work),
+        archive,
+    ) {
+        return Err(bad("tar failed or is missing; is the disk full?"));
     }
     let mut tops = std::fs::read_dir(work).map_err(io("read the unpacked archive"))?;
     let top = match (tops.next(), tops.next()) {
         (Some(Ok(t)), None) => t.path(),
-        _ => return Err(UpdateError::Unpack("not one folder at its top".into())),
+        _ => return Err(bad("not one folder at its top")),
     };
-    let name = top.file_name().unwrap_or_default().to_string_lossy();
-    let bin = top.join("yoctoclaw");
-    let conf = match read_regular(&top.join("board.conf"), MAX_STATE_BYTES * 4, false) {
-        Ok((b, _)) => String::from_utf8_lossy(&b).into_owned(),
-        Err(_) => return Err(UpdateError::Unpack("no board.conf".into())),
-    };
-    if !std::fs::symlink_metadata(&bin).is_ok_and(|m| m.is_file()) {
-        return Err(UpdateError::Unpack("no yoctoclaw binary".into()));
-    }
-    let get = |k: &str| {
-        conf.lines()
-            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
-            .unwrap_or("")
-            .to_string()
-    };
-    let profile = get("name");
-    let arch = crate::service::BOARDS
+    let conf = read_regular(&top.join("board.conf"), MAX_STATE_BYTES * 4, false)
+        .map_err(|_| bad("no board.conf"))?
+        .0;
+    let profile = std::str::from_utf8(&conf)
+        .unwrap_or("")
+        .lines()
+        .find_map(|l| l.strip_prefix("name="))
+        .unwrap_or("");
+    let arch = crate::service::this_arch();
+    if !crate::service::BOARDS
         .iter()
-        .find(|b| b.name == profile)
-        .map(|b| b.arch);
-    if arch != Some(crate::service::this_arch().as_str()) {
-        return Err(UpdateError::OtherBoard(if profile.is_empty() {
-            "unknown".into()
-        } else {
-            profile
-        }));
+        .any(|b| b.name == profile && b.arch == arch)
+    {
+        return Err(UpdateError::OtherBoard(profile.into()));
     }
-    let version = name
-        .strip_prefix("yoctoclaw-")
-        .and_then(|r| r.strip_suffix(&format!("-{profile}")))
+    let version = top
+        .file_name()
+        .and_then(|n| {
+            n.to_str()?
+                .strip_prefix("yoctoclaw-")?
+                .strip_suffix(profile)?
+                .strip_suffix('-')
+        })
         .unwrap_or("unknown")
         .to_string();
-    Ok((bin, version))
+    Ok((top.join("yoctoclaw"), version))
 }
 
-/// Keep the binary at `exe` as `yoctoclaw.prev` and rename `new` over it, fsynced.
+/// Keep the binary at `exe` as `yoctoclaw.prev` and rename `new` (a regular file, not a
+/// link) over it, fsynced.
 fn install(exe: &Path, new: &Path) -> Result<(), UpdateError> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = exe.parent().ok_or(UpdateError::NoExe)?;
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(new)
-        .map_err(io("open the new binary"))?;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let f = crate::files::open_regular(new, false)
+        .map_err(|_| UpdateError::Unpack("no yoctoclaw binary"))?;
     f.set_permissions(std::fs::Permissions::from_mode(0o755))
         .map_err(io("make the new binary executable"))?;
     f.sync_all().map_err(io("write the new binary"))?;
-    drop(f);
-    let prev = dir.join(PREV);
-    let tmp = dir.join(".yoctoclaw.prev.tmp");
+    let tmp = beside(exe, PREV_TMP);
     let _ = std::fs::remove_file(&tmp);
     if std::fs::hard_link(exe, &tmp).is_err() {
-        std::fs::copy(exe, &tmp).map_err(|e| {
+        // A file system without hard links: a copy, on the disk before it is relied on.
+        let copied = std::fs::File::open(exe).and_then(|mut from| {
+            let mut to = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o755)
+                .open(&tmp)?;
+            crate::files::copy(&mut from, &mut to)?;
+            to.sync_all()
+        });
+        if let Err(e) = copied {
             let _ = std::fs::remove_file(&tmp);
-            UpdateError::Install("keep the previous binary", e.kind())
-        })?;
+            return Err(io("keep the previous binary")(e));
+        }
     }
-    std::fs::rename(&tmp, &prev).map_err(io("keep the previous binary"))?;
+    std::fs::rename(&tmp, beside(exe, PREV)).map_err(io("keep the previous binary"))?;
     std::fs::rename(new, exe).map_err(io("put the new binary in place"))?;
-    sync_dir(dir);
+    sync_dir(exe);
     Ok(())
 }
 
-fn sync_dir(dir: &Path) {
-    if let Ok(d) = std::fs::File::open(dir) {
+/// The file `name` in the folder of `exe`.
+fn beside(exe: &Path, name: &str) -> PathBuf {
+    exe.parent().unwrap_or(Path::new("/")).join(name)
+}
+
+/// Fsync the folder of `file` (a rename in it is then on the disk).
+fn sync_dir(file: &Path) {
+    if let Some(Ok(d)) = file.parent().map(std::fs::File::open) {
         let _ = d.sync_all();
     }
 }
@@ -446,10 +432,8 @@ fn inode(p: &Path) -> Option<u64> {
 /// Remove what an interrupted update left beside `exe` (the unpack folder, a half-made
 /// copy of the previous binary).
 pub fn clean_leftovers(exe: &Path) {
-    if let Some(dir) = exe.parent() {
-        let _ = std::fs::remove_dir_all(dir.join(WORK_DIR));
-        let _ = std::fs::remove_file(dir.join(".yoctoclaw.prev.tmp"));
-    }
+    let _ = std::fs::remove_dir_all(beside(exe, WORK_DIR));
+    let _ = std::fs::remove_file(beside(exe, PREV_TMP));
 }
 
 /// An installed update waiting for its mark.
@@ -461,6 +445,7 @@ pub struct Pending {
     pub version: String,
 }
 
+/// Record that `version`, installed at `exe` (inode `ino`), owes its mark by `deadline`.
 fn write_pending(
     home: &Home,
     exe: &Path,
@@ -480,7 +465,7 @@ fn write_pending(
 /// The pending update recorded in the home, if any.
 pub fn read_pending(home: &Home) -> Option<Pending> {
     let (b, _) = read_regular(&home.dir.join(PENDING_FILE), MAX_STATE_BYTES, false).ok()?;
-    let text = String::from_utf8_lossy(&b);
+    let text = std::str::from_utf8(&b).ok()?;
     let get = |k: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
@@ -506,13 +491,15 @@ pub fn confirm(home: &Home) {
 fn wait_for_mark(home: &Home, secs: u64) -> bool {
     let end = Instant::now() + Duration::from_secs(secs);
     let f = home.dir.join(PENDING_FILE);
-    while Instant::now() < end {
+    loop {
         if !f.exists() {
             return true;
         }
+        if Instant::now() >= end {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(MARK_POLL_MS));
     }
-    !f.exists()
 }
 
 /// Put `yoctoclaw.prev` back over `exe`, clear the pending update, leave `note` for the
@@ -525,21 +512,20 @@ fn rollback(
     note: &str,
 ) -> Result<String, UpdateError> {
     put_back(home, exe, note)?;
-    if let Some(how) = crate::service::restart(root) {
-        restart(&how, home, cfg)?;
-        return Ok("the previous version is back and the service was restarted".into());
-    }
-    Ok("the previous version is back: restart the gateway to run it".into())
+    let Some(how) = crate::service::restart(root) else {
+        return Ok("the previous version is back: restart the gateway to run it".into());
+    };
+    restart(&how, home, cfg)?;
+    Ok("the previous version is back and the service was restarted".into())
 }
 
 fn put_back(home: &Home, exe: &Path, note: &str) -> Result<(), UpdateError> {
-    let dir = exe.parent().ok_or(UpdateError::NoExe)?;
-    let prev = dir.join(PREV);
+    let prev = beside(exe, PREV);
     if !prev.is_file() {
         return Err(UpdateError::NoPrevious);
     }
     std::fs::rename(&prev, exe).map_err(io("put the previous binary back"))?;
-    sync_dir(dir);
+    sync_dir(exe);
     let _ = std::fs::remove_file(home.dir.join(PENDING_FILE));
     if !note.is_empty() {
         let _ = write_atomic(&home.dir.join(NOTE_FILE), note.as_bytes(), 0o644);
@@ -549,34 +535,30 @@ fn put_back(home: &Home, exe: &Path, note: &str) -> Result<(), UpdateError> {
 
 /// Restart the service as `how` says.
 fn restart(how: &crate::service::Restart, home: &Home, cfg: &Config) -> Result<(), UpdateError> {
+    use crate::service::Restart;
+    use rustix::process::{Pid, Signal, kill_process};
     match how {
-        crate::service::Restart::Run(argv) => {
-            let ok = Command::new(&argv[0])
-                .args(&argv[1..])
-                .env_clear()
-                .envs(crate::security::child_env::inherit(RESTART_ENV, "update"))
-                .stdin(Stdio::null())
-                .status()
-                .map_err(|_| UpdateError::Restart(format!("cannot run {}", argv[0])))?;
-            if !ok.success() {
-                return Err(UpdateError::Restart(format!("{} failed", argv[0])));
+        Restart::Run(argv) => {
+            if !run(Command::new(&argv[0]).args(&argv[1..]), b"") {
+                return Err(UpdateError::Restart(argv[0].clone()));
             }
-            Ok(())
         }
-        crate::service::Restart::Respawn => {
-            let db = crate::store::Db::open(&home.db_file(), cfg.memory.cache_kib)
-                .map_err(|_| UpdateError::Restart("no gateway status record".into()))?;
-            match crate::status::read_gateway_record(&db, crate::time::clock::now()) {
-                Ok(crate::status::Gateway::Running(r)) => {
-                    let pid = rustix::process::Pid::from_raw(r.pid as i32)
-                        .ok_or_else(|| UpdateError::Restart("no gateway running".into()))?;
-                    rustix::process::kill_process(pid, rustix::process::Signal::TERM)
-                        .map_err(|_| UpdateError::Restart("cannot stop the gateway".into()))
-                }
-                _ => Ok(()),
+        // BusyBox init starts the gateway again once it has stopped; only a process that
+        // runs the gateway is signalled (a stale record's pid may be another program's).
+        Restart::Respawn => {
+            let stopped = match open_db(home, cfg).and_then(|db| crate::status::live_gateway(&db)) {
+                Some(r) => i32::try_from(r.pid)
+                    .ok()
+                    .and_then(Pid::from_raw)
+                    .is_some_and(|p| kill_process(p, Signal::TERM).is_ok()),
+                None => true,
+            };
+            if !stopped {
+                return Err(UpdateError::Restart("stopping the gateway".into()));
             }
         }
     }
+    Ok(())
 }
 
 /// The gateway's first step: clean what an interrupted update left, say what the last
@@ -621,17 +603,6 @@ pub fn at_start(home: &Home) -> Result<bool, String> {
     }
 }
 
-/// For `doctor`: the version and the update waiting for confirmation, if any.
-pub fn doctor_line(home: &Home) -> String {
-    match read_pending(home) {
-        Some(p) => format!(
-            "version {VERSION}; update to {} waiting for the gateway to confirm its start",
-            p.version
-        ),
-        None => format!("version {VERSION}; no update pending"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -670,7 +641,6 @@ mod tests {
             (p.exe, p.ino, p.deadline, p.version.as_str()),
             (exe.clone(), ino, 42, "9.9.9")
         );
-        assert!(doctor_line(&home).contains("update to 9.9.9 waiting"));
         // The installed file is no longer the update's (replaced by hand): forgotten.
         write_pending(&home, &exe, ino + 1, 42, "9.9.9").unwrap();
         assert_eq!(at_start(&home), Ok(false));
@@ -680,7 +650,6 @@ mod tests {
         assert_eq!(at_start(&home), Ok(true));
         confirm(&home);
         assert!(read_pending(&home).is_none());
-        assert!(doctor_line(&home).contains("no update pending"));
         let _ = std::fs::remove_dir_all(&home.dir);
     }
 }

@@ -288,7 +288,8 @@ fn place(from: &Path, dir: &Path, name: &str) -> std::io::Result<String> {
             .open(&to)
         {
             Ok(mut out) => {
-                let copied = fs::File::open(from).and_then(|mut f| copy(&mut f, &mut out));
+                let copied =
+                    fs::File::open(from).and_then(|mut f| crate::files::copy(&mut f, &mut out));
                 return match copied.and_then(|_| out.sync_all()) {
                     Ok(()) => Ok(candidate),
                     Err(e) => {
@@ -302,19 +303,6 @@ fn place(from: &Path, dir: &Path, name: &str) -> std::io::Result<String> {
         }
     }
     Err(std::io::Error::other("too many files of that name"))
-}
-
-/// `from` into `to` through one buffer (std's `io::copy` brings its kernel-copy paths:
-/// kilobytes of code for a rare fallback).
-fn copy(from: &mut fs::File, to: &mut fs::File) -> std::io::Result<()> {
-    use std::io::{Read, Write};
-    let mut buf = vec![0u8; crate::limits::HTTP_INPUT_BUFFER_BYTES];
-    loop {
-        match from.read(&mut buf)? {
-            0 => return Ok(()),
-            n => to.write_all(&buf[..n])?,
-        }
-    }
 }
 
 /// Bytes held by the files of `dir` (at most `MAX_INBOX_SCAN` entries counted).
