@@ -16,7 +16,7 @@ use crate::args::AuditCmd;
 use crate::limits::{DEFAULT_AUDIT_LIST_ROWS, MAX_AUDIT_LIST_ROWS};
 use crate::store::Db;
 use crate::store::audit::{Entry, Filter};
-use crate::time::civil::{CivilDateTime, SECS_PER_DAY, days_from_civil};
+use crate::time::civil::{CivilDateTime, SECS_PER_DAY};
 use std::io::Write;
 
 /// Print the rows `cmd` asks for to `out`.
@@ -109,17 +109,13 @@ pub fn parse_since(s: &str, now: i64) -> Option<i64> {
         };
         return Some(now.saturating_sub(n.saturating_mul(secs)));
     }
-    if s.len() == 10 {
-        let b = s.as_bytes();
-        if b[4] != b'-' || b[7] != b'-' {
-            return None;
-        }
-        let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<u32>().ok();
-        let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-        let t = CivilDateTime::new(i32::try_from(y).ok()?, m as u8, d as u8, 0, 0, 0)?;
-        return Some(days_from_civil(t.year, t.month, t.day) * SECS_PER_DAY);
-    }
-    CivilDateTime::parse(s).ok().map(|t| t.to_unix())
+    // A date alone is its midnight.
+    let at = if s.len() == 10 {
+        [s, "T00:00"].concat()
+    } else {
+        s.to_string()
+    };
+    CivilDateTime::parse(&at).ok().map(|t| t.to_unix())
 }
 
 #[cfg(test)]

@@ -543,11 +543,11 @@ fn ddg_target(href: &str) -> Option<String> {
     Some(String::from_utf8_lossy(&out).into_owned())
 }
 
-/// Characters that change how text reads without being seen (zero-width, direction
-/// overrides, the byte-order mark, soft hyphens).
+/// Control characters and those that change how text reads without being seen
+/// (zero-width, direction overrides, the byte-order mark, soft hyphens: the injection
+/// screen's list).
 fn invisible(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+    c.is_control() || crate::security::injection::invisible(c)
 }
 
 /// A plain `http(s)` URL as given (after `ddg_target`), at most `MAX_RESULT_URL_BYTES`,
