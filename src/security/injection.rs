@@ -64,12 +64,12 @@ const BLOCK_BYTES: usize = 512;
 pub const DEFAULT_THRESHOLD: f32 = 0.6;
 
 /// A built-in pattern: `key`, literals (`/` between them) one of which every match holds
-/// (where the regex runs); `also`, groups of literals (`/` between them too) every match
-/// holds one of each, near the key; `re`, the regex (run on folded text: lower case, one
+/// (where the regex runs); `also`, groups of literals (a group a line, `/` between its
+/// literals too) every match holds one of each, near the key; `re`, the regex (run on folded text: lower case, one
 /// space between words, line breaks kept).
 struct Pattern {
     key: &'static str,
-    also: &'static [&'static str],
+    also: &'static str,
     re: &'static str,
     /// When set, the keyword counts only at the start of the text or after one of these
     /// characters (spaces between skipped).
@@ -77,7 +77,7 @@ struct Pattern {
 }
 
 /// A pattern whose keyword counts anywhere (at the start of a word).
-const fn p(key: &'static str, also: &'static [&'static str], re: &'static str) -> Pattern {
+const fn p(key: &'static str, also: &'static str, re: &'static str) -> Pattern {
     Pattern {
         key,
         also,
@@ -87,7 +87,7 @@ const fn p(key: &'static str, also: &'static [&'static str], re: &'static str) -
 }
 
 /// A pattern whose keyword counts at the start of a line only.
-const fn line(key: &'static str, also: &'static [&'static str], re: &'static str) -> Pattern {
+const fn line(key: &'static str, also: &'static str, re: &'static str) -> Pattern {
     Pattern {
         key,
         also,
@@ -97,7 +97,7 @@ const fn line(key: &'static str, also: &'static [&'static str], re: &'static str
 }
 
 /// A pattern whose keyword counts at the start of a line or after `.`, `!` or `:` only.
-const fn sentence(key: &'static str, also: &'static [&'static str], re: &'static str) -> Pattern {
+const fn sentence(key: &'static str, also: &'static str, re: &'static str) -> Pattern {
     Pattern {
         key,
         also,
@@ -111,198 +111,171 @@ const fn sentence(key: &'static str, also: &'static [&'static str], re: &'static
 const PATTERNS: &[Pattern] = &[
     p(
         "ignor",
-        &[
-            "instruction/prompt/rule/direction/guideline/message/context",
-            "previous/prior/above/earlier/preceding/former/original/system/other",
-        ],
+        "instruction/prompt/rule/direction/guideline/message/context\nprevious/prior/above/earlier/preceding/former/original/system/other",
         r"ignor(e|ing)\s+(all\s+|any\s+|the\s+|your\s+|of\s+)*(previous|prior|above|earlier|preceding|former|original|system|other)\s+(\w+\s+)?(instructions|prompts?|rules|directions|guidelines|messages|context)",
     ),
     p(
         "disregard",
-        &["instruction/prompt/rule/guideline/direction/programming"],
+        "instruction/prompt/rule/guideline/direction/programming",
         r"disregard\s+(all\s+|any\s+|the\s+|your\s+|of\s+)*(previous|prior|above|earlier|preceding|system|original)?\s*(instructions|prompts?|rules|guidelines|directions|programming)",
     ),
     p(
         "forget",
-        &["previous/prior/above/earlier/you were told/instruction/rule/guideline"],
+        "previous/prior/above/earlier/you were told/instruction/rule/guideline",
         r"forget\s+(all\s+|everything\s+|any\s+|the\s+|your\s+)*(previous|prior|above|earlier|you\s+were\s+told|instructions|rules|guidelines)",
     ),
     p(
         "overr/bypass/circumvent",
-        &["instruction/prompt/rule/guideline/restriction/filter/guardrail"],
+        "instruction/prompt/rule/guideline/restriction/filter/guardrail",
         r"(override|overrule|bypass|circumvent)\s+(all\s+|any\s+|the\s+|your\s+)*(previous\s+|safety\s+|system\s+|security\s+)*(instructions|prompt|rules|guidelines|restrictions|filters|guardrails)",
     ),
     p(
         "you are now",
-        &[],
+        "",
         r"you\s+are\s+now\s+(a|an|the|in|my|no\s+longer|free|dan|unrestricted|jailbroken)\b",
     ),
     p(
         "from now on",
-        &[],
+        "",
         r"from\s+now\s+on,?\s+(you|your|the\s+assistant|respond|answer|reply|act)",
     ),
     p(
         "reveal/print/show/repeat/output/leak/display/tell me/what is/give me",
-        &["system prompt"],
+        "system prompt",
         r"(reveal|print|show|repeat|output|leak|display|tell\s+me|what\s+is|give\s+me)\s+(me\s+)?(your|the)\s+(full\s+|entire\s+|original\s+|hidden\s+|initial\s+)*system\s+prompt",
     ),
     p(
         "new/updated/real/actual/secret/hidden/true",
-        &["instructions"],
+        "instructions",
         r"(new|updated|real|actual|secret|hidden|true)\s+instructions\s*(:|are\s+to)",
     ),
-    p("<|im_/<im_", &[], r"<\|?im_(start|end)\|?>"),
+    p("<|im_/<im_", "", r"<\|?im_(start|end)\|?>"),
     p(
         "<|",
-        &["|>"],
+        "|>",
         r"<\|(system|user|assistant|endoftext|eot_id|start_header_id|end_header_id|begin_of_text)\|>",
     ),
-    p("[inst]/[/inst]", &[], r"\[/?inst\]"),
-    p("<<sys>>/<</sys>>", &[], r"<</?sys>>"),
+    p("[inst]/[/inst]", "", r"\[/?inst\]"),
+    p("<<sys>>/<</sys>>", "", r"<</?sys>>"),
     line(
         "###",
-        &["system/instruction"],
+        "system/instruction",
         r"###\s*(system|instruction|new\s+instruction)s?\s*:?",
     ),
     p(
         "begin ",
-        &[
-            "system/admin/developer",
-            "prompt/message/instruction/override",
-        ],
+        "system/admin/developer\nprompt/message/instruction/override",
         r"begin\s+(system|admin|developer)\s+(prompt|message|instructions|override)",
     ),
     p(
         "system/admin/developer/god/debug",
-        &["overr/mode"],
+        "overr/mode",
         r"(system|admin|developer|god|debug)\s+(override|mode\s+(is\s+)?(enabled|activated))",
     ),
     sentence(
         "act as/now act as",
-        &["unrestricted/unfiltered/jailbroken/evil/different/new/dan/system/root/admin/hacker"],
+        "unrestricted/unfiltered/jailbroken/evil/different/new/dan/system/root/admin/hacker",
         r"(now\s+)?act\s+as\s+(a|an|if|my|the)?\s*(unrestricted|unfiltered|jailbroken|evil|different|new|dan|system|root|admin|hacker)",
     ),
     p(
         "pretend",
-        &["to be/you are/that you"],
+        "to be/you are/that you",
         r"pretend\s+(to\s+be|you\s+are|that\s+you)\s+(a|an|the|my|no|not|free|unrestricted|evil|dan)",
     ),
     p(
         "do not/don't/never",
-        &[
-            "user/human/owner/operator",
-            "tell/inform/mention/alert/notify/let",
-        ],
+        "user/human/owner/operator\ntell/inform/mention/alert/notify/let",
         r"(do\s+not|don't|never)\s+(tell|inform|mention\s+(this|it)\s+to|alert|notify|let)\s+(the\s+)?(user|human|owner|operator)",
     ),
     p(
         "without ",
-        &[
-            "telling/informing/asking/notifying/alerting",
-            "user/human/owner/operator",
-        ],
+        "telling/informing/asking/notifying/alerting\nuser/human/owner/operator",
         r"without\s+(telling|informing|asking|notifying|alerting)\s+(the\s+)?(user|human|owner|operator)",
     ),
     p(
         "secretly/silently/quietly/covertly",
-        &[],
+        "",
         r"(secretly|silently|quietly|covertly)\s+(send|email|forward|upload|post|run|execute|exfiltrate|copy|delete|transfer)",
     ),
     p(
         "send/email/post/upload/forward/leak/reveal/print/output/exfiltrate/share/include",
-        &[
-            "key/secret/password/credential/token/.env/environment",
-            " to/ into/ in your",
-        ],
+        "key/secret/password/credential/token/.env/environment\n to/ into/ in your",
         r"(send|email|post|upload|forward|leak|reveal|print|output|exfiltrate|share|include)\s+(\S+\s+){0,5}(api\s+keys?|secrets?|passwords?|credentials|tokens?|private\s+keys?|ssh\s+keys?|\.env|environment\s+variables|secrets\.env)(\s+\S+){0,4}\s+(to|into|in\s+your\s+(reply|answer|response))\b",
     ),
     p(
         "cat/print/read/dump/echo",
-        &[".env/shadow/.ssh/printenv/$"],
+        ".env/shadow/.ssh/printenv/$",
         r"(cat|print|read|dump|echo)\s+(\S+\s+){0,2}(~?/?\.env\b|secrets\.env|/etc/shadow|\.ssh/id_|printenv|\$\w*(key|token|secret))",
     ),
     p(
         "curl/wget/fetch",
-        &["$(/sh/--data/-d @"],
+        "$(/sh/--data/-d @",
         r"(curl|wget|fetch) (\S+ ){0,6}(\$\(|\| ?(ba)?sh\b|--data|-d @)",
     ),
     p(
         "run /execute",
-        &["following/this", "command/code/script/shell"],
+        "following/this\ncommand/code/script/shell",
         r"(run|execute)\s+(the\s+following|this)\s+(command|code|script|shell)",
     ),
     p(
         "when/once/if/before",
-        &[
-            "ai /assistant/llm/model/agent/chatbot",
-            "read/see/process/summari/encounter",
-        ],
+        "ai /assistant/llm/model/agent/chatbot\nread/see/process/summari/encounter",
         r"(when|once|if|before)\s+(an?\s+|the\s+|any\s+)?(ai\s+)?(ai|assistant|llm|model|agent|language\s+model|chatbot)s?\s+(reads?|sees?|process(es)?|summari[sz]es?|encounters?)\s+(this|these)",
     ),
     p(
         "tell/inform/convince/ask/warn",
-        &[
-            "the user",
-            "password/login/credential/visit/click/suspended/locked/must/should",
-        ],
+        "the user\npassword/login/credential/visit/click/suspended/locked/must/should",
         r"(tell|inform|convince|ask|warn)\s+the\s+user\s+(that\s+)?(\S+\s+){0,8}(password|login|credentials|visit|click|suspended|locked|must|should)",
     ),
     Pattern {
         key: "ai/llm/assistant/chatbot/language model/agent/bot",
-        also: &[
-            ",/:",
-            "must/ignore/please/send/run/execute/email/forward/delete/do not",
-        ],
+        also: ",/:\nmust/ignore/please/send/run/execute/email/forward/delete/do not",
         re: r"(ai|llm|assistant|chatbot|language\s+model|ai\s+agent|agent|bot)s?\s*[,:]\s*(you\s+must|ignore|please\s+(ignore|send|run|execute|email|forward)|send|run|execute|email|forward|delete|do\s+not)",
         after: Some("\n."),
     },
     p(
         "note/message/instruction",
-        &["to /for ", "ai/llm/assistant/chatbot/model/agent/bot"],
+        "to /for \nai/llm/assistant/chatbot/model/agent/bot",
         r"(note|message|instructions?)\s+(to|for)\s+(the\s+|any\s+|all\s+)?(ai|llm|assistant|chatbot|language\s+model|ai\s+agent|model|agent|bot)s?\b[^.\n]{0,40}[:,-]",
     ),
     p(
         "instead",
-        &["only/exactly/with"],
+        "only/exactly/with",
         r"instead\s*,?\s+(you\s+(must|should|will)|reply|respond|answer|say|output|print)\s+(\w+\s+){0,4}(only|exactly|with)",
     ),
     p(
         "jailbroken/dan mode/do anything now",
-        &[],
+        "",
         r"(jailbroken|dan\s+mode|do\s+anything\s+now)\b",
     ),
     p(
         "end of",
-        &["document/context/input/untrusted/data/web page/search result"],
+        "document/context/input/untrusted/data/web page/search result",
         r"(end\s+of\s+(the\s+)?(document|context|input|user\s+input|untrusted|data|web\s+page|search\s+results?))\s*[-=*#\]>]{0,8}\s*\n?\s*(new\s+|system|instructions|you|now|assistant)",
     ),
     p(
         "<untrusted/</untrusted/< untrusted/< /untrusted/</ untrusted",
-        &[],
+        "",
         r"</?\s*untrusted",
     ),
     p(
         "email/e-mail/mail/forward/send",
-        &["@", "conversation/history/memor/file/messages/contacts"],
+        "@\nconversation/history/memor/file/messages/contacts",
         r"(email|e-mail|mail|forward|send)\s+(\S+\s+){0,6}(conversation|chat\s+history|history|memory|memories|files?|messages|contacts)\s+(\w+\s+){0,3}to\s+\S+@\S+",
     ),
     p(
         "respond/reply/answer",
-        &["only with", "pwned/hacked/ok/yes"],
+        "only with\npwned/hacked/ok/yes",
         r"(respond|reply|answer)\s+only\s+with\s+(\S+\s+){0,3}(pwned|hacked|ok|yes)\b",
     ),
     p(
         "run/execute/exec",
-        &["rm -rf"],
+        "rm -rf",
         r"(run|execute|exec)\s+(\S+\s+){0,3}rm\s+-rf\s+[/~]",
     ),
     line(
         "system/sys/[system/[sys",
-        &[
-            ":",
-            "you/ignore/new/the assistant/override/from now/disregard/forget",
-        ],
+        ":\nyou/ignore/new/the assistant/override/from now/disregard/forget",
         r"\[?(system|sys)\s*(message|note|notice|alert)?\]?\s*:\s*(you|ignore|new|the\s+assistant|override|from\s+now|disregard|forget)",
     ),
 ];
@@ -471,9 +444,9 @@ impl Block {
 enum Needle {
     /// `PATTERNS[i]`'s keyword.
     Key(u8),
-    /// `ROLE[i]`.
+    /// The `i`th line of `ROLE`.
     Role(u8),
-    /// `MARKS[i]`.
+    /// The `i`th line of `MARKS`.
     Mark(u8),
 }
 
@@ -492,10 +465,10 @@ impl Needles {
                 order.push((k.as_bytes(), Needle::Key(i as u8)));
             }
         }
-        for (i, r) in ROLE.iter().enumerate() {
+        for (i, r) in ROLE.lines().enumerate() {
             order.push((r.as_bytes(), Needle::Role(i as u8)));
         }
-        for (i, m) in MARKS.iter().enumerate() {
+        for (i, m) in MARKS.lines().enumerate() {
             order.push((m.as_bytes(), Needle::Mark(i as u8)));
         }
         order.retain(|(k, _)| !k.is_empty());
@@ -580,7 +553,7 @@ impl Pass<'_> {
         let near = &folded[a..b];
         let words = pattern
             .also
-            .iter()
+            .lines()
             .all(|g| g.split('/').any(|w| near.contains(w)));
         if !words {
             return None;
@@ -655,14 +628,14 @@ fn lines(folded: &str, blocks: &mut [Block]) {
         let block = &mut blocks[(at / BLOCK_BYTES).min(blocks.len() - 1)];
         at += line.len() + 1;
         let l = line.trim_start_matches(|c: char| !alnum(c));
-        if VERBS.iter().any(|v| l.starts_with(v)) {
+        if VERBS.lines().any(|v| l.starts_with(v)) {
             let padded = [" ", l, " "].concat();
-            if ADDRESSEES.iter().any(|a| padded.contains(a)) {
+            if ADDRESSEES.lines().any(|a| padded.contains(a)) {
                 block.imperative = block.imperative.saturating_add(1);
             }
         }
         let t = line.trim_start();
-        for (i, turn) in TURNS.iter().enumerate() {
+        for (i, turn) in TURNS.lines().enumerate() {
             if t.starts_with(turn) {
                 block.turns |= 1 << i;
             }
@@ -970,58 +943,61 @@ fn fold_counting(text: &str) -> (String, Vec<Mix>) {
     (out, mix)
 }
 
+/// The word lists of layer 2 below are one string each, an entry a line (read with
+/// `lines()`): a `&[&str]` would add 16 bytes of pointer and length per entry.
+///
 /// Words an imperative aimed at an assistant starts with.
-const VERBS: &[&str] = &[
-    "ignore",
-    "forget",
-    "disregard",
-    "reveal",
-    "send",
-    "email",
-    "print",
-    "output",
-    "execute",
-    "tell",
-    "say",
-    "respond",
-    "reply",
-    "pretend",
-    "override",
-    "bypass",
-    "do not",
-    "don't",
-    "never",
-    "always",
-    "stop",
-    "delete",
-    "upload",
-    "forward",
-    "write",
-    "summarize",
-    "include",
-    "instead",
-    "remember",
-    "you must",
-    "you will",
-    "you should",
-];
+const VERBS: &str = concat!(
+    "ignore\n",
+    "forget\n",
+    "disregard\n",
+    "reveal\n",
+    "send\n",
+    "email\n",
+    "print\n",
+    "output\n",
+    "execute\n",
+    "tell\n",
+    "say\n",
+    "respond\n",
+    "reply\n",
+    "pretend\n",
+    "override\n",
+    "bypass\n",
+    "do not\n",
+    "don't\n",
+    "never\n",
+    "always\n",
+    "stop\n",
+    "delete\n",
+    "upload\n",
+    "forward\n",
+    "write\n",
+    "summarize\n",
+    "include\n",
+    "instead\n",
+    "remember\n",
+    "you must\n",
+    "you will\n",
+    "you should\n",
+);
 /// Who such a line is aimed at.
-const ADDRESSEES: &[&str] = &[
-    "assistant",
-    " ai ",
-    " ai,",
-    "ai:",
-    "llm",
-    "language model",
-    "chatbot",
-    "model",
-    "agent",
-    "you ",
-    "your ",
-    "claude",
-    "gpt",
-    "chatgpt",
-];
+const ADDRESSEES: &str = concat!(
+    "assistant\n",
+    " ai \n",
+    " ai,\n",
+    "ai:\n",
+    "llm\n",
+    "language model\n",
+    "chatbot\n",
+    "model\n",
+    "agent\n",
+    "you \n",
+    "your \n",
+    "claude\n",
+    "gpt\n",
+    "chatgpt\n",
+);
 
 /// Lines that start with an imperative and address the assistant (0..1).
 fn imperative(b: &Block) -> f32 {
@@ -1029,27 +1005,27 @@ fn imperative(b: &Block) -> f32 {
 }
 
 /// Role assignment phrases (at most 32).
-const ROLE: &[&str] = &[
-    "you are a ",
-    "you are an ",
-    "you are the ",
-    "you are now",
-    "act as ",
-    "pretend to be",
-    "pretend you are",
-    "your new role",
-    "your role is",
-    "your new name",
-    "roleplay as",
-    "role-play as",
-    "from now on",
-    "you will now",
-    "assume the role",
-    "you must now",
-    "your new task",
-    "your task is now",
-    "you are no longer",
-];
+const ROLE: &str = concat!(
+    "you are a \n",
+    "you are an \n",
+    "you are the \n",
+    "you are now\n",
+    "act as \n",
+    "pretend to be\n",
+    "pretend you are\n",
+    "your new role\n",
+    "your role is\n",
+    "your new name\n",
+    "roleplay as\n",
+    "role-play as\n",
+    "from now on\n",
+    "you will now\n",
+    "assume the role\n",
+    "you must now\n",
+    "your new task\n",
+    "your task is now\n",
+    "you are no longer\n",
+);
 
 /// Role assignment: "you are a", "act as", "pretend to be", "your new role" (0..1).
 fn role(b: &Block) -> f32 {
@@ -1059,44 +1035,44 @@ fn role(b: &Block) -> f32 {
 }
 
 /// Boundary markers (at most 64).
-const MARKS: &[&str] = &[
-    "end of document",
-    "end of context",
-    "end of input",
-    "end of data",
-    "end of text",
-    "end of page",
-    "end of search results",
-    "end of web",
-    "</system>",
-    "<system>",
-    "</context>",
-    "</document>",
-    "</instructions>",
-    "<instructions>",
-    "</user>",
-    "</assistant>",
-    "<|",
-    "|>",
-    "[/inst]",
-    "[inst]",
-    "<<sys>>",
-    "</tool_result>",
-    "<tool_result",
-    "</untrusted",
-    "<untrusted",
-    "```system",
-    "--- system",
-    "=== system",
-    "### system",
-    "### instruction",
-    "### response",
-    "### assistant",
-    "[system]",
-    "[end]",
-    "begin system",
-    "end system",
-];
+const MARKS: &str = concat!(
+    "end of document\n",
+    "end of context\n",
+    "end of input\n",
+    "end of data\n",
+    "end of text\n",
+    "end of page\n",
+    "end of search results\n",
+    "end of web\n",
+    "</system>\n",
+    "<system>\n",
+    "</context>\n",
+    "</document>\n",
+    "</instructions>\n",
+    "<instructions>\n",
+    "</user>\n",
+    "</assistant>\n",
+    "<|\n",
+    "|>\n",
+    "[/inst]\n",
+    "[inst]\n",
+    "<<sys>>\n",
+    "</tool_result>\n",
+    "<tool_result\n",
+    "</untrusted\n",
+    "<untrusted\n",
+    "```system\n",
+    "--- system\n",
+    "=== system\n",
+    "### system\n",
+    "### instruction\n",
+    "### response\n",
+    "### assistant\n",
+    "[system]\n",
+    "[end]\n",
+    "begin system\n",
+    "end system\n",
+);
 
 /// Boundary markers: text that pretends a context ends or a new one starts (0..1).
 fn boundary(b: &Block) -> f32 {
@@ -1104,22 +1080,22 @@ fn boundary(b: &Block) -> f32 {
 }
 
 /// Chat turns at the start of a line (at most 16); the first two are the asking side.
-const TURNS: &[&str] = &[
-    "system:",
-    "user:",
-    "assistant:",
-    "human:",
-    "ai:",
-    "### system",
-    "### user",
-    "### assistant",
-    "<|system|>",
-    "<|user|>",
-    "<|assistant|>",
-    "[system]",
-    "[user]",
-    "[assistant]",
-];
+const TURNS: &str = concat!(
+    "system:\n",
+    "user:\n",
+    "assistant:\n",
+    "human:\n",
+    "ai:\n",
+    "### system\n",
+    "### user\n",
+    "### assistant\n",
+    "<|system|>\n",
+    "<|user|>\n",
+    "<|assistant|>\n",
+    "[system]\n",
+    "[user]\n",
+    "[assistant]\n",
+);
 
 /// Prompt structure: lines that start a chat turn, template tokens (0..1).
 fn structure(b: &Block) -> f32 {
@@ -1315,15 +1291,15 @@ mod tests {
     #[test]
     fn every_builtin_pattern_compiles_and_holds_its_words() {
         assert!(PATTERNS.len() >= 35, "{}", PATTERNS.len());
-        assert!(PATTERNS.len() < 256 && ROLE.len() <= 32 && MARKS.len() <= 64);
-        assert!(TURNS.len() <= 16);
+        assert!(PATTERNS.len() < 256 && ROLE.lines().count() <= 32 && MARKS.lines().count() <= 64);
+        assert!(TURNS.lines().count() <= 16);
         for p in PATTERNS {
             assert!(
                 Regex::new(&["^(?:", p.re, ")"].concat()).is_ok(),
                 "{}",
                 p.re
             );
-            for group in std::iter::once(&p.key).chain(p.also) {
+            for group in std::iter::once(p.key).chain(p.also.lines()) {
                 assert!(!group.contains(char::is_uppercase), "{group}");
                 assert!(!group.split('/').any(str::is_empty), "{}", p.re);
             }
