@@ -56,10 +56,10 @@ fn print(rows: &[Entry], out: &mut impl Write) -> std::io::Result<()> {
     if rows.is_empty() {
         return writeln!(out, "No tool calls recorded.");
     }
+    // The row format's widths below: 19, 9, 8, 24, 20, then 7 and 7 right-aligned.
     writeln!(
         out,
-        "{:<19}  {:<9}  {:<8}  {:<24}  {:<20}  {:>7}  {:>7}  arguments / error",
-        "time (UTC)", "channel", "verdict", "tool", "session", "ms", "bytes"
+        "time (UTC)           channel    verdict   tool                      session                    ms    bytes  arguments / error"
     )?;
     for e in rows {
         let t = CivilDateTime::from_unix(e.at);

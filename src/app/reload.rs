@@ -78,17 +78,17 @@ impl Reloader {
             self.apply(cfg, env)
         });
         let (applied, verdict) = match outcome {
-            Ok(restart) if restart.is_empty() => {
-                log::info!("reload {generation}: applied config.json and secrets.env");
-                (true, "applied".to_string())
-            }
             Ok(restart) => {
-                let names = restart.join(", ");
                 log::info!("reload {generation}: applied config.json and secrets.env");
-                log::warn!(
-                    "reload {generation}: changed but needing a restart (the running values stay until then): {names}"
-                );
-                (true, format!("applied; needs a restart to change: {names}"))
+                if restart.is_empty() {
+                    (true, "applied".to_string())
+                } else {
+                    let names = restart.join(", ");
+                    log::warn!(
+                        "reload {generation}: changed but needing a restart (the running values stay until then): {names}"
+                    );
+                    (true, format!("applied; needs a restart to change: {names}"))
+                }
             }
             Err(e) => {
                 log::warn!("reload {generation}: refused, the running configuration is kept: {e}");
