@@ -289,27 +289,28 @@ fn ddg_region(l: &str, region: &str) -> String {
     if l.is_empty() {
         return "wt-wt".into();
     }
-    let country = match (region.to_ascii_lowercase().as_str(), l) {
-        ("gb", _) => "uk".to_string(),
-        ("", "en") => "us".into(),
-        ("", "ja") => "jp".into(),
-        ("", "ko") => "kr".into(),
-        ("", "zh") => "cn".into(),
-        ("", "sv") => "se".into(),
-        ("", "da") => "dk".into(),
-        ("", "cs") => "cz".into(),
-        ("", "el") => "gr".into(),
-        ("", "uk") => "ua".into(),
-        ("", l) => l.into(),
-        (r, _) => r.into(),
+    let region = region.to_ascii_lowercase();
+    let country = match (region.as_str(), l) {
+        ("gb", _) => "uk",
+        ("", "en") => "us",
+        ("", "ja") => "jp",
+        ("", "ko") => "kr",
+        ("", "zh") => "cn",
+        ("", "sv") => "se",
+        ("", "da") => "dk",
+        ("", "cs") => "cz",
+        ("", "el") => "gr",
+        ("", "uk") => "ua",
+        ("", l) => l,
+        (r, _) => r,
     };
-    let l = match (l, country.as_str()) {
+    let l = match (l, country) {
         ("ja", _) => "jp",
         ("ko", _) => "kr",
         ("zh", "tw" | "hk") => "tzh",
         (l, _) => l,
     };
-    [&country, "-", l].concat()
+    [country, "-", l].concat()
 }
 
 /// Brave's `search_lang`: the language, except its own codes for Japanese, Chinese
